@@ -1,0 +1,106 @@
+"""Domain vocabulary shared by the store, the optimizers and the API.
+
+Units are part of the names: ``cpu`` in cores, ``memory_mib`` in MiB, ``gpu`` as a
+(possibly fractional) count, utilizations as fractions 0..1, times as aware UTC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+class JobStatus(StrEnum):
+    pending = "pending"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    stopped = "stopped"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobStatus.succeeded, JobStatus.failed, JobStatus.stopped)
+
+
+class Strategy(StrEnum):
+    ps = "ps"
+    allreduce = "allreduce"
+
+
+class EventKind(StrEnum):
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    oom = "oom"
+    evicted = "evicted"
+    relaunched = "relaunched"
+    scaled = "scaled"
+
+
+class Stage(StrEnum):
+    """When an optimizer runs in a job's life."""
+
+    create = "create"
+    oom = "oom"
+    estimate = "estimate"
+    running = "running"
+
+
+class PlanStatus(StrEnum):
+    proposed = "proposed"
+    applied = "applied"
+    rejected = "rejected"
+    failed = "failed"
+    superseded = "superseded"
+
+
+# Well-known roles; any other role name is accepted as well.
+ROLE_PS = "ps"
+ROLE_CHIEF = "chief"
+ROLE_WORKER = "worker"
+ROLE_EVALUATOR = "evaluator"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A resource amount: cores, MiB and GPUs."""
+
+    cpu: float = 0.0
+    memory_mib: float = 0.0
+    gpu: float = 0.0
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """What one role of a job runs with: ``count`` nodes of this size each.
+
+    In a proposal, ``None`` means "no opinion, keep what the job has". ``cpu`` is the
+    CPU request; ``cpu_limit`` an optional higher CPU limit.
+    """
+
+    count: int | None = None
+    cpu: float | None = None
+    memory_mib: float | None = None
+    gpu: float | None = None
+    cpu_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds for a whole job (sum over all its nodes); ``None`` means unbounded."""
+
+    cpu: float | None = None
+    memory_mib: float | None = None
+    gpu: float | None = None
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(ts: datetime) -> datetime:
+    """Aware UTC datetime; naive values (e.g. read back from SQLite) are taken as UTC."""
+    if ts.tzinfo is None:
+        return ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC)

@@ -1,0 +1,168 @@
+"""The read-only picture of a job that the service hands to an optimizer.
+
+Everything here is plain immutable data: optimizers must not reach for the
+database, the network or global settings, so whatever they need is put here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from brain.domain import JobStatus, Limits, PlanStatus, Resources, RoleSpec, Stage, Strategy
+
+
+@dataclass(frozen=True)
+class JobView:
+    uid: str
+    name: str
+    user: str
+    dataset: str | None
+    group_key: str
+    strategy: Strategy
+    status: JobStatus
+    limits: Limits
+    roles: dict[str, RoleSpec]
+    gpu_type: str | None = None
+    total_steps: int | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A node of the job with what it requested."""
+
+    name: str
+    role: str
+    index: int
+    cpu: float
+    memory_mib: float
+    gpu: float = 0.0
+    status: str = "running"
+
+
+@dataclass(frozen=True)
+class NodeSample:
+    """One usage point of one node."""
+
+    node: str
+    ts: datetime
+    cpu: float
+    memory_mib: float
+    gpu_util: float | None = None
+    gpu_memory_mib: float | None = None
+    gpu_memory_total_mib: float | None = None
+
+
+@dataclass(frozen=True)
+class SpeedSample:
+    ts: datetime
+    global_step: int
+    steps_per_sec: float
+    workers: int
+
+
+@dataclass(frozen=True)
+class EventView:
+    id: int
+    ts: datetime
+    kind: str
+    node: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A plan proposed earlier for this job and what became of it."""
+
+    id: int
+    stage: Stage
+    status: PlanStatus
+    created_at: datetime
+    roles: dict[str, RoleSpec]
+    launch: tuple[NodeChangeView, ...] = ()
+    remove: tuple[NodeChangeView, ...] = ()
+    migrate: tuple[NodeChangeView, ...] = ()
+    optimizers: tuple[str, ...] = ()
+    source_event_id: int | None = None
+    status_message: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeChangeView:
+    name: str | None
+    role: str
+    cpu: float | None = None
+    memory_mib: float | None = None
+    gpu: float | None = None
+
+
+@dataclass(frozen=True)
+class NodeUsage:
+    """Usage statistics of one node over a whole (historical) run."""
+
+    name: str
+    role: str
+    requested: Resources
+    cpu_mean: float
+    cpu_max: float
+    cpu_p95: float
+    memory_mean_mib: float
+    memory_max_mib: float
+    gpu_util_mean: float | None = None
+    gpu_memory_max_mib: float | None = None
+    gpu_memory_total_mib: float | None = None
+
+    @property
+    def gpu_memory_util_max(self) -> float | None:
+        if not self.gpu_memory_max_mib or not self.gpu_memory_total_mib:
+            return None
+        return self.gpu_memory_max_mib / self.gpu_memory_total_mib
+
+
+@dataclass(frozen=True)
+class HistoricalJob:
+    """A finished related job: its description and per-node usage over its run."""
+
+    job: JobView
+    nodes: tuple[NodeUsage, ...]
+
+    def role_nodes(self, role: str) -> list[NodeUsage]:
+        return [n for n in self.nodes if n.role == role]
+
+
+@dataclass(frozen=True)
+class OptimizerContext:
+    """Everything an optimizer may use to make its proposal.
+
+    ``samples`` and ``speed`` are a recent window, oldest first. ``history`` holds
+    related finished jobs, most recent first. ``node_max`` is the largest node the
+    cluster can schedule. ``node`` names the node a stage is about (the OOM stage).
+    """
+
+    stage: Stage
+    now: datetime
+    job: JobView
+    nodes: Sequence[NodeView] = ()
+    samples: Sequence[NodeSample] = ()
+    speed: Sequence[SpeedSample] = ()
+    events: Sequence[EventView] = ()
+    plans: Sequence[PlanView] = ()
+    history: Sequence[HistoricalJob] = ()
+    node_max: Resources = field(default_factory=lambda: Resources(cpu=64, memory_mib=512 * 1024, gpu=8))
+    node: str | None = None
+
+    def nodes_of(self, role: str) -> list[NodeView]:
+        return [n for n in self.nodes if n.role == role]
+
+    def samples_of(self, node: str) -> list[NodeSample]:
+        return [s for s in self.samples if s.node == node]

@@ -1,0 +1,106 @@
+"""Discovery of optimizers through the ``brain.optimizers`` entry-point group."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from brain.domain import Stage
+from brain.optimizing.context import OptimizerContext
+from brain.optimizing.proposal import Proposal
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "brain.optimizers"
+
+
+@runtime_checkable
+class Optimizer(Protocol):
+    """The plugin contract.
+
+    ``name`` is unique; ``stages`` are the stages it serves; ``Settings`` is a pydantic
+    model whose every field has a default, a description and bounds; the class
+    docstring is its description. ``propose`` is pure: context and settings in,
+    proposal out.
+    """
+
+    name: ClassVar[str]
+    stages: ClassVar[frozenset[Stage]]
+    Settings: ClassVar[type[BaseModel]]
+
+    def propose(self, context: OptimizerContext, settings: Any) -> Proposal: ...
+
+
+@dataclass(frozen=True)
+class OptimizerInfo:
+    name: str
+    stages: list[str]
+    description: str
+    settings_schema: dict[str, Any]
+    defaults: dict[str, Any]
+
+
+class OptimizerRegistry:
+    """The optimizers that loaded, by name."""
+
+    def __init__(self, optimizers: Iterable[Optimizer] = ()) -> None:
+        self._by_name: dict[str, Optimizer] = {}
+        for optimizer in optimizers:
+            self.add(optimizer)
+
+    def add(self, optimizer: Optimizer) -> None:
+        if optimizer.name in self._by_name:
+            raise ValueError(f"optimizer name {optimizer.name!r} is registered twice")
+        self._by_name[optimizer.name] = optimizer
+
+    def get(self, name: str) -> Optimizer | None:
+        return self._by_name.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def for_stage(self, stage: Stage) -> list[Optimizer]:
+        return [o for _, o in sorted(self._by_name.items()) if stage in o.stages]
+
+    def info(self) -> list[OptimizerInfo]:
+        return [describe(self._by_name[name]) for name in self.names()]
+
+
+def describe(optimizer: Optimizer) -> OptimizerInfo:
+    doc = (type(optimizer).__doc__ or "").strip()
+    return OptimizerInfo(
+        name=optimizer.name,
+        stages=sorted(s.value for s in optimizer.stages),
+        description=doc,
+        settings_schema=optimizer.Settings.model_json_schema(),
+        defaults=optimizer.Settings().model_dump(),
+    )
+
+
+def _load(entry_point: EntryPoint) -> Optimizer:
+    cls = entry_point.load()
+    optimizer = cls()
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{entry_point.value} does not implement the Optimizer contract")
+    if not (isinstance(optimizer.Settings, type) and issubclass(optimizer.Settings, BaseModel)):
+        raise TypeError(f"{entry_point.value}.Settings is not a pydantic model")
+    optimizer.Settings()  # every field must have a default
+    return optimizer
+
+
+def load_registry(entry_points_: Iterable[EntryPoint] | None = None) -> OptimizerRegistry:
+    """Load every optimizer of the entry-point group; a broken plugin is logged and skipped."""
+    found = entry_points(group=ENTRY_POINT_GROUP) if entry_points_ is None else entry_points_
+    registry = OptimizerRegistry()
+    for ep in found:
+        try:
+            optimizer = _load(ep)
+            registry.add(optimizer)
+        except Exception as exc:  # a plugin must never take the service down
+            log.error("skipping optimizer plugin %s (%s): %s", ep.name, ep.value, exc)
+    return registry
