@@ -1,0 +1,79 @@
+"""The FastAPI application factory. Nothing is built at import time."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+
+import brain
+from api.errors import install_error_handlers
+from api.routers import events, health, jobs, samples
+from brain.config import Settings
+from brain.db.engine import make_engine, make_session_factory
+from brain.telemetry import Telemetry
+
+DESCRIPTION = """Brain stores the profiles of distributed training jobs (nodes, usage time
+series, training speed, events) and turns them into resource plans.
+
+Units are in the field names: `cpu` in cores, `memory_mib` in MiB, `gpu` as a count
+(fractional allowed), utilizations as fractions 0..1, timestamps RFC 3339 (returned in UTC).
+Every error body is `{"error": {"code", "message", "field"}}`."""
+
+Startup = Callable[[FastAPI], None]
+
+
+def create_app(
+    settings: Settings | None = None, on_startup: list[Startup] | None = None
+) -> FastAPI:
+    """Build the app; the lifespan creates the engine and disposes of it at shutdown.
+
+    ``on_startup`` hooks run inside the lifespan once the engine exists (the CLI uses
+    one to start the Prometheus collector).
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.settings = settings or Settings()
+        app.state.engine = make_engine(app.state.settings.database_url)
+        app.state.session_factory = make_session_factory(app.state.engine)
+        app.state.telemetry = Telemetry()
+        app.state.health_reporters = {}
+        app.state.shutdown_hooks = []
+        for hook in on_startup or ():
+            hook(app)
+        try:
+            yield
+        finally:
+            for stop in reversed(app.state.shutdown_hooks):
+                stop()
+            app.state.engine.dispose()
+
+    app = FastAPI(
+        title="Brain",
+        version=brain.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.middleware("http")(_observe)
+    for module in (health, jobs, samples, events):
+        app.include_router(module.router)
+    return app
+
+
+async def _observe(request: Request, call_next) -> Response:
+    started = time.perf_counter()
+    response = await call_next(request)
+    route = request.scope.get("route")
+    template = getattr(route, "path", "unmatched")
+    telemetry: Telemetry = request.app.state.telemetry
+    telemetry.requests.labels(request.method, template, str(response.status_code)).inc()
+    telemetry.latency.labels(request.method, template).observe(time.perf_counter() - started)
+    return response
+
+
+logging.getLogger("brain").addHandler(logging.NullHandler())

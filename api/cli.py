@@ -1,0 +1,46 @@
+"""``brain serve``: run the REST API (registered into the ``brain`` CLI by entry point)."""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from brain.config import Settings
+from brain.db import migrate
+from brain.plugins import APP_HOOKS_GROUP, load_callables
+
+
+def register(commands) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run the REST API (OpenAPI docs at /docs)",
+        description="Serve the REST API. On the embedded SQLite default, pending migrations "
+        "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate).",
+    )
+    serve.add_argument("--host", help="listen address (default: BRAIN_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default: BRAIN_PORT, 8080)")
+    serve.add_argument(
+        "--migrate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="apply pending migrations before serving (default: only on SQLite)",
+    )
+    serve.set_defaults(handler=_serve)
+
+
+def _serve(args) -> int:
+    from api.app import create_app
+
+    settings = Settings()
+    if args.migrate or (args.migrate is None and settings.is_sqlite):
+        migrate.upgrade(settings.database_url)
+    hooks = list(load_callables(APP_HOOKS_GROUP).values())
+    app = create_app(settings, on_startup=hooks)
+    uvicorn.run(
+        app,
+        host=args.host or settings.host,
+        port=args.port or settings.port,
+        log_level=settings.log_level.lower(),
+    )
+    return 0

@@ -1,0 +1,61 @@
+"""Every error leaves as ``{"error": {"code", "message", "field"}}``."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from brain.errors import BrainError, Conflict, InvalidInput, NotFound, TooLarge
+
+STATUS_BY_ERROR: dict[type[BrainError], int] = {
+    NotFound: 404,
+    Conflict: 409,
+    InvalidInput: 422,
+    TooLarge: 413,
+}
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "field": field}}
+
+
+def _field_of(loc: tuple) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or None
+
+
+async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    first = exc.errors()[0]
+    field = _field_of(tuple(first.get("loc", ())))
+    message = first.get("msg", "invalid input")
+    if field:
+        message = f"{field}: {message}"
+    return JSONResponse(status_code=422, content=error_body("validation_error", message, field))
+
+
+async def _brain_error(_request: Request, exc: BrainError) -> JSONResponse:
+    status = STATUS_BY_ERROR.get(type(exc), 400)
+    return JSONResponse(status_code=status, content=error_body(exc.code, exc.message, exc.field))
+
+
+async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(
+        status_code=exc.status_code,
+        content=error_body(code, str(exc.detail)),
+        headers=getattr(exc, "headers", None),
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(BrainError, _brain_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+
+
+ERROR_RESPONSES = {
+    404: {"description": 'Not found: `{"error": {"code", "message", "field"}}`'},
+    422: {"description": "Invalid input; `error.field` names the offending field."},
+}

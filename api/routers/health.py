@@ -1,0 +1,43 @@
+"""Liveness, readiness and the service's own metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is alive")
+def healthz() -> dict:
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz",
+    summary="The database is reachable (503 otherwise); components report their state",
+    responses={503: {"description": "The database cannot be reached."}},
+)
+def readyz(request: Request) -> JSONResponse:
+    """Ready means the database answers. A degraded component (e.g. the Prometheus
+    collector) is reported but does not make the API unready: the API keeps serving."""
+    checks: dict[str, dict] = {}
+    try:
+        with request.app.state.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        checks["database"] = {"status": "ok"}
+    except Exception as exc:
+        checks["database"] = {"status": "down", "detail": type(exc).__name__}
+    for name, report in request.app.state.health_reporters.items():
+        checks[name] = report()
+    ready = checks["database"]["status"] == "ok"
+    body = {"status": "ready" if ready else "unavailable", "checks": checks}
+    return JSONResponse(status_code=200 if ready else 503, content=body)
+
+
+@router.get("/metrics", summary="Prometheus exposition of Brain's own metrics")
+def metrics(request: Request) -> Response:
+    data = generate_latest(request.app.state.telemetry.registry)
+    return Response(content=data, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,84 @@
+"""Register, update, read and list jobs."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query, Response
+from sqlalchemy.orm import Session
+
+from api.deps import get_session, get_settings
+from api.errors import ERROR_RESPONSES
+from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
+from brain.config import Settings
+from brain.domain import JobStatus, utcnow
+from brain.services import jobs
+from brain.services.clock import reject_future
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
+
+
+@router.put(
+    "/{uid}",
+    response_model=JobOut,
+    status_code=200,
+    responses={201: {"model": JobOut, "description": "Created"}},
+    summary="Register or update a job",
+)
+def put_job(
+    uid: str,
+    spec: JobSpec,
+    response: Response,
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+) -> JobOut:
+    """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated."""
+    reject_future(
+        [
+            ("created_at", spec.created_at),
+            ("started_at", spec.started_at),
+            ("finished_at", spec.finished_at),
+        ],
+        utcnow(),
+        settings.clock_skew_s,
+    )
+    job, created = jobs.upsert_job(session, uid, spec.to_input())
+    session.commit()
+    response.status_code = 201 if created else 200
+    return JobOut.of(job)
+
+
+@router.get("/{uid}", response_model=JobOut, summary="Read a job")
+def get_job(uid: str, session: Session = Depends(get_session)) -> JobOut:
+    return JobOut.of(jobs.get_job(session, uid))
+
+
+@router.patch("/{uid}", response_model=JobOut, summary="Change status, exit reason or times")
+def patch_job(
+    uid: str,
+    patch: JobPatch,
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+) -> JobOut:
+    reject_future(
+        [("started_at", patch.started_at), ("finished_at", patch.finished_at)],
+        utcnow(),
+        settings.clock_skew_s,
+    )
+    job = jobs.patch_job(session, uid, patch.model_dump(exclude_unset=True))
+    session.commit()
+    return JobOut.of(job)
+
+
+@router.get("", response_model=JobPage, summary="List jobs, newest first")
+def list_jobs(
+    user: str | None = None,
+    status: JobStatus | None = None,
+    name: str | None = None,
+    dataset: str | None = None,
+    group: str | None = Query(None, description="Group key of recurring runs."),
+    limit: int = Query(50, ge=1, le=500, description="Page size."),
+    cursor: str | None = Query(None, description="`next_cursor` of the previous page."),
+    session: Session = Depends(get_session),
+) -> JobPage:
+    filters = jobs.JobFilters(user=user, status=status, name=name, dataset=dataset, group_key=group)
+    page, next_cursor = jobs.list_jobs(session, filters, limit, cursor)
+    return JobPage(items=[JobOut.of(j) for j in page], next_cursor=next_cursor)

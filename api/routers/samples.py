@@ -1,0 +1,138 @@
+"""Nodes and usage time series of a job."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Depends, Query, Response
+from sqlalchemy.orm import Session
+
+from api.deps import get_session, get_settings, get_telemetry
+from api.errors import ERROR_RESPONSES
+from api.schemas.samples import (
+    IngestOut,
+    NodeIn,
+    NodeOut,
+    NodePointOut,
+    SampleBatch,
+    SeriesOut,
+    SpeedPointOut,
+)
+from brain.config import Settings
+from brain.domain import utcnow
+from brain.errors import InvalidInput, TooLarge
+from brain.services import jobs, nodes, samples
+from brain.services.clock import reject_future
+from brain.telemetry import Telemetry
+
+router = APIRouter(prefix="/api/v1/jobs/{uid}", tags=["samples"], responses=ERROR_RESPONSES)
+
+
+@router.post(
+    "/samples",
+    response_model=IngestOut,
+    summary="Push a batch of node and speed samples",
+    responses={413: {"description": "More points than `BRAIN_MAX_BATCH_POINTS` (10,000)."}},
+)
+def post_samples(
+    uid: str,
+    batch: SampleBatch,
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+    telemetry: Telemetry = Depends(get_telemetry),
+) -> IngestOut:
+    """Stores each point once: a retried batch reports its points as duplicates."""
+    total = len(batch.nodes) + len(batch.speed)
+    if total > settings.max_batch_points:
+        raise TooLarge(
+            f"batch has {total} points; at most {settings.max_batch_points} per request",
+            field="nodes",
+        )
+    now = utcnow()
+    reject_future(_latest("nodes", batch.nodes), now, settings.clock_skew_s)
+    reject_future(_latest("speed", batch.speed), now, settings.clock_skew_s)
+    job = jobs.get_job(session, uid)
+    result = samples.ingest(
+        session, job, [p.to_point() for p in batch.nodes], [p.to_point() for p in batch.speed]
+    )
+    session.commit()
+    telemetry.ingested_points.labels("api", "stored").inc(result.accepted)
+    telemetry.ingested_points.labels("api", "duplicate").inc(result.duplicates)
+    return IngestOut(accepted=result.accepted, duplicates=result.duplicates)
+
+
+def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
+    """Only the latest point can be too far in the future; name it by its position."""
+    if not points:
+        return []
+    position = max(range(len(points)), key=lambda i: points[i].ts)
+    return [(f"{field}.{position}.ts", points[position].ts)]
+
+
+@router.get("/samples", response_model=SeriesOut, summary="Read the time series back")
+def get_samples(
+    uid: str,
+    node: str | None = Query(None, description="Only this node."),
+    role: str | None = Query(None, description="Only nodes of this role."),
+    start: datetime | None = Query(None, description="From this time (inclusive, RFC 3339)."),
+    end: datetime | None = Query(None, description="Until this time (exclusive, RFC 3339)."),
+    limit: int = Query(10_000, ge=1, le=100_000, description="Most node points returned."),
+    session: Session = Depends(get_session),
+) -> SeriesOut:
+    for field, value in (("start", start), ("end", end)):
+        if value is not None and value.tzinfo is None:
+            raise InvalidInput(f"{field} needs a UTC offset, e.g. Z", field=field)
+    job = jobs.get_job(session, uid)
+    query = samples.SampleQuery(node=node, role=role, start=start, end=end, limit=limit + 1)
+    rows = samples.node_samples(session, job, query)
+    truncated = len(rows) > limit
+    speed = samples.speed_samples(session, job, query) if node is None and role is None else []
+    return SeriesOut(
+        nodes=[
+            NodePointOut(
+                name=n.name,
+                role=n.role,
+                index=n.index,
+                ts=s.ts,
+                cpu=s.cpu,
+                memory_mib=s.memory_mib,
+                gpu_util=s.gpu_util,
+                gpu_memory_mib=s.gpu_memory_mib,
+                gpu_memory_total_mib=s.gpu_memory_total_mib,
+            )
+            for n, s in rows[:limit]
+        ],
+        speed=[
+            SpeedPointOut(
+                ts=s.ts, global_step=s.global_step, steps_per_sec=s.steps_per_sec, workers=s.workers
+            )
+            for s in speed[:limit]
+        ],
+        truncated=truncated,
+    )
+
+
+@router.put(
+    "/nodes/{name}",
+    response_model=NodeOut,
+    responses={201: {"model": NodeOut, "description": "Created"}},
+    summary="Register or update a node with what it requests",
+)
+def put_node(
+    uid: str,
+    name: str,
+    spec: NodeIn,
+    response: Response,
+    session: Session = Depends(get_session),
+) -> NodeOut:
+    job = jobs.get_job(session, uid)
+    node, created = nodes.upsert_node(session, job, name, nodes.NodeInput(**spec.model_dump()))
+    session.commit()
+    response.status_code = 201 if created else 200
+    return NodeOut.model_validate(node, from_attributes=True)
+
+
+@router.get("/nodes", response_model=list[NodeOut], summary="List a job's nodes")
+def list_nodes(uid: str, session: Session = Depends(get_session)) -> list[NodeOut]:
+    job = jobs.get_job(session, uid)
+    return [NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)]

@@ -1,0 +1,31 @@
+"""Job and node events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas.common import Timestamp
+from brain.domain import EventKind
+
+
+class EventIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ts: Timestamp
+    kind: EventKind
+    node: str | None = Field(None, description="Node name; omit for a job-level event.")
+    detail: str | None = Field(None, max_length=4000)
+
+
+class EventOut(BaseModel):
+    id: int
+    ts: datetime
+    kind: EventKind
+    node: str | None
+    detail: str | None
+
+
+class EventsIngestOut(BaseModel):
+    accepted: int
+    duplicates: int

@@ -1,0 +1,154 @@
+"""Job registration, update and listing."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from api.schemas.common import Cores, Gpus, MiB, Name, Timestamp
+from brain.db.models import Job
+from brain.domain import JobStatus, Strategy
+from brain.services.jobs import JobInput
+
+
+class Limits(BaseModel):
+    """Upper bounds for the whole job (sum over all nodes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    cpu: Cores | None = None
+    memory_mib: MiB | None = None
+    gpu: Gpus | None = None
+
+
+class RoleResources(BaseModel):
+    """Requested resources of one role: ``count`` nodes, each of this size."""
+
+    model_config = ConfigDict(extra="forbid")
+    count: int = Field(ge=0, description="Number of nodes of this role.")
+    cpu: Cores = 0
+    memory_mib: MiB = 0
+    gpu: Gpus = 0
+
+
+RoleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
+
+
+class JobSpec(BaseModel):
+    """A job as its job master registers it. Historical jobs may carry past times."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    user: Annotated[str, Field(min_length=1, max_length=128)]
+    dataset: Name | None = None
+    group_key: Annotated[str, Field(min_length=1, max_length=400)] | None = Field(
+        None, description="Key of recurring runs; defaults to `<user>/<name>`."
+    )
+    framework: Annotated[str, Field(max_length=64)] | None = None
+    strategy: Strategy = Strategy.ps
+    namespace: Name | None = None
+    cluster: Name | None = None
+    gpu_type: Annotated[str, Field(max_length=128)] | None = None
+    limits: Limits = Field(default_factory=Limits)
+    roles: dict[RoleName, RoleResources] = Field(
+        default_factory=dict, description="Requested resources per role (ps, chief, worker, ...)."
+    )
+    total_steps: int | None = Field(None, ge=1)
+    status: JobStatus = JobStatus.pending
+    exit_reason: str | None = None
+    created_at: Timestamp | None = None
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
+
+    def to_input(self) -> JobInput:
+        return JobInput(
+            name=self.name,
+            user=self.user,
+            strategy=self.strategy,
+            dataset=self.dataset,
+            group_key=self.group_key,
+            framework=self.framework,
+            namespace=self.namespace,
+            cluster=self.cluster,
+            gpu_type=self.gpu_type,
+            limit_cpu=self.limits.cpu,
+            limit_memory_mib=self.limits.memory_mib,
+            limit_gpu=self.limits.gpu,
+            roles={role: spec.model_dump() for role, spec in self.roles.items()},
+            total_steps=self.total_steps,
+            status=self.status,
+            exit_reason=self.exit_reason,
+            created_at=self.created_at,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+        )
+
+
+class JobPatch(BaseModel):
+    """Status, exit reason and times; omitted fields stay as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: JobStatus | None = None
+    exit_reason: str | None = None
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> JobPatch:
+        if not self.model_fields_set:
+            raise ValueError("give at least one of status, exit_reason, started_at, finished_at")
+        return self
+
+
+class JobOut(BaseModel):
+    uid: str
+    name: str
+    user: str
+    dataset: str | None
+    group_key: str
+    framework: str | None
+    strategy: Strategy
+    namespace: str | None
+    cluster: str | None
+    gpu_type: str | None
+    limits: Limits
+    roles: dict[str, RoleResources]
+    total_steps: int | None
+    status: JobStatus
+    exit_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            uid=job.uid,
+            name=job.name,
+            user=job.user,
+            dataset=job.dataset,
+            group_key=job.group_key,
+            framework=job.framework,
+            strategy=job.strategy,
+            namespace=job.namespace,
+            cluster=job.cluster,
+            gpu_type=job.gpu_type,
+            limits=Limits(cpu=job.limit_cpu, memory_mib=job.limit_memory_mib, gpu=job.limit_gpu),
+            roles=job.roles or {},
+            total_steps=job.total_steps,
+            status=job.status,
+            exit_reason=job.exit_reason,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+        )
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None = Field(
+        None, description="Pass as `cursor` for the next page; null on the last page."
+    )

@@ -1,0 +1,124 @@
+"""The ``brain`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+import brain
+from brain.config import Settings
+from brain.db import migrate
+from brain.db.engine import make_engine, make_session_factory
+from brain.domain import utcnow
+from brain.plugins import COMMANDS_GROUP, load_callables
+from brain.services.retention import delete_old_samples
+
+DESCRIPTION = """Brain: resource optimization for distributed ML training.
+
+Configuration comes from BRAIN_* environment variables (see `brain config`)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(args, "log_level", None) or Settings().log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    return args.handler(args) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brain", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"brain {brain.__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    config = commands.add_parser(
+        "config", help="print the effective configuration (secrets masked)"
+    )
+    config.set_defaults(handler=_config)
+
+    db = commands.add_parser("db", help="database schema migrations")
+    db_commands = db.add_subparsers(title="db commands", metavar="DB_COMMAND", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="apply pending migrations (to head)")
+    upgrade.add_argument("--revision", default="head", help="target revision (default: head)")
+    upgrade.set_defaults(handler=_db_upgrade)
+    current = db_commands.add_parser("current", help="print the applied and the latest revision")
+    current.set_defaults(handler=_db_current)
+
+    retention = commands.add_parser(
+        "retention",
+        help="delete raw samples older than --days from summarized jobs",
+        description="Delete raw node and speed samples older than N days, only for jobs "
+        "whose summary is kept, so portraits stay intact.",
+    )
+    retention.add_argument(
+        "--days", type=int, default=None, help="age in days (default: BRAIN_RETENTION_DAYS)"
+    )
+    retention.set_defaults(handler=_retention)
+
+    _add_backtest(commands)
+    for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
+        register(commands)
+    return parser
+
+
+def _add_backtest(commands) -> None:
+    try:
+        from brain.backtest.command import add_parser
+    except ImportError:  # the backtest package is optional while it is being built
+        return
+    add_parser(commands)
+
+
+def _config(_args) -> int:
+    print(json.dumps(Settings().masked(), indent=2, sort_keys=True))
+    return 0
+
+
+def _db_upgrade(args) -> int:
+    settings = Settings()
+    migrate.upgrade(settings.database_url, args.revision)
+    print(f"database at {args.revision}")
+    return 0
+
+
+def _db_current(_args) -> int:
+    settings = Settings()
+    engine = make_engine(settings.database_url)
+    try:
+        applied = migrate.current_revision(engine)
+    finally:
+        engine.dispose()
+    head = migrate.head_revision(settings.database_url)
+    print(f"current: {applied or 'none'}\nhead:    {head}")
+    return 0 if applied == head else 1
+
+
+def _retention(args) -> int:
+    settings = Settings()
+    days = args.days or settings.retention_days
+    if not days:
+        print("no retention set: pass --days or set BRAIN_RETENTION_DAYS", file=sys.stderr)
+        return 2
+    engine = make_engine(settings.database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            deleted = delete_old_samples(session, days, utcnow())
+            session.commit()
+    finally:
+        engine.dispose()
+    print(f"deleted {deleted} raw samples older than {days} days")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Engine and session factory, built by whoever starts the process (app lifespan, CLI)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+
+def make_engine(database_url: str, **kwargs) -> Engine:
+    if database_url.startswith("sqlite"):
+        engine = create_engine(
+            database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if "poolclass" not in kwargs:
+        kwargs.setdefault("pool_size", 10)
+        kwargs.setdefault("max_overflow", 10)
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(database_url, **kwargs)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,30 @@
+"""Errors the services raise; the API turns each into a status and a JSON body."""
+
+from __future__ import annotations
+
+
+class BrainError(Exception):
+    """A problem with a request. ``field`` names the offending input where one does."""
+
+    code = "bad_request"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class NotFound(BrainError):
+    code = "not_found"
+
+
+class Conflict(BrainError):
+    code = "conflict"
+
+
+class InvalidInput(BrainError):
+    code = "invalid"
+
+
+class TooLarge(BrainError):
+    code = "payload_too_large"

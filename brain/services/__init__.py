@@ -1,0 +1,1 @@
+"""Use cases over the store. Each function takes a Session; callers own the transaction."""

@@ -1,0 +1,77 @@
+"""Job and node events (started, oom, evicted, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from brain.db.models import Event, Job, Node
+from brain.domain import EventKind
+from brain.errors import NotFound
+
+
+@dataclass(frozen=True)
+class EventInput:
+    ts: datetime
+    kind: EventKind
+    node: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class EventsResult:
+    accepted: int
+    duplicates: int
+
+
+def record_events(session: Session, job: Job, events: Sequence[EventInput]) -> EventsResult:
+    """Store events once each: (job, kind, ts, node) identifies an event."""
+    if not events:
+        return EventsResult(0, 0)
+    names = {e.node for e in events if e.node}
+    node_ids = dict(
+        session.execute(
+            select(Node.name, Node.id).where(Node.job_id == job.id, Node.name.in_(names))
+        ).all()
+    )
+    for position, event in enumerate(events):
+        if event.node and event.node not in node_ids:
+            raise NotFound(f"job has no node {event.node!r}", field=f"{position}.node")
+    rows = [
+        {
+            "job_id": job.id,
+            "node_id": node_ids.get(e.node) if e.node else None,
+            "node_name": e.node or "",
+            "ts": e.ts,
+            "kind": EventKind(e.kind).value,
+            "detail": e.detail,
+        }
+        for e in events
+    ]
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    stmt = insert(Event).on_conflict_do_nothing().returning(Event.id)
+    accepted = 0
+    for row in rows:
+        accepted += len(session.execute(stmt, [row]).all())
+    return EventsResult(accepted=accepted, duplicates=len(events) - accepted)
+
+
+def list_events(
+    session: Session,
+    job: Job,
+    kind: EventKind | None = None,
+    node: str | None = None,
+    limit: int = 1000,
+) -> list[Event]:
+    stmt = select(Event).where(Event.job_id == job.id)
+    if kind is not None:
+        stmt = stmt.where(Event.kind == EventKind(kind).value)
+    if node is not None:
+        stmt = stmt.where(Event.node_name == node)
+    return list(session.scalars(stmt.order_by(Event.ts, Event.id).limit(limit)))

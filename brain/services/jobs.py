@@ -1,0 +1,167 @@
+"""Register, update, read and list jobs."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job
+from brain.domain import JobStatus, Strategy, as_utc, utcnow
+from brain.errors import InvalidInput, NotFound
+
+
+@dataclass
+class JobInput:
+    """What a job master says about a job when it registers it."""
+
+    name: str
+    user: str
+    strategy: Strategy = Strategy.ps
+    dataset: str | None = None
+    group_key: str | None = None
+    framework: str | None = None
+    namespace: str | None = None
+    cluster: str | None = None
+    gpu_type: str | None = None
+    limit_cpu: float | None = None
+    limit_memory_mib: float | None = None
+    limit_gpu: float | None = None
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    total_steps: int | None = None
+    status: JobStatus = JobStatus.pending
+    exit_reason: str | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass
+class JobFilters:
+    user: str | None = None
+    status: JobStatus | None = None
+    name: str | None = None
+    dataset: str | None = None
+    group_key: str | None = None
+
+
+def default_group_key(user: str, name: str) -> str:
+    """Recurring jobs are the same user's runs of the same name unless told otherwise."""
+    return f"{user}/{name}"
+
+
+def get_job(session: Session, uid: str) -> Job:
+    job = session.scalar(select(Job).where(Job.uid == uid))
+    if job is None:
+        raise NotFound(f"no job with uid {uid!r}", field="uid")
+    return job
+
+
+def find_job(session: Session, uid: str) -> Job | None:
+    return session.scalar(select(Job).where(Job.uid == uid))
+
+
+def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[Job, bool]:
+    """Create or replace a job's description; returns the job and whether it was created."""
+    _check_times(data.started_at, data.finished_at)
+    job = find_job(session, uid)
+    created = job is None
+    now = utcnow()
+    if job is None:
+        job = Job(uid=uid, created_at=data.created_at or now)
+        session.add(job)
+    elif data.created_at is not None:
+        job.created_at = data.created_at
+    job.name = data.name
+    job.user = data.user
+    job.dataset = data.dataset
+    job.group_key = data.group_key or default_group_key(data.user, data.name)
+    job.framework = data.framework
+    job.strategy = Strategy(data.strategy).value
+    job.namespace = data.namespace
+    job.cluster = data.cluster
+    job.gpu_type = data.gpu_type
+    job.limit_cpu = data.limit_cpu
+    job.limit_memory_mib = data.limit_memory_mib
+    job.limit_gpu = data.limit_gpu
+    job.roles = data.roles
+    job.total_steps = data.total_steps
+    job.status = JobStatus(data.status).value
+    job.exit_reason = data.exit_reason
+    job.started_at = data.started_at
+    job.finished_at = data.finished_at
+    job.updated_at = now
+    try:
+        session.flush()
+    except IntegrityError:
+        # Another request created the same uid first: this one becomes an update.
+        session.rollback()
+        return upsert_job(session, uid, data)
+    return job, created
+
+
+def patch_job(session: Session, uid: str, changes: dict[str, Any]) -> Job:
+    """Change status, exit reason and times; other fields go through ``upsert_job``."""
+    job = get_job(session, uid)
+    allowed = {"status", "exit_reason", "started_at", "finished_at"}
+    for key, value in changes.items():
+        if key not in allowed:
+            raise InvalidInput(f"{key} cannot be patched; use PUT", field=key)
+        setattr(job, key, JobStatus(value).value if key == "status" else value)
+    _check_times(job.started_at, job.finished_at)
+    job.updated_at = utcnow()
+    session.flush()
+    return job
+
+
+def _check_times(started_at: datetime | None, finished_at: datetime | None) -> None:
+    if started_at and finished_at and as_utc(finished_at) < as_utc(started_at):
+        raise InvalidInput("finished_at is before started_at", field="finished_at")
+
+
+def list_jobs(
+    session: Session, filters: JobFilters, limit: int, cursor: str | None
+) -> tuple[list[Job], str | None]:
+    """Jobs newest first, ``limit`` at a time; pass the returned cursor for the next page."""
+    query = select(Job)
+    if filters.user is not None:
+        query = query.where(Job.user == filters.user)
+    if filters.status is not None:
+        query = query.where(Job.status == JobStatus(filters.status).value)
+    if filters.name is not None:
+        query = query.where(Job.name == filters.name)
+    if filters.dataset is not None:
+        query = query.where(Job.dataset == filters.dataset)
+    if filters.group_key is not None:
+        query = query.where(Job.group_key == filters.group_key)
+    if cursor:
+        created_at, job_id = decode_cursor(cursor)
+        query = query.where(
+            or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id))
+        )
+    query = query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+    jobs = list(session.scalars(query))
+    if len(jobs) <= limit:
+        return jobs, None
+    jobs = jobs[:limit]
+    return jobs, encode_cursor(jobs[-1].created_at, jobs[-1].id)
+
+
+def encode_cursor(created_at: datetime, job_id: int) -> str:
+    raw = f"{as_utc(created_at).isoformat()}|{job_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created, job_id = base64.urlsafe_b64decode(padded).decode().split("|")
+        return as_utc(datetime.fromisoformat(created)), int(job_id)
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise InvalidInput("cursor is not one this service returned", field="cursor") from exc

@@ -1,0 +1,100 @@
+"""Nodes of a job: explicit registration, and creation on first sight in samples."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, Node
+from brain.domain import utcnow
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A node as a sample names it."""
+
+    name: str
+    role: str
+    index: int
+
+
+@dataclass
+class NodeInput:
+    role: str
+    index: int
+    cpu: float = 0.0
+    memory_mib: float = 0.0
+    gpu: float = 0.0
+    status: str = "running"
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def list_nodes(session: Session, job: Job) -> list[Node]:
+    return list(session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id)))
+
+
+def upsert_node(session: Session, job: Job, name: str, data: NodeInput) -> tuple[Node, bool]:
+    node = session.scalar(select(Node).where(Node.job_id == job.id, Node.name == name))
+    created = node is None
+    if node is None:
+        node = Node(job_id=job.id, name=name, created_at=data.created_at or utcnow())
+        session.add(node)
+    node.role = data.role
+    node.index = data.index
+    node.cpu = data.cpu
+    node.memory_mib = data.memory_mib
+    node.gpu = data.gpu
+    node.status = data.status
+    node.finished_at = data.finished_at
+    session.flush()
+    return node, created
+
+
+def ensure_nodes(session: Session, job: Job, refs: Iterable[NodeRef]) -> dict[str, int]:
+    """Node ids by name, creating unknown nodes with the request of their role (if known).
+
+    Insert-or-ignore keeps two concurrent batches naming the same new node from failing.
+    """
+    wanted: dict[str, NodeRef] = {}
+    for ref in refs:
+        wanted.setdefault(ref.name, ref)
+    ids = _node_ids(session, job, wanted)
+    missing = [ref for name, ref in wanted.items() if name not in ids]
+    if missing:
+        now = utcnow()
+        rows = [_new_node_row(job, ref, now) for ref in missing]
+        insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+        session.execute(insert(Node).values(rows).on_conflict_do_nothing())
+        ids = _node_ids(session, job, wanted)
+    return ids
+
+
+def _node_ids(session: Session, job: Job, wanted: dict[str, NodeRef]) -> dict[str, int]:
+    if not wanted:
+        return {}
+    rows = session.execute(
+        select(Node.name, Node.id).where(Node.job_id == job.id, Node.name.in_(list(wanted)))
+    )
+    return {name: node_id for name, node_id in rows}
+
+
+def _new_node_row(job: Job, ref: NodeRef, now: datetime) -> dict:
+    role_spec = (job.roles or {}).get(ref.role, {})
+    return {
+        "job_id": job.id,
+        "name": ref.name,
+        "role": ref.role,
+        "index": ref.index,
+        "cpu": role_spec.get("cpu") or 0.0,
+        "memory_mib": role_spec.get("memory_mib") or 0.0,
+        "gpu": role_spec.get("gpu") or 0.0,
+        "status": "running",
+        "created_at": now,
+    }

@@ -1,0 +1,169 @@
+"""Store and read usage time series.
+
+A batch is written in one statement per table with insert-or-ignore on the natural
+key (node, ts) / (job, ts): a retried batch, or a point the collector and the job
+master both report, is stored once and counted as a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, select, text
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, Node, NodeSample, SpeedSample
+from brain.domain import as_utc
+from brain.services.nodes import NodeRef, ensure_nodes
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoint:
+    name: str
+    role: str
+    index: int
+    ts: datetime
+    cpu: float
+    memory_mib: float
+    gpu_util: float | None = None
+    gpu_memory_mib: float | None = None
+    gpu_memory_total_mib: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedPoint:
+    ts: datetime
+    global_step: int
+    steps_per_sec: float
+    workers: int
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    accepted: int
+    duplicates: int
+
+
+NODE_COLUMNS = (
+    "node_id",
+    "ts",
+    "job_id",
+    "cpu",
+    "memory_mib",
+    "gpu_util",
+    "gpu_memory_mib",
+    "gpu_memory_total_mib",
+)
+SPEED_COLUMNS = ("job_id", "ts", "global_step", "steps_per_sec", "workers")
+PG_ARRAY_TYPES = {
+    "node_id": "int4",
+    "job_id": "int4",
+    "ts": "timestamptz",
+    "global_step": "int8",
+    "workers": "int4",
+}
+
+
+def ingest(
+    session: Session, job: Job, nodes: Sequence[NodePoint], speed: Sequence[SpeedPoint]
+) -> IngestResult:
+    """Store a batch; returns how many points were new and how many were already there."""
+    node_ids = ensure_nodes(session, job, (NodeRef(p.name, p.role, p.index) for p in nodes))
+    node_rows = {
+        (node_ids[p.name], p.ts): (
+            node_ids[p.name],
+            p.ts,
+            job.id,
+            p.cpu,
+            p.memory_mib,
+            p.gpu_util,
+            p.gpu_memory_mib,
+            p.gpu_memory_total_mib,
+        )
+        for p in nodes
+    }
+    speed_rows = {p.ts: (job.id, p.ts, p.global_step, p.steps_per_sec, p.workers) for p in speed}
+    conn = session.connection()
+    inserted = _insert_ignore(
+        conn, NodeSample.__tablename__, NODE_COLUMNS, list(node_rows.values())
+    )
+    inserted += _insert_ignore(
+        conn, SpeedSample.__tablename__, SPEED_COLUMNS, list(speed_rows.values())
+    )
+    total = len(nodes) + len(speed)
+    return IngestResult(accepted=inserted, duplicates=total - inserted)
+
+
+def _insert_ignore(conn: Connection, table: str, columns: Sequence[str], rows: list[tuple]) -> int:
+    if not rows:
+        return 0
+    if conn.dialect.name == "postgresql":
+        return _insert_ignore_pg(conn, table, columns, rows)
+    placeholders = ", ".join("?" for _ in columns)
+    sql = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
+    raw = conn.connection.driver_connection
+    cursor = raw.cursor()
+    try:
+        cursor.executemany(sql, [_sqlite_row(row) for row in rows])
+        return cursor.rowcount
+    finally:
+        cursor.close()
+
+
+def _insert_ignore_pg(
+    conn: Connection, table: str, columns: Sequence[str], rows: list[tuple]
+) -> int:
+    # One statement for the whole batch: each column travels as one array parameter.
+    arrays = {col: [row[i] for row in rows] for i, col in enumerate(columns)}
+    selects = ", ".join(f"CAST(:{col} AS {PG_ARRAY_TYPES.get(col, 'float8')}[])" for col in columns)
+    sql = text(
+        f"INSERT INTO {table} ({', '.join(columns)}) "
+        f"SELECT * FROM unnest({selects}) ON CONFLICT DO NOTHING"
+    )
+    return conn.execute(sql, arrays).rowcount
+
+
+def _sqlite_row(row: tuple) -> tuple:
+    # sqlite3 has no datetime adapter worth using; store UTC text as SQLAlchemy does.
+    return tuple(
+        as_utc(v).strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(v, datetime) else v for v in row
+    )
+
+
+@dataclass
+class SampleQuery:
+    node: str | None = None
+    role: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    limit: int = 10_000
+
+
+def node_samples(session: Session, job: Job, query: SampleQuery) -> list[tuple[Node, NodeSample]]:
+    """A job's node samples in time order, filtered; at most ``query.limit`` rows."""
+    stmt = (
+        select(Node, NodeSample)
+        .join(Node, Node.id == NodeSample.node_id)
+        .where(NodeSample.job_id == job.id)
+    )
+    if query.node is not None:
+        stmt = stmt.where(Node.name == query.node)
+    if query.role is not None:
+        stmt = stmt.where(Node.role == query.role)
+    if query.start is not None:
+        stmt = stmt.where(NodeSample.ts >= query.start)
+    if query.end is not None:
+        stmt = stmt.where(NodeSample.ts < query.end)
+    stmt = stmt.order_by(NodeSample.ts, Node.name).limit(query.limit)
+    return [(node, sample) for node, sample in session.execute(stmt)]
+
+
+def speed_samples(session: Session, job: Job, query: SampleQuery) -> list[SpeedSample]:
+    stmt = select(SpeedSample).where(SpeedSample.job_id == job.id)
+    if query.start is not None:
+        stmt = stmt.where(SpeedSample.ts >= query.start)
+    if query.end is not None:
+        stmt = stmt.where(SpeedSample.ts < query.end)
+    return list(session.scalars(stmt.order_by(SpeedSample.ts).limit(query.limit)))

@@ -1,0 +1,1 @@
+"""Alembic migrations of the Brain store (run with `brain db upgrade`)."""

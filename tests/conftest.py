@@ -1,0 +1,122 @@
+"""Shared fixtures: a real PostgreSQL for every database test, SQLite where the embedded
+default is concerned.
+
+PostgreSQL: the server on 127.0.0.1:5432 when one answers (trust auth), otherwise a
+throwaway server started with pg_ctl by pytest-postgresql. Each test session gets its
+own freshly created database, migrated once with Alembic; tables are emptied between
+tests.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, text
+
+from api.app import create_app
+from brain.config import Settings
+from brain.db import migrate
+from brain.db.engine import make_engine
+from brain.db.models import Base
+
+LOCAL_PG = ("127.0.0.1", 5432)
+
+
+def _local_postgres_answers() -> bool:
+    if os.environ.get("BRAIN_TEST_PG_THROWAWAY"):
+        return False
+    try:
+        with socket.create_connection(LOCAL_PG, timeout=1):
+            pass
+        with psycopg.connect(host=LOCAL_PG[0], port=LOCAL_PG[1], user="postgres", dbname="postgres"):
+            return True
+    except OSError:
+        return False
+    except psycopg.Error:
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_server(request) -> dict:
+    """Connection parameters of a PostgreSQL server for this test session."""
+    if _local_postgres_answers():
+        return {"host": LOCAL_PG[0], "port": LOCAL_PG[1], "user": "postgres"}
+    proc = request.getfixturevalue("postgresql_proc")
+    return {"host": proc.host, "port": proc.port, "user": proc.user}
+
+
+def _admin(server: dict) -> psycopg.Connection:
+    return psycopg.connect(**server, dbname="postgres", autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def make_pg_database(pg_server) -> Iterator:
+    """Factory: a new empty database URL; every database made is dropped at the end."""
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"brain_test_{uuid.uuid4().hex[:12]}"
+        with _admin(pg_server) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        made.append(name)
+        server = pg_server
+        return f"postgresql+psycopg://{server['user']}@{server['host']}:{server['port']}/{name}"
+
+    yield make
+    with _admin(pg_server) as conn:
+        for name in made:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_url(make_pg_database) -> str:
+    """The session's PostgreSQL database, migrated to head."""
+    url = make_pg_database()
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_engine(pg_url) -> Iterator[Engine]:
+    engine = make_engine(pg_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def db(pg_engine) -> Iterator[Engine]:
+    """The migrated PostgreSQL engine, with every table empty at the start of the test."""
+    tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
+    with pg_engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    yield pg_engine
+
+
+@pytest.fixture
+def settings(pg_url, db) -> Settings:
+    return Settings(database_url=pg_url)
+
+
+@pytest.fixture
+def client(settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    url = f"sqlite:///{tmp_path / 'brain.db'}"
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture
+def sqlite_client(sqlite_url) -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(database_url=sqlite_url))) as test_client:
+        yield test_client
