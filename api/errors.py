@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from brain.errors import BrainError, Conflict, InvalidInput, NotFound, TooLarge
@@ -49,10 +50,18 @@ async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONRes
     )
 
 
+async def _database_down(_request: Request, _exc: OperationalError) -> JSONResponse:
+    return JSONResponse(
+        status_code=503,
+        content=error_body("database_unavailable", "the database cannot be reached; retry later"),
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(BrainError, _brain_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(OperationalError, _database_down)
 
 
 ERROR_RESPONSES = {

@@ -2,7 +2,8 @@
 default is concerned.
 
 PostgreSQL: the server on 127.0.0.1:5432 when one answers (trust auth), otherwise a
-throwaway server started with pg_ctl by pytest-postgresql. Each test session gets its
+throwaway server started with pg_ctl (tests/throwaway_pg.py); set
+BRAIN_TEST_PG_THROWAWAY=1 to force the throwaway one. Each test session gets its
 own freshly created database, migrated once with Alembic; tables are emptied between
 tests.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -24,6 +27,7 @@ from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine
 from brain.db.models import Base
+from tests.throwaway_pg import throwaway_postgres
 
 LOCAL_PG = ("127.0.0.1", 5432)
 
@@ -34,7 +38,9 @@ def _local_postgres_answers() -> bool:
     try:
         with socket.create_connection(LOCAL_PG, timeout=1):
             pass
-        with psycopg.connect(host=LOCAL_PG[0], port=LOCAL_PG[1], user="postgres", dbname="postgres"):
+        with psycopg.connect(
+            host=LOCAL_PG[0], port=LOCAL_PG[1], user="postgres", dbname="postgres"
+        ):
             return True
     except OSError:
         return False
@@ -43,12 +49,14 @@ def _local_postgres_answers() -> bool:
 
 
 @pytest.fixture(scope="session")
-def pg_server(request) -> dict:
+def pg_server(tmp_path_factory) -> Iterator[dict]:
     """Connection parameters of a PostgreSQL server for this test session."""
     if _local_postgres_answers():
-        return {"host": LOCAL_PG[0], "port": LOCAL_PG[1], "user": "postgres"}
-    proc = request.getfixturevalue("postgresql_proc")
-    return {"host": proc.host, "port": proc.port, "user": proc.user}
+        yield {"host": LOCAL_PG[0], "port": LOCAL_PG[1], "user": "postgres"}
+        return
+    base = Path(tempfile.mkdtemp(prefix="brain-pg-"))
+    with throwaway_postgres(base) as server:
+        yield server
 
 
 def _admin(server: dict) -> psycopg.Connection:

@@ -1,0 +1,51 @@
+"""The ``brain`` command line, run as a user would run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import brain
+
+BRAIN = [sys.executable, "-m", "brain.cli"]
+
+
+def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*BRAIN, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_version_and_help():
+    assert _run("--version").stdout.strip() == f"brain {brain.__version__}"
+    help_text = _run("--help").stdout
+    for command in ("serve", "db", "config", "retention"):
+        assert command in help_text
+    assert "apply pending migrations" in _run("db", "--help").stdout
+    assert "--migrate" in _run("serve", "--help").stdout
+
+
+def test_config_masks_secrets(monkeypatch):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "BRAIN_DATABASE_URL": "postgresql+psycopg://brain:s3cret@db:5432/brain",
+        "BRAIN_PROMETHEUS_TOKEN": "tok-123",
+        "BRAIN_PORT": "9000",
+    }
+    result = _run("config", env=env)
+    assert result.returncode == 0, result.stderr
+    config = json.loads(result.stdout)
+    assert config["database_url"] == "postgresql+psycopg://brain:***@db:5432/brain"
+    assert config["prometheus_token"] == "***"
+    assert config["port"] == 9000
+    assert "s3cret" not in result.stdout and "tok-123" not in result.stdout
+
+
+def test_db_upgrade_then_current_on_sqlite(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "BRAIN_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    before = _run("db", "current", env=env)
+    assert before.returncode == 1
+    assert "current: none" in before.stdout
+    assert _run("db", "upgrade", env=env).returncode == 0
+    after = _run("db", "current", env=env)
+    assert after.returncode == 0
+    assert after.stdout.splitlines()[0].split()[-1] == after.stdout.splitlines()[1].split()[-1]
