@@ -158,7 +158,9 @@ class OptimizerContext:
     events: Sequence[EventView] = ()
     plans: Sequence[PlanView] = ()
     history: Sequence[HistoricalJob] = ()
-    node_max: Resources = field(default_factory=lambda: Resources(cpu=64, memory_mib=512 * 1024, gpu=8))
+    node_max: Resources = field(
+        default_factory=lambda: Resources(cpu=64, memory_mib=512 * 1024, gpu=8)
+    )
     node: str | None = None
 
     def nodes_of(self, role: str) -> list[NodeView]:

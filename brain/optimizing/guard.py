@@ -1,0 +1,268 @@
+"""Last checks on what the optimizers of one stage proposed, before it becomes a plan.
+
+``combine`` merges the proposals of several optimizers; ``enforce_bounds`` keeps the
+result schedulable: no node above the largest node, no zero or negative size, and the
+whole job within its limits (workers are given up first). Both are pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
+from typing import Any
+
+from brain.domain import ROLE_CHIEF, ROLE_WORKER, Limits, Resources, RoleSpec
+from brain.optimizing.context import JobView, NodeView
+from brain.optimizing.proposal import NodeChange, Proposal, Reason
+
+GUARD = "guard"
+
+_SIZE_FIELDS = ("cpu", "memory_mib", "gpu")
+# Tolerance for float sums compared against limits.
+_EPSILON = 1e-9
+
+
+def combine(proposals: list[tuple[str, Proposal]]) -> Proposal:
+    """Merge ``(optimizer name, proposal)`` pairs, in order, into one proposal.
+
+    Roles merge field by field, a later non-None value overriding an earlier one (the
+    override is recorded as a guard reason); lists are concatenated, except that a node
+    migrated twice is migrated once with the larger of each size.
+    """
+    merged = Proposal()
+    for name, proposal in proposals:
+        for role, spec in proposal.roles.items():
+            merged.roles[role] = _merge_role(role, merged.roles.get(role), spec, name, merged)
+        merged.launch.extend(proposal.launch)
+        merged.remove.extend(proposal.remove)
+        merged.ps_hosts.extend(proposal.ps_hosts)
+        merged.reasons.extend(proposal.reasons)
+        for change in proposal.migrate:
+            _merge_migration(merged.migrate, change)
+        if proposal.source_event_id is not None:
+            merged.source_event_id = proposal.source_event_id
+    return merged
+
+
+def _merge_role(
+    role: str, earlier: RoleSpec | None, later: RoleSpec, optimizer: str, merged: Proposal
+) -> RoleSpec:
+    if earlier is None:
+        return later
+    values: dict[str, Any] = {}
+    for f in fields(RoleSpec):
+        old, new = getattr(earlier, f.name), getattr(later, f.name)
+        values[f.name] = old if new is None else new
+        if old is not None and new is not None and old != new:
+            merged.reasons.append(
+                Reason(
+                    GUARD,
+                    f"{optimizer} overrides {role}.{f.name}: {old} -> {new}",
+                    evidence={"role": role, "field": f.name, "earlier": old, "later": new},
+                )
+            )
+    return RoleSpec(**values)
+
+
+def _merge_migration(migrations: list[NodeChange], change: NodeChange) -> None:
+    for i, existing in enumerate(migrations):
+        if change.name is not None and (existing.role, existing.name) == (change.role, change.name):
+            larger = {
+                f: _max_or_none(getattr(existing, f), getattr(change, f)) for f in _SIZE_FIELDS
+            }
+            migrations[i] = replace(existing, **larger)
+            return
+    migrations.append(change)
+
+
+def _max_or_none(a: float | None, b: float | None) -> float | None:
+    present = [v for v in (a, b) if v is not None]
+    return max(present) if present else None
+
+
+def enforce_bounds(
+    proposal: Proposal, job: JobView, nodes: Sequence[NodeView], node_max: Resources
+) -> Proposal:
+    """A copy of ``proposal`` that the cluster can schedule and the job's limits allow.
+
+    Sizes above ``node_max`` are capped; zero or negative CPU and memory, negative GPU
+    counts and negative role counts are dropped (left to the job's current value). If
+    the job's total (role count x size, current values where the proposal has none)
+    exceeds ``job.limits``, the worker count is reduced until it fits. Each change is a
+    reason.
+    """
+    reasons = list(proposal.reasons)
+    roles = {
+        role: _bounded_role(role, spec, node_max, reasons) for role, spec in proposal.roles.items()
+    }
+    roles = _fit_limits(roles, job, nodes, reasons)
+    return replace(
+        proposal,
+        roles=roles,
+        launch=[_bounded_change("launch", c, node_max, reasons) for c in proposal.launch],
+        remove=list(proposal.remove),
+        migrate=[_bounded_change("migrate", c, node_max, reasons) for c in proposal.migrate],
+        ps_hosts=list(proposal.ps_hosts),
+        reasons=reasons,
+    )
+
+
+def _caps(node_max: Resources) -> dict[str, float]:
+    return {
+        "cpu": node_max.cpu,
+        "cpu_limit": node_max.cpu,
+        "memory_mib": node_max.memory_mib,
+        "gpu": node_max.gpu,
+    }
+
+
+def _bounded_value(
+    label: str, field: str, value: float | None, cap: float, reasons: list[Reason]
+) -> float | None:
+    if value is None:
+        return None
+    # A GPU count may be zero (CPU-only); any other size must be positive.
+    invalid = value < 0 if field == "gpu" else value <= 0
+    if invalid:
+        reasons.append(
+            Reason(
+                GUARD, f"dropped {label}.{field}={value}: sizes must be positive", {"value": value}
+            )
+        )
+        return None
+    if value > cap:
+        reasons.append(
+            Reason(
+                GUARD,
+                f"capped {label}.{field} from {value} to the largest node's {cap}",
+                evidence={"value": value},
+                threshold={"node_max": cap},
+            )
+        )
+        return cap
+    return value
+
+
+def _bounded_role(
+    role: str, spec: RoleSpec, node_max: Resources, reasons: list[Reason]
+) -> RoleSpec:
+    caps = _caps(node_max)
+    values = {f: _bounded_value(role, f, getattr(spec, f), caps[f], reasons) for f in caps}
+    count = spec.count
+    if count is not None and count < 0:
+        reasons.append(Reason(GUARD, f"dropped {role}.count={count}: counts cannot be negative"))
+        count = None
+    return RoleSpec(count=count, **values)
+
+
+def _bounded_change(
+    kind: str, change: NodeChange, node_max: Resources, reasons: list[Reason]
+) -> NodeChange:
+    caps = _caps(node_max)
+    label = f"{kind} {change.name or change.role}"
+    values = {
+        f: _bounded_value(label, f, getattr(change, f), caps[f], reasons) for f in _SIZE_FIELDS
+    }
+    return replace(change, **values)
+
+
+def current_role(role: str, job: JobView, nodes: Sequence[NodeView]) -> RoleSpec:
+    """What ``role`` runs with now: the job's role spec, completed from its live nodes."""
+    spec = job.roles.get(role, RoleSpec())
+    role_nodes = [n for n in nodes if n.role == role]
+
+    def from_nodes(attr: str) -> float | None:
+        return max(getattr(n, attr) for n in role_nodes) if role_nodes else None
+
+    return RoleSpec(
+        count=len(role_nodes) if spec.count is None else spec.count,
+        cpu=from_nodes("cpu") if spec.cpu is None else spec.cpu,
+        memory_mib=from_nodes("memory_mib") if spec.memory_mib is None else spec.memory_mib,
+        gpu=from_nodes("gpu") if spec.gpu is None else spec.gpu,
+        cpu_limit=spec.cpu_limit,
+    )
+
+
+def effective_roles(
+    roles: Mapping[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
+) -> dict[str, RoleSpec]:
+    """The roles as they would run: proposed values where set, current ones elsewhere."""
+    names = list(dict.fromkeys([*job.roles, *(n.role for n in nodes), *roles]))
+    result = {}
+    for name in names:
+        current, proposed = current_role(name, job, nodes), roles.get(name, RoleSpec())
+        result[name] = RoleSpec(
+            **{
+                f.name: getattr(current, f.name)
+                if getattr(proposed, f.name) is None
+                else getattr(proposed, f.name)
+                for f in fields(RoleSpec)
+            }
+        )
+    return result
+
+
+def role_totals(roles: Mapping[str, RoleSpec]) -> Resources:
+    """Sum of count x size over roles (CPU by request); unknown values count as 0."""
+
+    def total(attr: str) -> float:
+        return sum((spec.count or 0) * (getattr(spec, attr) or 0.0) for spec in roles.values())
+
+    return Resources(cpu=total("cpu"), memory_mib=total("memory_mib"), gpu=total("gpu"))
+
+
+def exceeded_limits(totals: Resources, limits: Limits) -> dict[str, tuple[float, float]]:
+    """``{resource: (total, limit)}`` for every limit that ``totals`` goes over."""
+    over = {}
+    for attr in _SIZE_FIELDS:
+        limit = getattr(limits, attr)
+        value = getattr(totals, attr)
+        if limit is not None and value > limit + _EPSILON:
+            over[attr] = (value, limit)
+    return over
+
+
+def _fit_limits(
+    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView], reasons: list[Reason]
+) -> dict[str, RoleSpec]:
+    effective = effective_roles(roles, job, nodes)
+    over = exceeded_limits(role_totals(effective), job.limits)
+    if not over:
+        return roles
+    worker = effective.get(ROLE_WORKER, RoleSpec(count=0))
+    has_chief = bool(effective.get(ROLE_CHIEF, RoleSpec()).count)
+    # Without a chief the last worker is what trains: keep it.
+    min_workers = 0 if has_chief else 1
+    start = count = worker.count or 0
+    while over and count > min_workers:
+        count -= 1
+        effective[ROLE_WORKER] = replace(worker, count=count)
+        over = exceeded_limits(role_totals(effective), job.limits)
+    fitted = dict(roles)
+    if count != start:
+        fitted[ROLE_WORKER] = replace(roles.get(ROLE_WORKER, RoleSpec()), count=count)
+        reasons.append(
+            Reason(
+                GUARD,
+                f"reduced workers from {start} to {count} to fit the job's limits",
+                evidence={"workers_before": start, "workers_after": count},
+                threshold=_limits_dict(job.limits),
+            )
+        )
+    if over:
+        reasons.append(
+            Reason(
+                GUARD,
+                "the job still exceeds its limits: "
+                + ", ".join(f"{k} {v[0]:g} > {v[1]:g}" for k, v in over.items()),
+                evidence={k: v[0] for k, v in over.items()},
+                threshold=_limits_dict(job.limits),
+            )
+        )
+    return fitted
+
+
+def _limits_dict(limits: Limits) -> dict[str, float]:
+    return {
+        attr: getattr(limits, attr) for attr in _SIZE_FIELDS if getattr(limits, attr) is not None
+    }

@@ -1,0 +1,96 @@
+"""Small helpers shared by the built-in optimizers.
+
+Rounding convention: CPU is rounded *up* to a multiple of the optimizer's ``cpu_step``
+setting (0.1 core by default) and memory *up* to whole MiB, so a rounded size never
+falls below what was computed, and never below one step / 1 MiB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from brain.optimizing import NodeChange, NodeSample, NodeView, Proposal, Reason
+
+# Float noise such as 2.0000000000000004 must not push a value up one whole step.
+_EPSILON = 1e-9
+
+
+class CpuStepSettings(BaseModel):
+    """Settings shared by every optimizer that sizes CPU."""
+
+    cpu_step: float = Field(
+        0.1, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
+    )
+
+
+def ceil_to(value: float, step: float) -> float:
+    """``value`` rounded up to a multiple of ``step``, at least one step."""
+    steps = max(math.ceil(value / step - _EPSILON), 1)
+    return round(steps * step, 6)
+
+
+def ceil_mib(value: float) -> float:
+    """``value`` rounded up to whole MiB, at least 1 MiB."""
+    return float(max(math.ceil(value - _EPSILON), 1))
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def reason(
+    optimizer: str,
+    message: str,
+    evidence: dict[str, Any] | None = None,
+    threshold: dict[str, Any] | None = None,
+) -> Reason:
+    return Reason(optimizer, message, dict(evidence or {}), dict(threshold or {}))
+
+
+def no_change(
+    optimizer: str,
+    message: str,
+    evidence: dict[str, Any] | None = None,
+    threshold: dict[str, Any] | None = None,
+) -> Proposal:
+    """An empty proposal that still says why nothing changes."""
+    return Proposal(reasons=[reason(optimizer, message, evidence, threshold)])
+
+
+def resized(
+    node: NodeView, *, cpu: float | None = None, memory_mib: float | None = None
+) -> NodeChange:
+    """A migration of ``node`` to a new size; unspecified resources keep their request."""
+    return NodeChange(
+        role=node.role,
+        name=node.name,
+        cpu=node.cpu if cpu is None else cpu,
+        memory_mib=node.memory_mib if memory_mib is None else memory_mib,
+        gpu=node.gpu or None,
+    )
+
+
+def seconds_since(origin: datetime, ts: datetime) -> float:
+    return (ts - origin).total_seconds()
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
+    """Least-squares ``(slope, intercept)``; ``None`` with fewer than 2 distinct ``xs``."""
+    if len(set(xs)) < 2:
+        return None
+    slope, intercept = np.polyfit(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), 1)
+    return float(slope), float(intercept)
+
+
+def mean_cpu(samples: Sequence[NodeSample]) -> float:
+    return mean([s.cpu for s in samples])
+
+
+def mean_memory(samples: Sequence[NodeSample]) -> float:
+    return mean([s.memory_mib for s in samples])

@@ -1,0 +1,251 @@
+"""Worker and PS sizing from the first minutes of a PS job, when only the chief trains."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage, Strategy
+from brain.optimizing import OptimizerContext, Proposal, Reason
+from brain.optimizing.guard import effective_roles, exceeded_limits, role_totals
+from optimizers._common import (
+    CpuStepSettings,
+    ceil_mib,
+    ceil_to,
+    fit_line,
+    mean_cpu,
+    mean_memory,
+    no_change,
+    reason,
+    seconds_since,
+)
+
+NAME = "estimate"
+
+
+class EstimateSettings(CpuStepSettings):
+    factor: float = Field(
+        1.2,
+        ge=1.0,
+        le=4.0,
+        description="Margin on used CPU/memory when sizing workers and PS memory.",
+    )
+    growth_threshold: float = Field(
+        0.1,
+        ge=0.01,
+        le=10.0,
+        description="Relative growth of total PS memory over the observed steps above which it "
+        "counts as growing (sparse embeddings).",
+    )
+    min_growth_points: int = Field(
+        3, ge=2, le=1000, description="Speed samples needed to fit PS memory against global step."
+    )
+    max_workers: int = Field(
+        64,
+        ge=1,
+        le=10000,
+        description="Most workers (chief included) when the job has no CPU limit.",
+    )
+
+
+@dataclass(frozen=True)
+class _PsMemoryFit:
+    rate_mib_per_step: float
+    intercept_mib: float
+    relative_growth: float
+
+
+class ResourceEstimateOptimizer:
+    """Sizes workers and PS of a PS job from the usage of its chief and PS.
+
+    ``workers = floor(cpu limit / (chief CPU + total PS CPU))`` counts the chief: the
+    proposal sets ``chief.count = 1`` and ``worker.count = workers - 1``. Workers get the
+    chief's mean usage x factor. ``ps.count = ceil(total PS CPU x workers / PS request)``.
+    PS memory is the mean total PS memory, or, when it grows with the global step, the
+    fitted total at ``job.total_steps``; either way shared among the PS, x factor. If
+    the plan exceeds the job's CPU, memory or GPU limits, workers are reduced first.
+    """
+
+    name: ClassVar[str] = NAME
+    stages: ClassVar[frozenset[Stage]] = frozenset({Stage.estimate})
+    Settings: ClassVar[type[EstimateSettings]] = EstimateSettings
+
+    def propose(self, context: OptimizerContext, settings: EstimateSettings) -> Proposal:
+        if context.job.strategy != Strategy.ps:
+            return no_change(NAME, "not a PS job: nothing to estimate")
+        chiefs, ps_nodes = context.nodes_of(ROLE_CHIEF), context.nodes_of(ROLE_PS)
+        chief_samples = context.samples_of(chiefs[0].name) if chiefs else []
+        missing = [n.name for n in ps_nodes if not context.samples_of(n.name)]
+        if not chief_samples or not ps_nodes or missing:
+            return no_change(
+                NAME,
+                "waiting for usage samples of the chief and every PS",
+                {
+                    "chief_samples": len(chief_samples),
+                    "ps_nodes": len(ps_nodes),
+                    "ps_without_samples": missing,
+                },
+            )
+        chief_cpu, chief_mem = mean_cpu(chief_samples), mean_memory(chief_samples)
+        ps_cpu_used = sum(mean_cpu(context.samples_of(n.name)) for n in ps_nodes)
+        ps_mem_used = sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes)
+        training_cpu = chief_cpu + ps_cpu_used
+        ps_request_cpu = max(n.cpu for n in ps_nodes)
+        if training_cpu <= 0 or ps_request_cpu <= 0:
+            return no_change(
+                NAME,
+                "chief and PS use no CPU yet, or the PS request no CPU",
+                {"training_cpu": training_cpu, "ps_request_cpu": ps_request_cpu},
+            )
+        limit_cpu = context.job.limits.cpu
+        workers = settings.max_workers if limit_cpu is None else int(limit_cpu // training_cpu)
+        first_try = workers = max(workers, 1)
+        worker = RoleSpec(
+            cpu=ceil_to(chief_cpu * settings.factor, settings.cpu_step),
+            memory_mib=ceil_mib(chief_mem * settings.factor),
+        )
+
+        reasons: list[Reason] = []
+        ps_mem_total = _ps_memory_total(context, ps_mem_used, settings, reasons)
+
+        def plan_for(workers: int) -> dict[str, RoleSpec]:
+            ps_count = max(math.ceil(ps_cpu_used * workers / ps_request_cpu - 1e-9), 1)
+            ps_memory = ceil_mib(ps_mem_total / ps_count * settings.factor)
+            return {
+                ROLE_CHIEF: RoleSpec(count=1),
+                ROLE_WORKER: replace(worker, count=workers - 1),
+                ROLE_PS: RoleSpec(count=ps_count, cpu=ps_request_cpu, memory_mib=ps_memory),
+            }
+
+        # Fewer workers also need fewer PS, so the whole plan is redone per count.
+        while True:
+            roles = plan_for(workers)
+            totals = role_totals(effective_roles(roles, context.job, context.nodes))
+            over = exceeded_limits(totals, context.job.limits)
+            if not over or workers == 1:
+                break
+            workers -= 1
+        ps_count = roles[ROLE_PS].count
+
+        evidence = {
+            "chief_cpu": round(chief_cpu, 3),
+            "chief_memory_mib": round(chief_mem, 1),
+            "total_ps_cpu": round(ps_cpu_used, 3),
+            "total_ps_memory_mib": round(ps_mem_used, 1),
+            "training_cpu": round(training_cpu, 3),
+            "workers": workers,
+            "ps_count": ps_count,
+        }
+        limits = {k: v for k, v in asdict(context.job.limits).items() if v is not None}
+        if over:
+            return no_change(
+                NAME,
+                "even one worker (the chief) with its PS exceeds the job's limits: "
+                + ", ".join(f"{k} {t:g} > {lim:g}" for k, (t, lim) in over.items()),
+                evidence,
+                limits,
+            )
+        reasons.insert(
+            0,
+            reason(
+                NAME,
+                f"chief uses {chief_cpu:.2f} cores and PS {ps_cpu_used:.2f} cores: "
+                f"{workers} workers (chief included) of {worker.cpu} cores / "
+                f"{worker.memory_mib:.0f} MiB (x{settings.factor} chief use), "
+                f"{ps_count} PS of {ps_request_cpu} cores",
+                evidence,
+                {"factor": settings.factor, "cpu_limit": limit_cpu},
+            ),
+        )
+        if workers < first_try:
+            reasons.append(
+                reason(
+                    NAME,
+                    f"reduced workers from {first_try} to {workers} to fit the job's limits",
+                    {"workers_by_cpu": first_try, "workers": workers},
+                    limits,
+                )
+            )
+        return Proposal(roles=roles, reasons=reasons)
+
+
+def _ps_memory_total(
+    context: OptimizerContext, ps_mem_used: float, settings: EstimateSettings, reasons: list[Reason]
+) -> float:
+    """Total PS memory to provide: the current use, or the end-of-training use if it grows."""
+    fit = _fit_ps_memory(context, settings)
+    threshold = {"growth_threshold": settings.growth_threshold}
+    if fit is None or fit.relative_growth < settings.growth_threshold:
+        growth = None if fit is None else round(fit.relative_growth, 4)
+        reasons.append(
+            reason(
+                NAME,
+                f"PS memory stable (relative growth {growth}): sizing for "
+                f"{ps_mem_used:.0f} MiB in total",
+                {"relative_growth": growth, "total_ps_memory_mib": round(ps_mem_used, 1)},
+                threshold,
+            )
+        )
+        return ps_mem_used
+    total_steps = context.job.total_steps
+    evidence = {
+        "relative_growth": round(fit.relative_growth, 4),
+        "rate_mib_per_step": fit.rate_mib_per_step,
+        "total_steps": total_steps,
+    }
+    if not total_steps:
+        reasons.append(
+            reason(
+                NAME,
+                f"PS memory grows {fit.relative_growth:.0%} but total_steps is unknown: sizing "
+                f"for the current {ps_mem_used:.0f} MiB",
+                evidence,
+                threshold,
+            )
+        )
+        return ps_mem_used
+    # The fitted line at the last step: the per-step rate on top of the fitted base.
+    at_end = max(fit.intercept_mib + fit.rate_mib_per_step * total_steps, ps_mem_used)
+    reasons.append(
+        reason(
+            NAME,
+            f"PS memory grows {fit.relative_growth:.0%} over the observed steps "
+            f"({fit.rate_mib_per_step:.4f} MiB/step): sizing for {at_end:.0f} MiB in total "
+            f"at step {total_steps}",
+            evidence | {"total_ps_memory_at_end_mib": round(at_end, 1)},
+            threshold,
+        )
+    )
+    return at_end
+
+
+def _fit_ps_memory(context: OptimizerContext, settings: EstimateSettings) -> _PsMemoryFit | None:
+    """Fit total PS memory against global step, reading each PS's memory at speed-sample times."""
+    ps_series = []
+    for ps in context.nodes_of(ROLE_PS):
+        samples = context.samples_of(ps.name)
+        ps_series.append(
+            ([seconds_since(context.now, s.ts) for s in samples], [s.memory_mib for s in samples])
+        )
+    start = max(times[0] for times, _ in ps_series)
+    end = min(times[-1] for times, _ in ps_series)
+    steps, totals = [], []
+    for speed in context.speed:
+        t = seconds_since(context.now, speed.ts)
+        if start <= t <= end:  # interpolate only, never extrapolate a PS's memory
+            steps.append(float(speed.global_step))
+            totals.append(sum(float(np.interp(t, times, mems)) for times, mems in ps_series))
+    if len(steps) < settings.min_growth_points:
+        return None
+    line = fit_line(steps, totals)
+    if line is None:
+        return None
+    rate, intercept = line
+    base = intercept + rate * min(steps)
+    if base <= 0:
+        return None
+    return _PsMemoryFit(rate, intercept, rate * (max(steps) - min(steps)) / base)

@@ -1,0 +1,200 @@
+"""GPU and CPU suggestion for a new job from its last long runs on the same GPU type.
+
+The computation is split so that other code (the suggestions API, the backtest) can
+run it on per-run numbers: ``run_usage`` aggregates one run's nodes of a role,
+``suggest_role`` turns several runs into a suggestion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from brain.domain import RoleSpec, Stage
+from brain.optimizing import HistoricalJob, NodeUsage, OptimizerContext, Proposal
+from optimizers._common import CpuStepSettings, ceil_to, mean, no_change, reason
+
+NAME = "gpu_cpu"
+
+
+class GpuCpuSettings(CpuStepSettings):
+    runs: int = Field(3, ge=1, le=50, description="Most recent qualifying runs a suggestion needs.")
+    min_duration_s: float = Field(
+        1800, ge=0, le=30 * 86400, description="Runs at most this long (seconds) are ignored."
+    )
+    gpu_target_utilization: float = Field(
+        0.9, ge=0.1, le=1.0, description="GPU (and GPU memory) utilization the suggestion aims for."
+    )
+    cpu_target_utilization: float = Field(
+        0.5, ge=0.1, le=1.0, description="CPU utilization the CPU request and limit aim for."
+    )
+    gpu_step: float = Field(
+        1.0,
+        ge=0.01,
+        le=1.0,
+        description="GPU granularity: 1 rounds up to whole GPUs, below 1 enables fractional GPUs.",
+    )
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """One run's usage of one role: GPU/CPU means are over its nodes, maxima the largest node."""
+
+    cpu_mean: float
+    cpu_max: float
+    gpu_util_mean: float | None = None
+    gpu_memory_util_max: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuCpuSuggestion:
+    """``gpu`` is ``None`` when the role has no GPUs or no GPU metrics (no opinion)."""
+
+    gpu: float | None
+    cpu_request: float
+    cpu_limit: float
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def run_usage(nodes: Sequence[NodeUsage]) -> RunUsage:
+    """Aggregate one run's nodes of a role (``nodes`` must not be empty)."""
+    gpu_utils = [n.gpu_util_mean for n in nodes if n.gpu_util_mean is not None]
+    gpu_memory_utils = [n.gpu_memory_util_max for n in nodes if n.gpu_memory_util_max is not None]
+    return RunUsage(
+        cpu_mean=mean([n.cpu_mean for n in nodes]),
+        cpu_max=max(n.cpu_max for n in nodes),
+        gpu_util_mean=mean(gpu_utils) if gpu_utils else None,
+        gpu_memory_util_max=max(gpu_memory_utils) if gpu_memory_utils else None,
+    )
+
+
+def suggest_role(
+    allocated_gpus: float | None, runs: Sequence[RunUsage], settings: GpuCpuSettings | None = None
+) -> GpuCpuSuggestion:
+    """Suggestion for one role from its usage in ``runs`` (at least one).
+
+    ``gpu = allocated x max(mean GPU util, max GPU memory util) / gpu target``, rounded
+    up to ``gpu_step``; ``cpu_limit = max CPU / cpu target`` and ``cpu_request = mean
+    CPU / cpu target``, rounded up to ``cpu_step``. Means are means of the run means,
+    maxima the largest run maximum.
+    """
+    settings = settings or GpuCpuSettings()
+    cpu_max = max(r.cpu_max for r in runs)
+    cpu_mean = mean([r.cpu_mean for r in runs])
+    gpu_utils = [r.gpu_util_mean for r in runs if r.gpu_util_mean is not None]
+    gpu_memory_utils = [r.gpu_memory_util_max for r in runs if r.gpu_memory_util_max is not None]
+    gpu_util = mean(gpu_utils) if gpu_utils else None
+    gpu_memory_util = max(gpu_memory_utils) if gpu_memory_utils else None
+    known = [u for u in (gpu_util, gpu_memory_util) if u is not None]
+    gpu = None
+    if allocated_gpus and known:
+        wanted = allocated_gpus * max(known) / settings.gpu_target_utilization
+        gpu = ceil_to(wanted, settings.gpu_step)
+    target = settings.cpu_target_utilization
+    return GpuCpuSuggestion(
+        gpu=gpu,
+        cpu_request=ceil_to(cpu_mean / target, settings.cpu_step),
+        cpu_limit=ceil_to(cpu_max / target, settings.cpu_step),
+        evidence={
+            "runs": len(runs),
+            "allocated_gpus": allocated_gpus,
+            "gpu_util_mean": gpu_util,
+            "gpu_memory_util_max": gpu_memory_util,
+            "cpu_max": cpu_max,
+            "cpu_mean": cpu_mean,
+        },
+    )
+
+
+def qualifying_runs(
+    history: Sequence[HistoricalJob], role: str, gpu_type: str | None, settings: GpuCpuSettings
+) -> list[HistoricalJob]:
+    """The most recent runs longer than ``min_duration_s`` on ``gpu_type`` that ran ``role``."""
+    return [
+        h
+        for h in history
+        if h.job.gpu_type == gpu_type
+        and (h.job.duration_s or 0) > settings.min_duration_s
+        and h.role_nodes(role)
+    ][: settings.runs]
+
+
+class GpuCpuSuggestionOptimizer:
+    """Suggests each role's GPUs, CPU request and CPU limit from its last long runs.
+
+    Uses the last ``runs`` finished related runs longer than ``min_duration_s`` on the
+    job's GPU type: GPUs so that the busier of GPU compute and GPU memory sits at
+    ``gpu_target_utilization``, CPU request and limit so that mean and peak CPU sit at
+    ``cpu_target_utilization``. A role with fewer qualifying runs gets no suggestion.
+    """
+
+    name: ClassVar[str] = NAME
+    stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
+    Settings: ClassVar[type[GpuCpuSettings]] = GpuCpuSettings
+
+    def propose(self, context: OptimizerContext, settings: GpuCpuSettings) -> Proposal:
+        job = context.job
+        if not job.roles:
+            return no_change(NAME, "the job declares no roles")
+        threshold = {
+            "runs": settings.runs,
+            "min_duration_s": settings.min_duration_s,
+            "gpu_target_utilization": settings.gpu_target_utilization,
+            "cpu_target_utilization": settings.cpu_target_utilization,
+        }
+        proposal = Proposal()
+        for role, spec in job.roles.items():
+            runs = qualifying_runs(context.history, role, job.gpu_type, settings)
+            if len(runs) < settings.runs:
+                proposal.reasons.append(
+                    reason(
+                        NAME,
+                        f"history too thin for {role}: {len(runs)} runs over "
+                        f"{settings.min_duration_s:.0f} s on GPU type {job.gpu_type}, need "
+                        f"{settings.runs}",
+                        {"role": role, "qualifying_runs": len(runs)},
+                        threshold,
+                    )
+                )
+                continue
+            suggestion = suggest_role(
+                spec.gpu, [run_usage(h.role_nodes(role)) for h in runs], settings
+            )
+            proposal.roles[role] = RoleSpec(
+                count=spec.count,
+                cpu=suggestion.cpu_request,
+                cpu_limit=suggestion.cpu_limit,
+                gpu=suggestion.gpu,
+            )
+            proposal.reasons.append(
+                reason(
+                    NAME,
+                    _message(role, spec.gpu, suggestion, settings),
+                    suggestion.evidence | {"role": role, "run_ids": [h.job.uid for h in runs]},
+                    threshold,
+                )
+            )
+        return proposal
+
+
+def _message(
+    role: str, allocated: float | None, s: GpuCpuSuggestion, settings: GpuCpuSettings
+) -> str:
+    e = s.evidence
+    cpu = (
+        f"CPU max {e['cpu_max']:.2f} / {settings.cpu_target_utilization} -> limit {s.cpu_limit}, "
+        f"mean {e['cpu_mean']:.2f} / {settings.cpu_target_utilization} -> request {s.cpu_request}"
+    )
+    if s.gpu is None:
+        return f"{role} over {e['runs']} runs: {cpu}; no GPU suggestion"
+    utils = (e["gpu_util_mean"], e["gpu_memory_util_max"])
+    util_text = ["n/a" if u is None else f"{u:.3f}" for u in utils]
+    busiest = max(u for u in utils if u is not None)
+    return (
+        f"{role} over {e['runs']} runs: GPU util mean {util_text[0]}, GPU memory util max "
+        f"{util_text[1]} -> {allocated} x {busiest:.3f} / "
+        f"{settings.gpu_target_utilization} = {s.gpu} GPUs; {cpu}"
+    )

@@ -1,0 +1,95 @@
+from brain.domain import Limits, Resources, RoleSpec
+from brain.optimizing import NodeChange, Proposal, Reason
+from brain.optimizing.guard import combine, enforce_bounds
+from tests.optimizers.builders import job, node
+
+NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)
+ROLES = {
+    "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
+    "worker": RoleSpec(count=5, cpu=4, memory_mib=8192),
+    "ps": RoleSpec(count=2, cpu=8, memory_mib=8192),
+}
+
+
+def test_combine_merges_roles_fieldwise_and_keeps_the_larger_migration():
+    estimate = Proposal(
+        roles={"worker": RoleSpec(count=5, cpu=2.4), "ps": RoleSpec(count=2)},
+        launch=[NodeChange(role="worker")],
+        reasons=[Reason("estimate", "e")],
+    )
+    tuning = Proposal(roles={"worker": RoleSpec(count=7)}, reasons=[Reason("worker_tuning", "t")])
+    risk = Proposal(
+        migrate=[NodeChange(role="ps", name="ps-0", cpu=8, memory_mib=12000)], source_event_id=4
+    )
+    hot = Proposal(
+        migrate=[
+            NodeChange(role="ps", name="ps-0", cpu=12.7, memory_mib=10000),
+            NodeChange(role="ps", name="ps-1", cpu=12),
+        ],
+        launch=[NodeChange(role="ps")],
+    )
+    merged = combine(
+        [("estimate", estimate), ("worker_tuning", tuning), ("oom_risk", risk), ("hot_ps", hot)]
+    )
+    # later count 7 overrides 5, the earlier cpu 2.4 stays
+    assert merged.roles == {"worker": RoleSpec(count=7, cpu=2.4), "ps": RoleSpec(count=2)}
+    # ps-0 migrated twice: the larger CPU of hot_ps and the larger memory of oom_risk
+    assert merged.migrate == [
+        NodeChange(role="ps", name="ps-0", cpu=12.7, memory_mib=12000),
+        NodeChange(role="ps", name="ps-1", cpu=12),
+    ]
+    assert merged.launch == [NodeChange(role="worker"), NodeChange(role="ps")]
+    assert merged.source_event_id == 4
+    assert [r.optimizer for r in merged.reasons] == ["estimate", "guard", "worker_tuning"]
+    assert merged.reasons[1].evidence == {
+        "role": "worker",
+        "field": "count",
+        "earlier": 5,
+        "later": 7,
+    }
+
+
+def test_enforce_bounds_clamps_to_node_max_and_drops_non_positive_sizes():
+    proposal = Proposal(
+        roles={"ps": RoleSpec(cpu=20, memory_mib=-5, gpu=0)},
+        migrate=[NodeChange(role="worker", name="worker-0", cpu=0, memory_mib=100000)],
+    )
+    bounded = enforce_bounds(proposal, job(roles=ROLES), [], NODE_MAX)
+    # cpu 20 -> 16, memory -5 dropped (keep current), gpu 0 is a valid CPU-only size
+    assert bounded.roles["ps"] == RoleSpec(cpu=16, memory_mib=None, gpu=0)
+    # migrate: cpu 0 dropped, memory 100000 -> 65536
+    assert bounded.migrate == [
+        NodeChange(role="worker", name="worker-0", cpu=None, memory_mib=65536)
+    ]
+    assert {r.optimizer for r in bounded.reasons} == {"guard"}
+    assert len(bounded.reasons) == 4
+    # pure: the input is untouched
+    assert proposal.roles["ps"].cpu == 20 and not proposal.reasons
+
+
+def test_enforce_bounds_reduces_workers_to_fit_limits():
+    proposal = Proposal(roles={"worker": RoleSpec(count=8)})
+    bounded = enforce_bounds(proposal, job(roles=ROLES, limits=Limits(cpu=40)), [], NODE_MAX)
+    # 8 workers: 4 + 8 x 4 + 2 x 8 = 52 > 40; the job's worker size 4 is used where the
+    # proposal has none -> 5 workers: 4 + 20 + 16 = 40
+    assert bounded.roles["worker"].count == 5
+    assert "reduced workers from 8 to 5" in bounded.reasons[-1].message
+    assert bounded.reasons[-1].threshold == {"cpu": 40}
+
+
+def test_enforce_bounds_uses_node_sizes_when_the_job_spec_has_none():
+    roles = {"chief": RoleSpec(count=1), "worker": RoleSpec(count=4)}
+    nodes = [node("chief-0", "chief", 2, 4096, gpu=1), node("worker-0", "worker", 2, 4096, gpu=1)]
+    bounded = enforce_bounds(Proposal(), job(roles=roles, limits=Limits(gpu=3)), nodes, NODE_MAX)
+    # 1 + 4 GPUs = 5 > 3 -> 2 workers
+    assert bounded.roles == {"worker": RoleSpec(count=2)}
+
+
+def test_enforce_bounds_says_when_the_job_still_does_not_fit():
+    bounded = enforce_bounds(
+        Proposal(), job(roles=ROLES, limits=Limits(memory_mib=20000)), [], NODE_MAX
+    )
+    # chief 8192 + PS 2 x 8192 = 24576 > 20000 even without workers
+    assert bounded.roles["worker"].count == 0
+    assert "still exceeds" in bounded.reasons[-1].message
+    assert bounded.reasons[-1].evidence == {"memory_mib": 24576}

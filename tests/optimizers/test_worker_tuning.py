@@ -1,0 +1,77 @@
+from brain.domain import Limits, PlanStatus, RoleSpec, Stage
+from optimizers.worker_tuning import WorkerTuningOptimizer, WorkerTuningSettings
+from tests.optimizers.builders import context, job, node, plan, series, speeds
+
+SETTINGS = WorkerTuningSettings()  # PS < 80 %, +2 workers, gain >= 5 %, 3 speed samples, 600 s
+PS = node("ps-0", "ps", cpu=8, memory_mib=8192)
+COOL_PS = series("ps-0", cpu=[4, 4, 4])  # 50 % of 8 cores
+
+
+def tuning_context(workers, speed, plans=(), ps_samples=COOL_PS, limits=None):
+    roles = {
+        "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
+        "worker": RoleSpec(count=workers, cpu=4, memory_mib=8192),
+        "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
+    }
+    the_job = job(roles=roles, limits=limits or Limits(cpu=100))
+    return context(Stage.running, the_job, nodes=[PS], samples=ps_samples, speed=speed, plans=plans)
+
+
+def changed_workers(to, seconds_ago, status=PlanStatus.applied):
+    return plan(status=status, seconds_ago=seconds_ago, roles={"worker": RoleSpec(count=to)})
+
+
+def propose(ctx, settings=SETTINGS):
+    return WorkerTuningOptimizer().propose(ctx, settings)
+
+
+def test_adds_workers_while_speed_improves_then_stops():
+    # 1) PS at 50 %, no earlier count to compare with: 2 -> 4 workers
+    first = propose(tuning_context(2, speeds([(3, 10.0)] * 3)))
+    assert first.roles == {"worker": RoleSpec(count=4)}
+
+    # 2) 700 s after that plan, speed went 10 -> 14 steps/s (+40 % >= 5 %): 4 -> 6
+    speed = speeds([(3, 10.0)] * 3 + [(5, 14.0)] * 3)
+    second = propose(tuning_context(4, speed, plans=[changed_workers(4, 700)]))
+    assert second.roles == {"worker": RoleSpec(count=6)}
+    assert second.reasons[0].evidence["speed_gain"] == (14 - 10) / 10
+
+    # 3) speed went 14 -> 14.3 (+2.1 % < 5 %): stop
+    speed = speeds([(5, 14.0)] * 3 + [(7, 14.3)] * 3)
+    third = propose(tuning_context(6, speed, plans=[changed_workers(6, 700)]))
+    assert third.is_empty
+    assert "stop adding" in third.reasons[0].message
+    assert third.reasons[0].threshold == {"min_speed_gain": 0.05}
+
+
+def test_cooldown_after_an_applied_worker_change():
+    speed = speeds([(3, 10.0)] * 3 + [(5, 14.0)] * 3)
+    cooling = propose(tuning_context(4, speed, plans=[changed_workers(4, 300)]))
+    # 300 s < 600 s cooldown
+    assert cooling.is_empty
+    assert "cooling down" in cooling.reasons[0].message
+    # a rejected plan does not start a cooldown
+    rejected = propose(
+        tuning_context(4, speed, plans=[changed_workers(4, 300, PlanStatus.rejected)])
+    )
+    assert rejected.roles["worker"].count == 6
+
+
+def test_busy_ps_stops_adding():
+    busy = series("ps-0", cpu=[7, 7, 7])  # 87.5 % >= 80 %
+    proposal = propose(tuning_context(2, speeds([(3, 10.0)] * 3), ps_samples=busy))
+    assert proposal.is_empty
+    assert proposal.reasons[0].evidence["ps_cpu_utilization"] == 0.875
+
+
+def test_limits_bound_the_step():
+    speed = speeds([(3, 10.0)] * 3)
+    # now: chief 4 + 2 workers x 4 + PS 8 = 20 cores; +1 worker = 24 fits, +2 = 28 does not
+    assert propose(tuning_context(2, speed, limits=Limits(cpu=24))).roles["worker"].count == 3
+    assert propose(tuning_context(2, speed, limits=Limits(cpu=22))).is_empty
+
+
+def test_waits_for_enough_speed_samples():
+    proposal = propose(tuning_context(2, speeds([(3, 10.0)] * 2)))
+    assert proposal.is_empty
+    assert proposal.reasons[0].evidence == {"speed_samples": 2}
