@@ -62,8 +62,18 @@ class Settings(BaseSettings):
     history_window_days: int = Field(
         90, ge=1, description="How far back related jobs are searched for history."
     )
+    history_jobs: int = Field(
+        20, ge=1, le=500, description="Most related past jobs handed to the create stage."
+    )
     sample_window_s: int = Field(
         900, ge=60, description="Recent window of samples handed to the running-stage optimizers."
+    )
+
+    speed_window_s: int = Field(
+        3 * 3600,
+        ge=60,
+        description="Window of training-speed samples handed to the optimizers (worker tuning "
+        "compares speed across worker counts).",
     )
 
     prometheus_url: str | None = Field(
@@ -73,6 +83,66 @@ class Settings(BaseSettings):
     prometheus_username: str | None = Field(None, description="Basic-auth user for Prometheus.")
     prometheus_password: SecretStr | None = Field(None, description="Basic-auth password.")
     prometheus_ca_file: str | None = Field(None, description="CA bundle for Prometheus TLS.")
+    # --- Prometheus collector (collectors/); all PromQL lives in collectors/queries.py ---
+    collect_interval_s: float = Field(
+        60, gt=0, description="Seconds between two collector cycles (serve and `brain collect`)."
+    )
+    collect_lookback_s: int = Field(
+        3600,
+        ge=60,
+        description="How far back the first collection of a job without stored points reaches.",
+    )
+    collect_delay_s: int = Field(
+        30,
+        ge=0,
+        description="Points younger than this wait for the next cycle, so every scrape has landed.",
+    )
+    collect_mapping: str = Field(
+        "pod_name",
+        pattern="^(pod_name|labels)$",
+        description="How series are tied to jobs: pod_name (BRAIN_POD_NAME_PATTERN on the pod "
+        "label) or labels (BRAIN_JOB_LABEL / BRAIN_ROLE_LABEL / BRAIN_INDEX_LABEL).",
+    )
+    pod_name_pattern: str = Field(
+        r"^(?P<job>.+)-edljob-(?P<role>[a-z]+)-(?P<index>\d+)$",
+        description="Regex with named groups job, role, index matched against the pod name "
+        "(default: DLRover's <job>-edljob-<role>-<index>); must also be valid RE2.",
+    )
+    job_label: str = Field(
+        "label_elasticjob_dlrover_name",
+        description="labels mapping: the label holding the job uid or name (kube_pod_labels).",
+    )
+    role_label: str = Field(
+        "label_elasticjob_dlrover_replica_type",
+        description="labels mapping: the label holding the role (else taken from the pod name).",
+    )
+    index_label: str = Field(
+        "label_elasticjob_dlrover_replica_index",
+        description="labels mapping: the label holding the index (else taken from the pod name).",
+    )
+    prometheus_queries: dict[str, str] = Field(
+        default_factory=dict,
+        description="PromQL template overrides by signal (cpu, memory, gpu_util, gpu_memory, "
+        "gpu_memory_total, oom, node_cpu_free, node_memory_free, pod_labels); JSON.",
+    )
+    prometheus_selector: str = Field(
+        "", description='Extra label matchers added to every pod query, e.g. cluster="prod".'
+    )
+    prometheus_rate_window: str = Field(
+        "2m", description="Range of rate() in the CPU query (at least 4 scrape intervals)."
+    )
+    prometheus_step_s: int = Field(
+        15, ge=1, description="Resolution (query_range step) of the collected series, seconds."
+    )
+    prometheus_timeout_s: float = Field(
+        10, gt=0, description="Timeout of one request to Prometheus, seconds."
+    )
+    prometheus_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a failed Prometheus request (bounded)."
+    )
+    prometheus_backoff_s: float = Field(
+        1.0, ge=0, description="Delay before the first retry; doubles with each retry (max 30 s)."
+    )
 
     @property
     def is_sqlite(self) -> bool:

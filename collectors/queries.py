@@ -1,0 +1,222 @@
+"""Every PromQL expression the collector sends, as named, overridable templates.
+
+Nothing else in Brain writes PromQL. A template is a ``string.Template``; the collector
+fills in these placeholders:
+
+``$selector``
+    label matchers picking the pods of training jobs (``pod=~"<pattern>"`` in pod-name
+    mapping, ``pod!=""`` in label mapping) plus ``BRAIN_PROMETHEUS_SELECTOR``; never empty,
+    so it goes last inside braces: ``metric{container!="", $selector}``.
+``$node_selector``
+    ``BRAIN_PROMETHEUS_SELECTOR`` alone (or ``instance!=""`` when that is unset), for the
+    node-exporter context queries.
+``$rate_window``
+    ``BRAIN_PROMETHEUS_RATE_WINDOW`` (default ``2m``).
+``$query``, ``$labels``, ``$label_selector``
+    only in ``pod_labels``, the join that adds the pod labels of kube-state-metrics to every
+    pod query in label mapping.
+
+``$`` followed by anything else (``$1`` in ``label_replace``) is left alone.
+
+Each pod signal must return one series per pod carrying ``namespace`` and ``pod`` labels,
+in the unit listed in ``UNITS``; the collector converts to Brain's units (MiB, fractions).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# --- the signals --------------------------------------------------------------------
+
+# Stored as node samples, one column each.
+SAMPLE_SIGNALS = ("cpu", "memory", "gpu_util", "gpu_memory", "gpu_memory_total")
+# OOM kills, stored as events.
+OOM_SIGNAL = "oom"
+# Node-level free capacity, read for context only (reported, not stored).
+NODE_SIGNALS = ("node_cpu_free", "node_memory_free")
+# The label join of label mapping.
+POD_LABELS = "pod_labels"
+
+DEFAULT_TEMPLATES: dict[str, str] = {
+    # cAdvisor: cores used by the pod's containers (the pause container and the pod-level
+    # cgroup, container="", are left out so nothing is counted twice).
+    "cpu": (
+        "sum by (namespace, pod) (rate(container_cpu_usage_seconds_total"
+        '{container!="", container!="POD", $selector}[$rate_window]))'
+    ),
+    # cAdvisor: working set, what the OOM killer looks at.
+    "memory": (
+        "sum by (namespace, pod) (container_memory_working_set_bytes"
+        '{container!="", container!="POD", $selector})'
+    ),
+    # DCGM exporter (with Kubernetes pod attribution): mean utilization of the pod's GPUs.
+    "gpu_util": "avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{$selector})",
+    "gpu_memory": "sum by (namespace, pod) (DCGM_FI_DEV_FB_USED{$selector})",
+    "gpu_memory_total": (
+        "sum by (namespace, pod) (DCGM_FI_DEV_FB_USED{$selector} + DCGM_FI_DEV_FB_FREE{$selector})"
+    ),
+    # kube-state-metrics: per container, the restart count while the last termination was
+    # an OOM kill (0 otherwise), plus 1 while the container is terminated by an OOM kill
+    # (restartPolicy Never, as DLRover's pods run). Every rise of this value is one kill.
+    "oom": (
+        "max by (namespace, pod, container) ("
+        "kube_pod_container_status_restarts_total{$selector}"
+        " * on (namespace, pod, container) group_left () "
+        "max by (namespace, pod, container) (kube_pod_container_status_last_terminated_reason"
+        '{reason="OOMKilled", $selector})'
+        " or on (namespace, pod, container) "
+        "0 * kube_pod_container_status_restarts_total{$selector})"
+        " + on (namespace, pod, container) ("
+        "max by (namespace, pod, container) (kube_pod_container_status_terminated_reason"
+        '{reason="OOMKilled", $selector})'
+        " or on (namespace, pod, container) "
+        "0 * max by (namespace, pod, container) (kube_pod_container_status_restarts_total"
+        "{$selector}))"
+    ),
+    # node-exporter: idle cores and available memory per node, for context.
+    "node_cpu_free": (
+        "sum by (instance) (rate(node_cpu_seconds_total"
+        '{mode="idle", $node_selector}[$rate_window]))'
+    ),
+    "node_memory_free": "sum by (instance) (node_memory_MemAvailable_bytes{$node_selector})",
+    # Label mapping: copy the job, role and index labels of the pod onto each series.
+    POD_LABELS: (
+        "($query) * on (namespace, pod) group_left ($labels) "
+        "group by (namespace, pod, $labels) (kube_pod_labels{$label_selector})"
+    ),
+}
+
+# What each template returns, and therefore how it is converted.
+UNITS: dict[str, str] = {
+    "cpu": "cores",
+    "memory": "bytes",
+    "gpu_util": "percent",
+    "gpu_memory": "MiB",
+    "gpu_memory_total": "MiB",
+    "oom": "count",
+    "node_cpu_free": "cores",
+    "node_memory_free": "bytes",
+}
+
+# Brain's unit = template unit / divisor (a division, so 40 % is exactly 0.4).
+_DIVISOR = {"cores": 1.0, "bytes": 1024.0 * 1024.0, "percent": 100.0, "MiB": 1.0, "count": 1.0}
+
+_PLACEHOLDERS = {
+    "selector",
+    "node_selector",
+    "rate_window",
+    "query",
+    "labels",
+    "label_selector",
+}
+
+
+def to_brain_unit(signal: str, value: float) -> float:
+    """A value of ``signal`` in Brain's unit: cores, MiB, fraction 0..1, count."""
+    return value / _DIVISOR[UNITS[signal]]
+
+
+class QueryConfigError(ValueError):
+    """The collector's query configuration cannot work."""
+
+
+def promql_string(value: str) -> str:
+    """``value`` as a double-quoted PromQL string literal."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def pod_name_matcher(pattern: str) -> str:
+    """A label matcher for pods whose name matches ``pattern`` (RE2 syntax is shared with
+    Python for what pod-name patterns need, named groups included)."""
+    return f"pod=~{promql_string(pattern)}"
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    """The rendered queries of one configuration."""
+
+    templates: Mapping[str, str]
+    selector: str
+    node_selector: str
+    rate_window: str
+    # Label mapping: the labels joined from kube_pod_labels; empty in pod-name mapping.
+    join_labels: tuple[str, ...] = ()
+    join_selector: str = ""
+
+    def pod_query(self, signal: str) -> str:
+        """The PromQL of a per-pod signal (a sample column or ``oom``)."""
+        query = self._render(signal)
+        if self.join_labels:
+            query = self._render(
+                POD_LABELS,
+                query=query,
+                labels=", ".join(self.join_labels),
+                label_selector=self.join_selector,
+            )
+        return query
+
+    def node_query(self, signal: str) -> str:
+        return self._render(signal)
+
+    def _render(self, name: str, **extra: str) -> str:
+        values = {
+            "selector": self.selector,
+            "node_selector": self.node_selector,
+            "rate_window": self.rate_window,
+            **extra,
+        }
+        return string.Template(self.templates[name]).safe_substitute(values)
+
+
+def build_queries(
+    *,
+    mapping: str,
+    pod_name_pattern: str,
+    job_label: str,
+    role_label: str,
+    index_label: str,
+    overrides: Mapping[str, str] | None = None,
+    extra_selector: str = "",
+    rate_window: str = "2m",
+) -> QuerySet:
+    """Validate the configuration and render the query set."""
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(DEFAULT_TEMPLATES))
+    if unknown:
+        raise QueryConfigError(
+            f"unknown query name(s) {', '.join(unknown)} in BRAIN_PROMETHEUS_QUERIES; "
+            f"known: {', '.join(DEFAULT_TEMPLATES)}"
+        )
+    templates = {**DEFAULT_TEMPLATES, **overrides}
+    for name, template in templates.items():
+        if not isinstance(template, str) or not template.strip():
+            raise QueryConfigError(f"query {name!r} is empty")
+        used = set(string.Template(template).get_identifiers())
+        if used - _PLACEHOLDERS:
+            raise QueryConfigError(
+                f"query {name!r} uses unknown placeholder(s) "
+                f"{', '.join('$' + p for p in sorted(used - _PLACEHOLDERS))}"
+            )
+    extra = extra_selector.strip().strip(",").strip()
+    if mapping == "pod_name":
+        matchers = [pod_name_matcher(pod_name_pattern)]
+        join_labels: tuple[str, ...] = ()
+        join_selector = ""
+    elif mapping == "labels":
+        matchers = ['pod!=""']
+        join_labels = tuple(dict.fromkeys(label for label in (job_label, role_label, index_label)))
+        join_selector = ", ".join([f'{job_label}!=""', *([extra] if extra else [])])
+    else:
+        raise QueryConfigError(f"unknown mapping {mapping!r}; use pod_name or labels")
+    if extra:
+        matchers.append(extra)
+    return QuerySet(
+        templates=templates,
+        selector=", ".join(matchers),
+        node_selector=extra or 'instance!=""',
+        rate_window=rate_window,
+        join_labels=join_labels,
+        join_selector=join_selector,
+    )
