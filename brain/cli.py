@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 import brain
+from brain.backtest.command import add_parser as add_backtest_parser
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
@@ -65,18 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     retention.set_defaults(handler=_retention)
 
-    _add_backtest(commands)
+    add_backtest_parser(commands)
     for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
         register(commands)
     return parser
-
-
-def _add_backtest(commands) -> None:
-    try:
-        from brain.backtest.command import add_parser
-    except ImportError:  # the backtest package is optional while it is being built
-        return
-    add_parser(commands)
 
 
 def _config(_args) -> int:

@@ -1,0 +1,130 @@
+"""``brain backtest``: replay a history of runs and compare how recommenders would have sized them.
+
+Heavy imports (pandas, matplotlib, the optimizers) happen in ``run`` so that building
+the ``brain`` parser stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+DESCRIPTION = """Replay a history of runs in time order. Every run is sized by each recommender
+from the earlier runs of its workload only, and the size is compared with what the
+run really used: share of runs under-provisioned (memory peak above it: OOM; CPU
+p95 above it: throttled; GPU memory peak above the share: out of GPU memory), mean
+slack of the others, allocated/used, and allocated resource-hours against the
+request as given. Runs with fewer than --min-history earlier runs are reported
+apart (cold start)."""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "backtest",
+        help="replay a trace of runs and compare recommenders",
+        description=DESCRIPTION,
+    )
+    source = parser.add_argument_group("run source").add_mutually_exclusive_group(required=True)
+    source.add_argument("--trace", type=Path, metavar="PATH", help="CSV or CSV.gz of run summaries")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--chart", type=Path, metavar="PATH", help="also sweep the knobs and draw a PNG here"
+    )
+    parser.add_argument(
+        "--min-history",
+        type=int,
+        default=3,
+        metavar="N",
+        help="earlier runs a run needs to count outside cold start (default 3)",
+    )
+    parser.add_argument(
+        "--gpu-memory-mib",
+        type=float,
+        default=81920.0,
+        metavar="MIB",
+        help="memory of one GPU when the trace does not say (default 81920)",
+    )
+    parser.add_argument(
+        "--sample-minutes",
+        type=float,
+        default=None,
+        metavar="MIN",
+        help="minutes per sample, for run durations (default: 5 for day traces, 1 for hour)",
+    )
+    parser.add_argument(
+        "--k", type=int, default=7, help="runs the simple rules look back on (default 7)"
+    )
+    parser.add_argument(
+        "--margin", type=float, default=1.15, help="the simple rules' margin (default 1.15)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no timing")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def source_from_args(args: argparse.Namespace):
+    """The ``RunSource`` the arguments name."""
+    from brain.backtest.trace import TraceFile
+
+    return TraceFile(
+        args.trace, gpu_memory_mib=args.gpu_memory_mib, sample_minutes=args.sample_minutes
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from brain.backtest import report
+    from brain.backtest.progress import ProgressBar
+    from brain.backtest.resources import RESOURCES, present
+    from brain.backtest.runner import Options, backtest
+    from brain.backtest.trace import TraceError
+    from brain.optimizing import load_registry
+
+    if args.min_history < 0 or args.k < 1 or args.margin <= 0 or args.gpu_memory_mib <= 0:
+        print(
+            "brain backtest: --min-history >= 0, --k >= 1, --margin and --gpu-memory-mib > 0",
+            file=sys.stderr,
+        )
+        return 2
+    started = time.perf_counter()
+    source = source_from_args(args)
+    try:
+        table = source.load()
+    except TraceError as exc:
+        print(f"brain backtest: {exc}", file=sys.stderr)
+        return 2
+    if not present(table):
+        columns = ", ".join(f"{r.peak} with {r.request}" for r in RESOURCES)
+        print(f"brain backtest: no resource to judge; the trace needs {columns}", file=sys.stderr)
+        return 2
+    options = Options(
+        min_history=args.min_history, k=args.k, margin=args.margin, sweep=args.chart is not None
+    )
+
+    def progress(label: str, total: int) -> ProgressBar:
+        return ProgressBar(total, label, quiet=args.quiet)
+
+    outcome = backtest(table, load_registry(), options, progress)
+    if args.chart is not None:
+        from brain.backtest.chart import draw
+
+        draw(outcome.rows, outcome.curves, args.chart, f"backtest of {source.name}")
+    if args.json:
+        meta = {
+            "source": source.name,
+            "runs": outcome.runs,
+            "workloads": outcome.workloads,
+            "min_history": args.min_history,
+        }
+        print(json.dumps(report.to_json(outcome.rows, outcome.curves, meta), indent=2))
+    else:
+        print(report.to_table(outcome.rows, args.min_history))
+    if not args.quiet:
+        elapsed = time.perf_counter() - started
+        print(
+            f"{outcome.runs} runs of {outcome.workloads} workloads replayed in {elapsed:.1f} s",
+            file=sys.stderr,
+        )
+    return 0
