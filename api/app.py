@@ -11,9 +11,10 @@ from fastapi import FastAPI, Request, Response
 
 import brain
 from api.errors import install_error_handlers
-from api.routers import events, health, jobs, samples
+from api.routers import events, health, jobs, plans, portraits, samples, suggestions
 from brain.config import Settings
 from brain.db.engine import make_engine, make_session_factory
+from brain.optimizing import load_registry
 from brain.telemetry import Telemetry
 
 DESCRIPTION = """Brain stores the profiles of distributed training jobs (nodes, usage time
@@ -41,6 +42,7 @@ def create_app(
         app.state.engine = make_engine(app.state.settings.database_url)
         app.state.session_factory = make_session_factory(app.state.engine)
         app.state.telemetry = Telemetry()
+        app.state.registry = load_registry()
         app.state.health_reporters = {}
         app.state.shutdown_hooks = []
         for hook in on_startup or ():
@@ -60,7 +62,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.middleware("http")(_observe)
-    for module in (health, jobs, samples, events):
+    for module in (health, jobs, samples, events, plans, portraits, suggestions):
         app.include_router(module.router)
     return app
 

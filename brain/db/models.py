@@ -152,3 +152,129 @@ class ScalePlan(Base):
     status_message: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+# --- Job summaries -------------------------------------------------------------------
+# What history queries and portraits read, so raw samples can be aged out. Units are in
+# the column names; "requested" resource-hours count a node's request over its run time,
+# "used" ones its mean usage over its sampled duration (see brain.summaries.compute).
+
+
+class UsageStatsColumns:
+    """Usage statistics over a set of node samples (mean, p50, p95, max)."""
+
+    samples: Mapped[int] = mapped_column(Integer)
+    cpu_mean_cores: Mapped[float | None] = mapped_column(Double)
+    cpu_p50_cores: Mapped[float | None] = mapped_column(Double)
+    cpu_p95_cores: Mapped[float | None] = mapped_column(Double)
+    cpu_max_cores: Mapped[float | None] = mapped_column(Double)
+    memory_mean_mib: Mapped[float | None] = mapped_column(Double)
+    memory_p50_mib: Mapped[float | None] = mapped_column(Double)
+    memory_p95_mib: Mapped[float | None] = mapped_column(Double)
+    memory_max_mib: Mapped[float | None] = mapped_column(Double)
+    gpu_util_mean: Mapped[float | None] = mapped_column(Double)
+    gpu_util_p50: Mapped[float | None] = mapped_column(Double)
+    gpu_util_p95: Mapped[float | None] = mapped_column(Double)
+    gpu_util_max: Mapped[float | None] = mapped_column(Double)
+    gpu_memory_mean_mib: Mapped[float | None] = mapped_column(Double)
+    gpu_memory_p50_mib: Mapped[float | None] = mapped_column(Double)
+    gpu_memory_p95_mib: Mapped[float | None] = mapped_column(Double)
+    gpu_memory_max_mib: Mapped[float | None] = mapped_column(Double)
+    gpu_memory_total_mib: Mapped[float | None] = mapped_column(Double)
+
+
+class ResourceHoursColumns:
+    """Requested and used resource-hours, and the OOMs and failures seen."""
+
+    requested_core_hours: Mapped[float] = mapped_column(Double)
+    used_core_hours: Mapped[float] = mapped_column(Double)
+    requested_gib_hours: Mapped[float] = mapped_column(Double)
+    used_gib_hours: Mapped[float] = mapped_column(Double)
+    requested_gpu_hours: Mapped[float] = mapped_column(Double)
+    used_gpu_hours: Mapped[float] = mapped_column(Double)
+    oom_count: Mapped[int] = mapped_column(Integer)
+    failure_count: Mapped[int] = mapped_column(Integer)
+
+
+class JobSummary(ResourceHoursColumns, Base):
+    """One row per summarized job. The job's keys are copied so that portraits and
+    history filter and group without joining ``jobs``."""
+
+    __tablename__ = "job_summaries"
+    __table_args__ = (
+        Index(None, "user_name", "ended_at"),
+        Index(None, "user_name", "dataset", "ended_at"),
+        Index(None, "group_key", "ended_at"),
+        Index(None, "name", "ended_at"),
+        Index(None, "ended_at"),
+    )
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    # False while the job runs: a later summary replaces this one.
+    final: Mapped[bool]
+    computed_at: Mapped[datetime]
+    uid: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(253))
+    user: Mapped[str] = mapped_column("user_name", String(128))
+    dataset: Mapped[str | None] = mapped_column(String(253))
+    group_key: Mapped[str] = mapped_column(String(400))
+    gpu_type: Mapped[str | None] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16))
+    started_at: Mapped[datetime | None]
+    # finished_at, else the last sample: what portrait windows and history filter on.
+    ended_at: Mapped[datetime]
+    run_seconds: Mapped[float] = mapped_column(Double)
+    node_count: Mapped[int] = mapped_column(Integer)
+    samples: Mapped[int] = mapped_column(BigInteger)
+    speed_mean_steps_per_s: Mapped[float | None] = mapped_column(Double)
+    speed_per_worker_mean_steps_per_s: Mapped[float | None] = mapped_column(Double)
+    # [{plan_id, stage, optimizers, applied_at, speed_before_steps_per_s, ...}]
+    plans: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    # The bucket grid of the chart series (no buckets: no samples) and the speed on it,
+    # packed by brain.summaries.series.
+    series_start: Mapped[datetime | None]
+    series_bucket_seconds: Mapped[float | None] = mapped_column(Double)
+    series_buckets: Mapped[int] = mapped_column(Integer)
+    speed_series: Mapped[bytes | None]
+
+
+class RoleSummary(UsageStatsColumns, ResourceHoursColumns, Base):
+    """One row per role of a summarized job; statistics pool the samples of its nodes."""
+
+    __tablename__ = "role_summaries"
+
+    job_id: Mapped[int] = mapped_column(
+        ForeignKey("job_summaries.job_id", ondelete="CASCADE"), primary_key=True
+    )
+    role: Mapped[str] = mapped_column(String(64), primary_key=True)
+    node_count: Mapped[int] = mapped_column(Integer)
+    # Request per node, mean over the role's nodes.
+    cpu_request_cores: Mapped[float] = mapped_column(Double)
+    memory_request_mib: Mapped[float] = mapped_column(Double)
+    gpu_request: Mapped[float] = mapped_column(Double)
+    # Usage chart of the role on the job's bucket grid, packed by brain.summaries.series.
+    usage_series: Mapped[bytes | None]
+
+
+class NodeSummary(UsageStatsColumns, ResourceHoursColumns, Base):
+    """One row per node of a summarized job (what ``HistoricalJob.nodes`` is built from)."""
+
+    __tablename__ = "node_summaries"
+    # Deleting a node (cascading from its job) looks its summary up by node.
+    __table_args__ = (Index(None, "node_id"),)
+
+    job_id: Mapped[int] = mapped_column(
+        ForeignKey("job_summaries.job_id", ondelete="CASCADE"), primary_key=True
+    )
+    node_id: Mapped[int] = mapped_column(
+        ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(253))
+    role: Mapped[str] = mapped_column(String(64))
+    cpu_request_cores: Mapped[float] = mapped_column(Double)
+    memory_request_mib: Mapped[float] = mapped_column(Double)
+    gpu_request: Mapped[float] = mapped_column(Double)
+    first_sample_at: Mapped[datetime | None]
+    last_sample_at: Mapped[datetime | None]
+    run_seconds: Mapped[float] = mapped_column(Double)
+    sampled_seconds: Mapped[float] = mapped_column(Double)

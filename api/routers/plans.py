@@ -1,0 +1,136 @@
+"""Optimize a job, and read, watch and report on its ScalePlans."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Literal
+
+import yaml
+from fastapi import APIRouter, Depends, Query, Request, Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import get_session, get_settings
+from api.errors import ERROR_RESPONSES
+from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
+from brain.config import Settings
+from brain.db.models import Node
+from brain.scaleplan_k8s import to_k8s
+from brain.services import jobs, plans
+
+router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES)
+JOB = "/api/v1/jobs/{uid}"
+POLL_INTERVAL_S = 0.5
+
+
+@router.get("/api/v1/optimizers", response_model=list[OptimizerOut], summary="List optimizers")
+def list_optimizers(request: Request) -> list[OptimizerOut]:
+    """Every loaded optimizer: its stages, what it does, and its settings (JSON Schema)."""
+    return [OptimizerOut(**vars(info)) for info in request.app.state.registry.info()]
+
+
+@router.post(f"{JOB}/optimize", response_model=PlanOut, summary="Run a stage's optimizers")
+def optimize(
+    uid: str,
+    body: OptimizeRequest,
+    request: Request,
+    session: Session = Depends(get_session),
+    settings: Settings = Depends(get_settings),
+) -> PlanOut:
+    """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
+    An OOM event already answered returns the plan that answered it."""
+    job = jobs.get_job(session, uid)
+    plan = plans.optimize(
+        session,
+        job,
+        request.app.state.registry,
+        settings,
+        body.stage,
+        optimizer_names=body.optimizers,
+        overrides=body.settings,
+        node=body.node,
+    )
+    session.commit()
+    return PlanOut.of(plan, uid)
+
+
+@router.get(f"{JOB}/plans", response_model=list[PlanOut], summary="List plans, newest first")
+def list_plans(
+    uid: str,
+    limit: int = Query(50, ge=1, le=500),
+    before: int | None = Query(None, description="Only plans with a smaller id (paging)."),
+    session: Session = Depends(get_session),
+) -> list[PlanOut]:
+    job = jobs.get_job(session, uid)
+    return [PlanOut.of(p, uid) for p in plans.list_plans(session, job, limit, before)]
+
+
+@router.get(
+    f"{JOB}/plans/latest",
+    response_model=PlanOut,
+    summary="Long-poll for a plan newer than `after`",
+    responses={204: {"description": "No newer plan within `wait` seconds."}},
+)
+async def latest_plan(
+    uid: str,
+    request: Request,
+    after: int = Query(0, ge=0, description="The id of the last plan the caller has."),
+    wait: float = Query(0, ge=0, le=60, description="Seconds to wait for a newer plan."),
+):
+    """Training agents call this in a loop with the last id they saw."""
+    deadline = time.monotonic() + wait
+    factory = request.app.state.session_factory
+    while True:
+        found = await run_in_threadpool(_newest_after, factory, uid, after)
+        if found is not None:
+            return found
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return Response(status_code=204)
+        await asyncio.sleep(min(POLL_INTERVAL_S, remaining))
+
+
+def _newest_after(factory, uid: str, after: int) -> PlanOut | None:
+    with factory() as session:
+        job = jobs.get_job(session, uid)
+        plan = plans.latest_plan_after(session, job.id, after)
+        return None if plan is None else PlanOut.of(plan, uid)
+
+
+@router.get(
+    f"{JOB}/plans/{{plan_id}}",
+    response_model=PlanOut,
+    summary="Read a plan (JSON, or the DLRover ScalePlan object with format=k8s)",
+    responses={200: {"content": {"application/yaml": {}}}},
+)
+def get_plan(
+    uid: str,
+    plan_id: int,
+    format: Literal["json", "k8s"] = Query("json", description="`k8s`: ScalePlan YAML."),
+    session: Session = Depends(get_session),
+):
+    job = jobs.get_job(session, uid)
+    plan = plans.get_plan(session, job, plan_id)
+    if format == "json":
+        return PlanOut.of(plan, uid)
+    ranks = dict(session.execute(select(Node.name, Node.index).where(Node.job_id == job.id)).all())
+    manifest = to_k8s(plan.id, plan.body, job.name, job.namespace, ranks)
+    return Response(yaml.safe_dump(manifest, sort_keys=False), media_type="application/yaml")
+
+
+@router.post(
+    f"{JOB}/plans/{{plan_id}}/status",
+    response_model=PlanOut,
+    summary="Report what became of a plan",
+    responses={409: {"description": "The plan cannot move to that status."}},
+)
+def set_plan_status(
+    uid: str, plan_id: int, body: PlanStatusIn, session: Session = Depends(get_session)
+) -> PlanOut:
+    """`applied`, `rejected` or `failed`, with a message; the next optimization sees it."""
+    job = jobs.get_job(session, uid)
+    plan = plans.set_status(session, job, plan_id, body.status, body.message)
+    session.commit()
+    return PlanOut.of(plan, uid)

@@ -1,0 +1,153 @@
+"""Portraits for dashboards: how a job behaved, who wastes what."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi import APIRouter, Depends, Query
+from sqlalchemy.orm import Session
+
+from api.deps import get_session
+from api.errors import ERROR_RESPONSES
+from api.schemas.portraits import (
+    JobPortraitOut,
+    NodeOut,
+    NodePage,
+    OwnerPortraitOut,
+    Page,
+    RankingBy,
+    RankingOut,
+    RankingRow,
+    TotalsOut,
+    WastefulJob,
+    WastefulPage,
+    WasteSort,
+)
+from brain.domain import utcnow
+from brain.services import jobs
+from brain.summaries import portraits
+from brain.summaries.series import STORED_BUCKETS
+
+router = APIRouter(prefix="/api/v1/portraits", tags=["portraits"], responses=ERROR_RESPONSES)
+
+DAYS = Query(30, ge=1, le=3650, description="Window: jobs that ended in the last N days.")
+SORT = Query(
+    WasteSort.gpu,
+    description="Resource whose waste (requested − used resource-hours) ranks first; "
+    "ties go to the others in the order GPU, CPU, memory.",
+)
+OFFSET = Query(0, ge=0, description="Items to skip: `next_offset` of the previous page.")
+
+
+@router.get("", response_model=RankingOut, summary="Rank users, datasets, groups or GPU types")
+def ranking(
+    by: RankingBy = Query(RankingBy.user, description="What to rank."),
+    days: int = DAYS,
+    sort: WasteSort = SORT,
+    top: int = Query(20, ge=1, le=500, description="Page size."),
+    offset: int = OFFSET,
+    session: Session = Depends(get_session),
+) -> RankingOut:
+    """The dashboard's first view: each key with its jobs, success rate, requested and
+    used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
+    since = utcnow() - timedelta(days=days)
+    rows, total = portraits.ranking(session, by.value, since, sort.value, top, offset)
+    return RankingOut(
+        by=by,
+        sort=sort,
+        days=days,
+        since=since,
+        items=[RankingRow(key=key, totals=TotalsOut.of(t)) for key, t in rows],
+        total=total,
+        limit=top,
+        offset=offset,
+        next_offset=Page.next_of(offset, top, total),
+    )
+
+
+@router.get("/jobs/{uid}", response_model=JobPortraitOut, summary="A job's portrait")
+def job_portrait(
+    uid: str,
+    points: int = Query(
+        200,
+        ge=1,
+        le=STORED_BUCKETS,
+        description="Most buckets per chart series (time resolution).",
+    ),
+    session: Session = Depends(get_session),
+) -> JobPortraitOut:
+    """The job's summary (per role: requested vs used, resource-hours, waste, OOMs; the
+    job's speed and the plans applied with the speed before and after) and its usage
+    and speed series bucketed for charts. Read from the stored summary; a job without a
+    final one (running) is computed from its raw samples on the fly."""
+    job = jobs.get_job(session, uid)
+    return JobPortraitOut.of(portraits.job_portrait(session, job, points))
+
+
+@router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")
+def job_nodes(
+    uid: str,
+    limit: int = Query(100, ge=1, le=1000, description="Page size."),
+    offset: int = OFFSET,
+    session: Session = Depends(get_session),
+) -> NodePage:
+    """Per node: request, usage statistics, run and sampled time, resource-hours; by role
+    and name."""
+    job = jobs.get_job(session, uid)
+    nodes, total = portraits.node_page(session, job, limit, offset)
+    return NodePage(
+        items=[NodeOut.of(n) for n in nodes],
+        total=total,
+        limit=limit,
+        offset=offset,
+        next_offset=Page.next_of(offset, limit, total),
+    )
+
+
+@router.get("/users/{user}", response_model=OwnerPortraitOut, summary="A user's portrait")
+def user_portrait(
+    user: str,
+    days: int = DAYS,
+    sort: WasteSort = SORT,
+    top: int = Query(10, ge=1, le=500, description="Page size of the most wasteful jobs."),
+    offset: int = OFFSET,
+    session: Session = Depends(get_session),
+) -> OwnerPortraitOut:
+    """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
+    A user without jobs gets zeros, not 404."""
+    return _owner_portrait(session, "user", user, days, sort, top, offset)
+
+
+@router.get("/groups/{group:path}", response_model=OwnerPortraitOut, summary="A group's portrait")
+def group_portrait(
+    group: str,
+    days: int = DAYS,
+    sort: WasteSort = SORT,
+    top: int = Query(10, ge=1, le=500, description="Page size of the most wasteful jobs."),
+    offset: int = OFFSET,
+    session: Session = Depends(get_session),
+) -> OwnerPortraitOut:
+    """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
+    the default `<user>/<name>`)."""
+    return _owner_portrait(session, "group", group, days, sort, top, offset)
+
+
+def _owner_portrait(
+    session: Session, owner: str, key: str, days: int, sort: WasteSort, top: int, offset: int
+) -> OwnerPortraitOut:
+    since = utcnow() - timedelta(days=days)
+    totals, wasteful = portraits.owner_portrait(session, owner, key, since, sort.value, top, offset)
+    return OwnerPortraitOut(
+        owner=owner,
+        key=key,
+        days=days,
+        since=since,
+        totals=TotalsOut.of(totals),
+        wasteful_jobs=WastefulPage(
+            items=[WastefulJob.of(j) for j in wasteful],
+            total=totals.jobs,
+            limit=top,
+            offset=offset,
+            next_offset=Page.next_of(offset, top, totals.jobs),
+        ),
+    )

@@ -1,0 +1,91 @@
+"""ScalePlans and optimizer runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from brain.db.models import ScalePlan
+from brain.domain import PlanStatus, Stage
+
+
+class OptimizeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    stage: Stage = Field(description="create, oom, estimate or running.")
+    optimizers: list[str] | None = Field(
+        None, description="Optimizers to run instead of the stage's configured ones."
+    )
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Per-optimizer settings overrides, e.g. {"hot_ps": {"threshold": 0.85}}.',
+    )
+    node: str | None = Field(None, description="The node the stage is about (oom: the OOM node).")
+
+
+class RolePlan(BaseModel):
+    count: int | None = Field(None, description="Nodes of this role.")
+    cpu: float | None = Field(None, description="CPU request per node, cores.")
+    memory_mib: float | None = Field(None, description="Memory per node, MiB.")
+    gpu: float | None = Field(None, description="GPUs per node.")
+    cpu_limit: float | None = Field(None, description="CPU limit per node, cores (if set).")
+
+
+class NodePlan(BaseModel):
+    name: str | None = Field(description="Node name; null for a new node the master names.")
+    role: str
+    cpu: float | None = None
+    memory_mib: float | None = None
+    gpu: float | None = None
+
+
+class PlanReason(BaseModel):
+    optimizer: str = Field(description="Who decided (or `guard` for bounds and limits).")
+    message: str = Field(description="The decision with its evidence and threshold.")
+    evidence: dict[str, Any]
+    threshold: dict[str, Any]
+
+
+class PlanOut(BaseModel):
+    id: int
+    job_uid: str
+    stage: Stage
+    status: PlanStatus
+    status_message: str | None
+    created_at: datetime
+    updated_at: datetime
+    roles: dict[str, RolePlan]
+    launch: list[NodePlan]
+    remove: list[NodePlan]
+    migrate: list[NodePlan]
+    ps_hosts: list[str]
+    reasons: list[PlanReason]
+    optimizers: list[str] = Field(description="Optimizers that ran for this plan.")
+
+    @classmethod
+    def of(cls, plan: ScalePlan, job_uid: str) -> PlanOut:
+        return cls(
+            id=plan.id,
+            job_uid=job_uid,
+            stage=plan.stage,
+            status=plan.status,
+            status_message=plan.status_message,
+            created_at=plan.created_at,
+            updated_at=plan.updated_at,
+            **plan.body,
+        )
+
+
+class PlanStatusIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: PlanStatus = Field(description="applied, rejected or failed.")
+    message: str | None = Field(None, max_length=4000)
+
+
+class OptimizerOut(BaseModel):
+    name: str
+    stages: list[str]
+    description: str
+    settings_schema: dict[str, Any] = Field(description="JSON Schema of the settings.")
+    defaults: dict[str, Any]

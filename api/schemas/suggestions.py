@@ -1,0 +1,105 @@
+"""What a new run should request, as JSON or as a table for a terminal."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from brain.summaries.suggestions import Suggestion
+
+TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "gpu")
+# Basis runs named on the text line; the JSON lists them all.
+TEXT_RUNS = 5
+
+
+class RoleSuggestionOut(BaseModel):
+    role: str
+    count: int | None = Field(description="Nodes of this role; null: no opinion.")
+    cpu_request: float | None = Field(description="CPU request per node, cores.")
+    cpu_limit: float | None = Field(description="CPU limit per node, cores; null: none.")
+    memory_mib: float | None = Field(description="Memory per node, MiB.")
+    gpu: float | None = Field(description="GPUs per node; null: no opinion.")
+
+
+class BasisRunOut(BaseModel):
+    uid: str
+    name: str
+    finished_at: datetime | None
+
+
+class BasisOut(BaseModel):
+    match: str | None = Field(
+        description="How the runs were found: `user+dataset`, else `group`, else `name`; "
+        "null when none was."
+    )
+    runs: list[BasisRunOut] = Field(description="Related succeeded runs used, newest first.")
+    window_days: int = Field(description="How far back runs were searched.")
+    confidence: str = Field(
+        description="`none`: no history, the values are defaults; `low`: fewer than 3 runs; "
+        "`high`: 3 runs or more."
+    )
+    note: str
+
+
+class ReasonOut(BaseModel):
+    optimizer: str
+    message: str
+
+
+class SuggestionOut(BaseModel):
+    roles: list[RoleSuggestionOut] = Field(description="What to request, per role.")
+    basis: BasisOut
+    reasons: list[ReasonOut] = Field(description="Why, per optimizer.")
+
+    @classmethod
+    def of(cls, suggestion: Suggestion) -> SuggestionOut:
+        basis = suggestion.basis
+        return cls(
+            roles=[RoleSuggestionOut(**vars(r)) for r in suggestion.roles],
+            basis=BasisOut(
+                match=basis.match,
+                runs=[BasisRunOut(**vars(r)) for r in basis.runs],
+                window_days=basis.window_days,
+                confidence=basis.confidence,
+                note=basis.note,
+            ),
+            reasons=[
+                ReasonOut(optimizer=r.optimizer, message=r.message) for r in suggestion.reasons
+            ],
+        )
+
+    def to_text(self) -> str:
+        """An aligned table, one role a line, and the basis in one line under it."""
+        rows = [list(TABLE_COLUMNS)] + [
+            [r.role, *(_cell(getattr(r, c)) for c in TABLE_COLUMNS[1:])] for r in self.roles
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
+        lines = [
+            "  ".join(
+                cell.ljust(width) if i == 0 else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+            for row in rows
+        ]
+        if not self.roles:
+            lines.append("(no roles known)")
+        lines.append(self._basis_line())
+        return "\n".join(lines) + "\n"
+
+    def _basis_line(self) -> str:
+        basis = self.basis
+        runs = ", ".join(
+            f"{r.uid} {r.finished_at:%Y-%m-%d}" if r.finished_at else r.uid
+            for r in basis.runs[:TEXT_RUNS]
+        )
+        if len(basis.runs) > TEXT_RUNS:
+            runs += f" and {len(basis.runs) - TEXT_RUNS} more"
+        used = f" ({runs})" if runs else ""
+        return f"basis: confidence {basis.confidence}: {basis.note}{used}"
+
+
+def _cell(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:g}"

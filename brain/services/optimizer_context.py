@@ -1,0 +1,159 @@
+"""Build the read-only OptimizerContext of a job from the store."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from brain.config import Settings
+from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
+from brain.domain import PlanStatus, Stage, utcnow
+from brain.optimizing.context import (
+    EventView,
+    NodeChangeView,
+    NodeView,
+    OptimizerContext,
+    PlanView,
+)
+from brain.optimizing.context import NodeSample as NodeSampleView
+from brain.optimizing.context import SpeedSample as SpeedSampleView
+from brain.services.views import job_view, role_spec
+from brain.summaries.history import related_history
+
+RECENT_EVENTS = 1000
+RECENT_PLANS = 100
+
+
+def build_context(
+    session: Session, job: Job, stage: Stage, settings: Settings, node: str | None = None
+) -> OptimizerContext:
+    """The job, its nodes, a recent window of samples, events, plans and (at create) history.
+
+    Sample windows end at the job's latest stored point rather than at the wall clock,
+    so that loaded-after-the-fact history is optimized the same way as live data.
+    """
+    nodes = list(session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id)))
+    names = {n.id: n.name for n in nodes}
+    view = job_view(job)
+    history = ()
+    if stage == Stage.create:
+        history = tuple(
+            related_history(
+                session,
+                user=job.user,
+                dataset=job.dataset,
+                group_key=job.group_key,
+                name=job.name,
+                before=job.created_at,
+                window_days=settings.history_window_days,
+                limit=settings.history_jobs,
+            )
+        )
+    return OptimizerContext(
+        stage=stage,
+        now=utcnow(),
+        job=view,
+        nodes=tuple(_node_view(n) for n in nodes),
+        samples=tuple(_recent_node_samples(session, job, names, settings.sample_window_s)),
+        speed=tuple(_recent_speed(session, job, settings.speed_window_s)),
+        events=tuple(_events(session, job)),
+        plans=tuple(_plans(session, job)),
+        history=history,
+        node_max=settings.node_max,
+        node=node,
+    )
+
+
+def _node_view(node: Node) -> NodeView:
+    return NodeView(
+        name=node.name,
+        role=node.role,
+        index=node.index,
+        cpu=node.cpu,
+        memory_mib=node.memory_mib,
+        gpu=node.gpu,
+        status=node.status,
+    )
+
+
+def _window_start(session: Session, column, job_column, job: Job, seconds: int) -> datetime | None:
+    latest = session.scalar(select(func.max(column)).where(job_column == job.id))
+    return None if latest is None else latest - timedelta(seconds=seconds)
+
+
+def _recent_node_samples(session: Session, job: Job, names: dict[int, str], seconds: int):
+    start = _window_start(session, NodeSample.ts, NodeSample.job_id, job, seconds)
+    if start is None:
+        return []
+    rows = session.scalars(
+        select(NodeSample)
+        .where(NodeSample.job_id == job.id, NodeSample.ts >= start)
+        .order_by(NodeSample.ts, NodeSample.node_id)
+    )
+    return [
+        NodeSampleView(
+            node=names[s.node_id],
+            ts=s.ts,
+            cpu=s.cpu,
+            memory_mib=s.memory_mib,
+            gpu_util=s.gpu_util,
+            gpu_memory_mib=s.gpu_memory_mib,
+            gpu_memory_total_mib=s.gpu_memory_total_mib,
+        )
+        for s in rows
+    ]
+
+
+def _recent_speed(session: Session, job: Job, seconds: int):
+    start = _window_start(session, SpeedSample.ts, SpeedSample.job_id, job, seconds)
+    if start is None:
+        return []
+    rows = session.scalars(
+        select(SpeedSample)
+        .where(SpeedSample.job_id == job.id, SpeedSample.ts >= start)
+        .order_by(SpeedSample.ts)
+    )
+    return [SpeedSampleView(s.ts, s.global_step, s.steps_per_sec, s.workers) for s in rows]
+
+
+def _events(session: Session, job: Job) -> list[EventView]:
+    rows = session.scalars(
+        select(Event).where(Event.job_id == job.id).order_by(Event.id.desc()).limit(RECENT_EVENTS)
+    )
+    return sorted(
+        (EventView(e.id, e.ts, e.kind, e.node_name or None, e.detail) for e in rows),
+        key=lambda e: (e.ts, e.id),
+    )
+
+
+def _plans(session: Session, job: Job) -> list[PlanView]:
+    rows = session.scalars(
+        select(ScalePlan)
+        .where(ScalePlan.job_id == job.id)
+        .order_by(ScalePlan.id.desc())
+        .limit(RECENT_PLANS)
+    )
+    return sorted((_plan_view(p) for p in rows), key=lambda p: p.id)
+
+
+def _plan_view(plan: ScalePlan) -> PlanView:
+    body = plan.body
+
+    def changes(key: str) -> tuple[NodeChangeView, ...]:
+        return tuple(NodeChangeView(**c) for c in body.get(key, []))
+
+    return PlanView(
+        id=plan.id,
+        stage=Stage(plan.stage),
+        status=PlanStatus(plan.status),
+        created_at=plan.created_at,
+        roles={role: role_spec(spec) for role, spec in body.get("roles", {}).items()},
+        launch=changes("launch"),
+        remove=changes("remove"),
+        migrate=changes("migrate"),
+        optimizers=tuple(body.get("optimizers", [])),
+        source_event_id=plan.source_event_id,
+        status_message=plan.status_message,
+    )

@@ -1,0 +1,227 @@
+"""Run a stage's optimizers for a job and keep the resulting ScalePlan.
+
+The service gathers the context (the optimizers never touch the store), resolves
+which optimizers run with which settings (defaults < configuration < request),
+merges and bounds their proposals, and stores the plan. A newer plan supersedes the
+job's older proposed ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from brain.config import Settings
+from brain.db.models import Event, Job, ScalePlan
+from brain.domain import EventKind, PlanStatus, Stage, utcnow
+from brain.errors import Conflict, InvalidInput, NotFound
+from brain.optimizing import Optimizer, OptimizerRegistry, Proposal, Reason
+from brain.optimizing.guard import combine, effective_roles, enforce_bounds
+from brain.services.optimizer_context import build_context
+
+log = logging.getLogger(__name__)
+
+# Status changes a job master may report; superseded is Brain's own.
+ALLOWED_TRANSITIONS: dict[str, set[str]] = {
+    PlanStatus.proposed: {PlanStatus.applied, PlanStatus.rejected, PlanStatus.failed},
+    PlanStatus.applied: {PlanStatus.failed},
+}
+
+
+def select_optimizers(
+    registry: OptimizerRegistry, stage: Stage, requested: list[str] | None, settings: Settings
+) -> list[Optimizer]:
+    """The optimizers to run: the request's list, else the configured one for the stage."""
+    names = requested if requested is not None else settings.stage_optimizers.get(stage, [])
+    chosen: list[Optimizer] = []
+    for position, name in enumerate(names):
+        optimizer = registry.get(name)
+        field = f"optimizers.{position}" if requested is not None else "stage_optimizers"
+        if optimizer is None:
+            if requested is None:  # a configured optimizer that failed to load
+                log.warning("configured optimizer %s is not loaded; skipping it", name)
+                continue
+            raise InvalidInput(f"no optimizer named {name!r}; see GET /api/v1/optimizers", field)
+        if stage not in optimizer.stages:
+            raise InvalidInput(f"optimizer {name!r} does not serve stage {stage.value!r}", field)
+        chosen.append(optimizer)
+    return chosen
+
+
+def resolve_settings(
+    optimizers: list[Optimizer], configured: dict[str, dict], requested: dict[str, dict]
+) -> dict[str, BaseModel]:
+    """Validated settings per optimizer: defaults, then configuration, then the request."""
+    running = {o.name for o in optimizers}
+    for name in requested:
+        if name not in running:
+            raise InvalidInput(
+                f"settings given for {name!r}, which does not run", f"settings.{name}"
+            )
+    resolved: dict[str, BaseModel] = {}
+    for optimizer in optimizers:
+        values = {**configured.get(optimizer.name, {}), **requested.get(optimizer.name, {})}
+        prefix = f"settings.{optimizer.name}"
+        unknown = sorted(set(values) - set(optimizer.Settings.model_fields))
+        if unknown:
+            raise InvalidInput(
+                f"{optimizer.name} has no setting {unknown[0]!r}", f"{prefix}.{unknown[0]}"
+            )
+        try:
+            resolved[optimizer.name] = optimizer.Settings.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise InvalidInput(f"{where}: {error['msg']}", f"{prefix}.{where}") from exc
+    return resolved
+
+
+def optimize(
+    session: Session,
+    job: Job,
+    registry: OptimizerRegistry,
+    settings: Settings,
+    stage: Stage,
+    optimizer_names: list[str] | None = None,
+    overrides: dict[str, dict] | None = None,
+    node: str | None = None,
+) -> ScalePlan:
+    """Propose, bound and store a plan for ``job`` at ``stage``."""
+    if stage == Stage.oom:
+        if not node:
+            raise InvalidInput("stage oom needs the node that was OOM-killed", field="node")
+        answered = _plan_for_latest_oom(session, job, node)
+        if answered is not None:  # a replayed report: the event already has its plan
+            return answered
+    optimizers = select_optimizers(registry, stage, optimizer_names, settings)
+    resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
+    context = build_context(session, job, stage, settings, node=node)
+    proposals = [(o.name, _run(o, context, resolved[o.name])) for o in optimizers]
+    merged = combine(proposals)
+    bounded = enforce_bounds(merged, context.job, context.nodes, context.node_max)
+    if bounded.source_event_id is not None:
+        existing = session.scalar(
+            select(ScalePlan).where(ScalePlan.source_event_id == bounded.source_event_id)
+        )
+        if existing is not None:  # this event already has its answer
+            return existing
+    body = plan_body(bounded, [o.name for o in optimizers], context)
+    return _store(session, job, stage, body, bounded.source_event_id)
+
+
+def _plan_for_latest_oom(session: Session, job: Job, node: str) -> ScalePlan | None:
+    latest_oom = (
+        select(Event.id)
+        .where(Event.job_id == job.id, Event.kind == EventKind.oom.value, Event.node_name == node)
+        .order_by(Event.ts.desc(), Event.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    return session.scalar(select(ScalePlan).where(ScalePlan.source_event_id == latest_oom))
+
+
+def _run(optimizer: Optimizer, context, settings: BaseModel) -> Proposal:
+    try:
+        return optimizer.propose(context, settings)
+    except Exception as exc:  # one broken optimizer must not sink the others
+        log.exception("optimizer %s failed on job %s", optimizer.name, context.job.uid)
+        return Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}; ignored")])
+
+
+def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> dict[str, Any]:
+    """The stored JSON of a plan. Role fields an optimizer left open keep the job's values."""
+    roles = effective_roles(proposal.roles, context.job, context.nodes) if proposal.roles else {}
+    return {
+        "roles": {role: asdict(spec) for role, spec in roles.items() if role in proposal.roles},
+        "launch": [asdict(c) for c in proposal.launch],
+        "remove": [asdict(c) for c in proposal.remove],
+        "migrate": [asdict(c) for c in proposal.migrate],
+        "ps_hosts": list(proposal.ps_hosts),
+        "reasons": [asdict(r) for r in proposal.reasons],
+        "optimizers": optimizer_names,
+    }
+
+
+def _store(
+    session: Session, job: Job, stage: Stage, body: dict, source_event_id: int | None
+) -> ScalePlan:
+    now = utcnow()
+    session.execute(
+        update(ScalePlan)
+        .where(ScalePlan.job_id == job.id, ScalePlan.status == PlanStatus.proposed.value)
+        .values(status=PlanStatus.superseded.value, updated_at=now)
+    )
+    plan = ScalePlan(
+        job_id=job.id,
+        stage=stage.value,
+        status=PlanStatus.proposed.value,
+        body=body,
+        source_event_id=source_event_id,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(plan)
+    try:
+        session.flush()
+    except IntegrityError:
+        # A concurrent request answered the same event first: return its plan.
+        session.rollback()
+        existing = session.scalar(
+            select(ScalePlan).where(ScalePlan.source_event_id == source_event_id)
+        )
+        if existing is None:
+            raise
+        return existing
+    return plan
+
+
+def get_plan(session: Session, job: Job, plan_id: int) -> ScalePlan:
+    plan = session.scalar(
+        select(ScalePlan).where(ScalePlan.job_id == job.id, ScalePlan.id == plan_id)
+    )
+    if plan is None:
+        raise NotFound(f"job {job.uid!r} has no plan {plan_id}", field="id")
+    return plan
+
+
+def list_plans(
+    session: Session, job: Job, limit: int, before_id: int | None = None
+) -> list[ScalePlan]:
+    """Plans newest first; ``before_id`` pages backwards."""
+    stmt = select(ScalePlan).where(ScalePlan.job_id == job.id)
+    if before_id is not None:
+        stmt = stmt.where(ScalePlan.id < before_id)
+    return list(session.scalars(stmt.order_by(ScalePlan.id.desc()).limit(limit)))
+
+
+def latest_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlan | None:
+    return session.scalar(
+        select(ScalePlan)
+        .where(ScalePlan.job_id == job_id, ScalePlan.id > after_id)
+        .order_by(ScalePlan.id.desc())
+        .limit(1)
+    )
+
+
+def set_status(
+    session: Session, job: Job, plan_id: int, status: PlanStatus, message: str | None
+) -> ScalePlan:
+    """Record what the job master did with a plan; repeating the same report is a no-op."""
+    plan = get_plan(session, job, plan_id)
+    if plan.status == status.value:
+        return plan
+    if status.value not in ALLOWED_TRANSITIONS.get(plan.status, set()):
+        raise Conflict(
+            f"plan {plan_id} is {plan.status}; it cannot become {status.value}", "status"
+        )
+    plan.status = status.value
+    plan.status_message = message
+    plan.updated_at = utcnow()
+    session.flush()
+    return plan

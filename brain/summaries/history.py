@@ -1,0 +1,145 @@
+"""Related finished jobs as optimizers see them, built from summaries (not raw samples)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, JobSummary, NodeSummary
+from brain.domain import JobStatus, Resources, utcnow
+from brain.optimizing import HistoricalJob, NodeUsage
+from brain.services.views import job_view
+
+MATCH_USER_DATASET = "user+dataset"
+MATCH_GROUP = "group"
+MATCH_NAME = "name"
+
+
+@dataclass(frozen=True)
+class Related:
+    """Related jobs, most recent first, and the rule that found them (``None``: none did)."""
+
+    match: str | None
+    jobs: list[HistoricalJob]
+
+
+def related_history(
+    session: Session,
+    *,
+    user: str | None,
+    dataset: str | None,
+    group_key: str | None,
+    name: str | None,
+    gpu_type: str | None = None,
+    before: datetime | None = None,
+    window_days: int,
+    limit: int,
+) -> list[HistoricalJob]:
+    """Up to ``limit`` related succeeded jobs, most recent first, for ``context.history``.
+
+    Related means, by the first rule that finds any job: the same ``user`` and
+    ``dataset``; else the same ``group_key``; else the same ``name`` (any user). A rule
+    whose inputs are ``None`` is skipped. Only jobs that succeeded, finished within
+    ``window_days`` before ``before`` (default: now) and have a summary count; with
+    ``gpu_type`` only jobs on that GPU type. Each job's ``nodes`` are its node summaries
+    (nodes without samples left out), so this works after raw samples were deleted.
+    """
+    return find_related(
+        session,
+        user=user,
+        dataset=dataset,
+        group_key=group_key,
+        name=name,
+        gpu_type=gpu_type,
+        before=before,
+        window_days=window_days,
+        limit=limit,
+    ).jobs
+
+
+def find_related(
+    session: Session,
+    *,
+    user: str | None,
+    dataset: str | None,
+    group_key: str | None,
+    name: str | None,
+    gpu_type: str | None = None,
+    before: datetime | None = None,
+    window_days: int,
+    limit: int,
+) -> Related:
+    """``related_history`` that also says which rule matched."""
+    before = before or utcnow()
+    rules: list[tuple[str, list[ColumnElement[bool]]]] = []
+    if user is not None and dataset is not None:
+        rules.append((MATCH_USER_DATASET, [JobSummary.user == user, JobSummary.dataset == dataset]))
+    if group_key is not None:
+        rules.append((MATCH_GROUP, [JobSummary.group_key == group_key]))
+    if name is not None:
+        rules.append((MATCH_NAME, [JobSummary.name == name]))
+    window = [
+        JobSummary.status == JobStatus.succeeded.value,
+        JobSummary.ended_at >= before - timedelta(days=window_days),
+        JobSummary.ended_at < before,
+    ]
+    if gpu_type is not None:
+        window.append(JobSummary.gpu_type == gpu_type)
+    for match, conditions in rules:
+        ids = list(
+            session.scalars(
+                select(JobSummary.job_id)
+                .where(*conditions, *window)
+                .order_by(JobSummary.ended_at.desc(), JobSummary.job_id.desc())
+                .limit(limit)
+            )
+        )
+        if ids:
+            return Related(match, historical_jobs(session, ids))
+    return Related(None, [])
+
+
+def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]:
+    """``HistoricalJob`` of each id, in the order given."""
+    jobs = {j.id: j for j in session.scalars(select(Job).where(Job.id.in_(job_ids)))}
+    nodes: dict[int, list[NodeUsage]] = {job_id: [] for job_id in job_ids}
+    rows = session.execute(
+        select(
+            NodeSummary.job_id,
+            NodeSummary.name,
+            NodeSummary.role,
+            NodeSummary.cpu_request_cores,
+            NodeSummary.memory_request_mib,
+            NodeSummary.gpu_request,
+            NodeSummary.cpu_mean_cores,
+            NodeSummary.cpu_max_cores,
+            NodeSummary.cpu_p95_cores,
+            NodeSummary.memory_mean_mib,
+            NodeSummary.memory_max_mib,
+            NodeSummary.gpu_util_mean,
+            NodeSummary.gpu_memory_max_mib,
+            NodeSummary.gpu_memory_total_mib,
+        )
+        .where(NodeSummary.job_id.in_(job_ids), NodeSummary.samples > 0)
+        .order_by(NodeSummary.job_id, NodeSummary.node_id)
+    )
+    for row in rows:
+        nodes[row.job_id].append(
+            NodeUsage(
+                name=row.name,
+                role=row.role,
+                requested=Resources(row.cpu_request_cores, row.memory_request_mib, row.gpu_request),
+                cpu_mean=row.cpu_mean_cores,
+                cpu_max=row.cpu_max_cores,
+                cpu_p95=row.cpu_p95_cores,
+                memory_mean_mib=row.memory_mean_mib,
+                memory_max_mib=row.memory_max_mib,
+                gpu_util_mean=row.gpu_util_mean,
+                gpu_memory_max_mib=row.gpu_memory_max_mib,
+                gpu_memory_total_mib=row.gpu_memory_total_mib,
+            )
+        )
+    return [HistoricalJob(job_view(jobs[i]), tuple(nodes[i])) for i in job_ids if i in jobs]

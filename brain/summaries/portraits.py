@@ -1,0 +1,213 @@
+"""Portraits: how a job behaved, and aggregates over users, groups and other keys.
+
+Everything reads summaries. A job without a final summary (running, or finished but
+not summarized yet) is computed on the fly from its raw samples, without storing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, JobSummary, NodeSummary, RoleSummary
+from brain.domain import JobStatus
+from brain.summaries import series as series_
+from brain.summaries.compute import SummaryRows, compute_summary
+from brain.summaries.hours import RESOURCES, Hours
+
+# "by" of the ranking -> the summary column grouped on.
+RANKING_KEYS = {
+    "user": JobSummary.user,
+    "dataset": JobSummary.dataset,
+    "group": JobSummary.group_key,
+    "gpu_type": JobSummary.gpu_type,
+}
+# "sort": the resource whose waste ranks first; ties go to the others, GPUs first.
+SORT_ORDERS = {
+    "gpu": ("gpu", "cpu", "memory"),
+    "cpu": ("cpu", "gpu", "memory"),
+    "memory": ("memory", "gpu", "cpu"),
+}
+# Owner portraits: the owner kind -> the summary column it matches.
+OWNER_KEYS = {"user": JobSummary.user, "group": JobSummary.group_key}
+
+
+@dataclass(frozen=True)
+class JobPortrait:
+    summary: JobSummary
+    roles: list[RoleSummary]
+    # None when the job has no samples at all.
+    grid: series_.Grid | None
+    role_series: dict[str, series_.Columns]
+    # None when the job reported no speed.
+    speed_series: series_.Columns | None
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Aggregates over a set of job summaries."""
+
+    jobs: int
+    succeeded: int
+    failed: int
+    stopped: int
+    running: int
+    run_seconds: float
+    hours: Hours
+
+    @property
+    def finished(self) -> int:
+        return self.succeeded + self.failed + self.stopped
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.finished if self.finished else None
+
+
+def job_portrait(session: Session, job: Job, points: int) -> JobPortrait:
+    """The job's summary and its chart series in at most ``points`` buckets."""
+    rows = _final_summary(session, job) or compute_summary(session, job)
+    summary = rows.job
+    if not summary.series_buckets:
+        return JobPortrait(summary, rows.roles, None, {}, None)
+    grid = series_.Grid(summary.series_start, summary.series_bucket_seconds, summary.series_buckets)
+
+    def chart(packed: bytes, merge: dict[str, str]) -> series_.Columns:
+        return series_.rebucket(grid, series_.unpack(packed, merge), merge, points)
+
+    return JobPortrait(
+        summary=summary,
+        roles=rows.roles,
+        grid=series_.coarser(grid, points),
+        role_series={
+            r.role: chart(r.usage_series, series_.USAGE_COLUMNS)
+            for r in rows.roles
+            if r.usage_series
+        },
+        speed_series=(
+            chart(summary.speed_series, series_.SPEED_COLUMNS) if summary.speed_series else None
+        ),
+    )
+
+
+def _final_summary(session: Session, job: Job) -> SummaryRows | None:
+    """The stored summary with its roles (one query), if it is final."""
+    rows = session.execute(
+        select(JobSummary, RoleSummary)
+        .outerjoin(RoleSummary, RoleSummary.job_id == JobSummary.job_id)
+        .where(JobSummary.job_id == job.id)
+        .order_by(RoleSummary.role)
+    ).all()
+    if not rows or not rows[0][0].final:
+        return None
+    return SummaryRows(rows[0][0], [role for _, role in rows if role is not None], [])
+
+
+def node_page(session: Session, job: Job, limit: int, offset: int) -> tuple[list[NodeSummary], int]:
+    """A page of the job's node summaries by role and name, and how many there are."""
+    final = session.scalar(select(JobSummary.final).where(JobSummary.job_id == job.id))
+    if not final:
+        nodes = sorted(compute_summary(session, job).nodes, key=lambda n: (n.role, n.name))
+        return nodes[offset : offset + limit], len(nodes)
+    total = session.scalar(
+        select(func.count()).select_from(NodeSummary).where(NodeSummary.job_id == job.id)
+    )
+    page = session.scalars(
+        select(NodeSummary)
+        .where(NodeSummary.job_id == job.id)
+        .order_by(NodeSummary.role, NodeSummary.name)
+        .limit(limit)
+        .offset(offset)
+    )
+    return list(page), total or 0
+
+
+def owner_portrait(
+    session: Session, owner: str, value: str, since: datetime, sort: str, limit: int, offset: int
+) -> tuple[Totals, list[JobSummary]]:
+    """Totals over the jobs of a user or group (``owner``) ended since ``since``, and a
+    page of those jobs, most waste first."""
+    where = [OWNER_KEYS[owner] == value, JobSummary.ended_at >= since]
+    row = session.execute(select(*_aggregates()).where(*where)).one()
+    return _totals(row), wasteful_jobs(session, where, sort, limit, offset)
+
+
+def wasteful_jobs(
+    session: Session, where: list[ColumnElement[bool]], sort: str, limit: int, offset: int
+) -> list[JobSummary]:
+    """Job summaries matching ``where``, most waste first (see ``SORT_ORDERS``)."""
+    order = [_job_waste(resource).desc() for resource in SORT_ORDERS[sort]]
+    return list(
+        session.scalars(
+            select(JobSummary)
+            .where(*where)
+            .order_by(*order, JobSummary.job_id)
+            .limit(limit)
+            .offset(offset)
+        )
+    )
+
+
+def ranking(
+    session: Session, by: str, since: datetime, sort: str, limit: int, offset: int
+) -> tuple[list[tuple[str | None, Totals]], int]:
+    """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the jobs
+    ended since ``since``, most waste first; and how many keys there are."""
+    key = RANKING_KEYS[by]
+    where = [JobSummary.ended_at >= since]
+    order = [_total_waste(resource).desc() for resource in SORT_ORDERS[sort]]
+    rows = session.execute(
+        select(key.label("key"), *_aggregates())
+        .where(*where)
+        .group_by(key)
+        .order_by(*order, key)
+        .limit(limit)
+        .offset(offset)
+    )
+    count = session.scalar(
+        select(func.count()).select_from(select(key).where(*where).group_by(key).subquery())
+    )
+    return [(row.key, _totals(row)) for row in rows], count or 0
+
+
+def _aggregates() -> list[ColumnElement]:
+    def status_count(status: JobStatus) -> ColumnElement:
+        return func.coalesce(func.sum(case((JobSummary.status == status.value, 1), else_=0)), 0)
+
+    columns: list[ColumnElement] = [
+        func.count().label("jobs"),
+        *(status_count(s).label(s.value) for s in JobStatus if s != JobStatus.pending),
+        func.coalesce(func.sum(JobSummary.run_seconds), 0.0).label("run_seconds"),
+    ]
+    for name in Hours.__dataclass_fields__:
+        columns.append(func.coalesce(func.sum(getattr(JobSummary, name)), 0).label(name))
+    return columns
+
+
+def _totals(row) -> Totals:
+    return Totals(
+        jobs=row.jobs,
+        succeeded=row.succeeded,
+        failed=row.failed,
+        stopped=row.stopped,
+        running=row.running,
+        run_seconds=float(row.run_seconds),
+        hours=Hours.of(row),
+    )
+
+
+def _job_waste(resource: str) -> ColumnElement:
+    requested, used = _resource_columns(resource)
+    return getattr(JobSummary, requested) - getattr(JobSummary, used)
+
+
+def _total_waste(resource: str) -> ColumnElement:
+    requested, used = _resource_columns(resource)
+    return func.sum(getattr(JobSummary, requested)) - func.sum(getattr(JobSummary, used))
+
+
+def _resource_columns(resource: str) -> tuple[str, str]:
+    return next((req, used) for name, req, used in RESOURCES if name == resource)

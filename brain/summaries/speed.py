@@ -1,0 +1,107 @@
+"""Training speed of a job, and how it changed around each applied plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from brain.db.models import ScalePlan, SpeedSample
+from brain.domain import PlanStatus, as_utc
+
+
+@dataclass(frozen=True)
+class Speed:
+    """A job's speed samples, oldest first: epoch seconds, steps/s and workers."""
+
+    seconds: np.ndarray
+    steps_per_sec: np.ndarray
+    workers: np.ndarray
+
+    @property
+    def empty(self) -> bool:
+        return len(self.seconds) == 0
+
+    def span(self) -> list[datetime]:
+        """First and last sample time (empty without samples)."""
+        if self.empty:
+            return []
+        return [datetime.fromtimestamp(s, UTC) for s in (self.seconds[0], self.seconds[-1])]
+
+    def between(self, start: datetime | None, end: datetime | None) -> Speed:
+        """The samples in [start, end); ``None`` leaves that side open."""
+        keep = np.ones(len(self.seconds), dtype=bool)
+        if start is not None:
+            keep &= self.seconds >= start.timestamp()
+        if end is not None:
+            keep &= self.seconds < end.timestamp()
+        return Speed(self.seconds[keep], self.steps_per_sec[keep], self.workers[keep])
+
+
+@dataclass(frozen=True)
+class SpeedStats:
+    """``mean_steps_per_s`` over the speed samples; ``per_worker_mean_steps_per_s`` the
+    mean of steps/s divided by the workers of each sample (samples with workers)."""
+
+    mean_steps_per_s: float | None
+    per_worker_mean_steps_per_s: float | None
+
+
+def load_speed(session: Session, job_id: int) -> Speed:
+    rows = session.execute(
+        select(SpeedSample.ts, SpeedSample.steps_per_sec, SpeedSample.workers)
+        .where(SpeedSample.job_id == job_id)
+        .order_by(SpeedSample.ts)
+    ).all()
+    return Speed(
+        seconds=np.array([as_utc(r.ts).timestamp() for r in rows], dtype=float),
+        steps_per_sec=np.array([r.steps_per_sec for r in rows], dtype=float),
+        workers=np.array([r.workers for r in rows], dtype=float),
+    )
+
+
+def speed_stats(speed: Speed) -> SpeedStats:
+    if speed.empty:
+        return SpeedStats(None, None)
+    with_workers = speed.workers > 0
+    per_worker = speed.steps_per_sec[with_workers] / speed.workers[with_workers]
+    return SpeedStats(
+        mean_steps_per_s=float(speed.steps_per_sec.mean()),
+        per_worker_mean_steps_per_s=float(per_worker.mean()) if per_worker.size else None,
+    )
+
+
+def plan_effects(session: Session, job_id: int, speed: Speed) -> list[dict[str, Any]]:
+    """Each applied plan with the speed before and after it.
+
+    A plan counts as applied at its last update (when its status became ``applied``).
+    "Before" is the speed since the previous applied plan (or the start), "after" the
+    speed until the next one (or the end): each figure is one configuration's speed.
+    """
+    plans = session.scalars(
+        select(ScalePlan)
+        .where(ScalePlan.job_id == job_id, ScalePlan.status == PlanStatus.applied.value)
+        .order_by(ScalePlan.updated_at, ScalePlan.id)
+    ).all()
+    times = [as_utc(p.updated_at) for p in plans]
+    effects = []
+    for i, plan in enumerate(plans):
+        before = speed_stats(speed.between(times[i - 1] if i else None, times[i]))
+        after = speed_stats(speed.between(times[i], times[i + 1] if i + 1 < len(times) else None))
+        effects.append(
+            {
+                "plan_id": plan.id,
+                "stage": plan.stage,
+                "optimizers": list((plan.body or {}).get("optimizers", [])),
+                "applied_at": times[i].isoformat(),
+                "speed_before_steps_per_s": before.mean_steps_per_s,
+                "speed_after_steps_per_s": after.mean_steps_per_s,
+                "per_worker_before_steps_per_s": before.per_worker_mean_steps_per_s,
+                "per_worker_after_steps_per_s": after.per_worker_mean_steps_per_s,
+            }
+        )
+    return effects

@@ -1,0 +1,98 @@
+"""Keep job summaries: compute, replace, and find the jobs that need one."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from brain.db.models import Job, JobSummary, NodeSummary, RoleSummary
+from brain.domain import JobStatus, utcnow
+from brain.services.jobs import find_job
+from brain.summaries.compute import SummaryRows, compute_summary, copy_job_keys
+
+log = logging.getLogger(__name__)
+
+FINISHED = [s.value for s in JobStatus if s.finished]
+
+
+def summarize_job(session: Session, job: Job, now: datetime | None = None) -> JobSummary:
+    """Compute the job's summary (job, roles, nodes) and store it in place of any earlier one.
+
+    Idempotent: summarizing again replaces the rows. One exception keeps portraits safe
+    from retention: when a final summary exists and the raw samples left are fewer than
+    it was computed from (old points were aged out), the stored numbers stay and only
+    the job's identifying fields are refreshed. A finished job's summary is final and
+    sets ``job.summarized_at``; a running job's is a snapshot that leaves it unset, so
+    retention keeps its raw samples for the final summary. The caller commits.
+    """
+    now = now or utcnow()
+    rows = compute_summary(session, job, now)
+    existing = session.get(JobSummary, job.id)
+    if existing is not None and existing.final and existing.samples > rows.job.samples:
+        log.info(
+            "job %s: keeping the summary of %d samples (%d left)",
+            job.uid,
+            existing.samples,
+            rows.job.samples,
+        )
+        copy_job_keys(existing, job)
+        session.flush()
+        return existing
+    replace_summary(session, rows)
+    if rows.job.final:
+        job.summarized_at = now
+    session.flush()
+    return rows.job
+
+
+def replace_summary(session: Session, rows: SummaryRows) -> None:
+    job_id = rows.job.job_id
+    # The default synchronization also takes loaded rows out of the session.
+    for model in (NodeSummary, RoleSummary, JobSummary):
+        session.execute(delete(model).where(model.job_id == job_id))
+    session.add(rows.job)
+    session.flush()
+    session.add_all([*rows.roles, *rows.nodes])
+
+
+def jobs_to_summarize(
+    session: Session, *, everything: bool = False, running: bool = False
+) -> list[str]:
+    """Uids of jobs to (re)summarize, oldest first.
+
+    Default: finished jobs without a final summary. ``everything``: every finished job.
+    ``running``: running jobs (their snapshot summaries are refreshed).
+    """
+    if running:
+        query = select(Job.uid).where(Job.status == JobStatus.running.value)
+    else:
+        query = select(Job.uid).where(Job.status.in_(FINISHED))
+        if not everything:
+            final = select(JobSummary.job_id).where(JobSummary.final.is_(True))
+            query = query.where(or_(Job.summarized_at.is_(None), Job.id.not_in(final)))
+    return list(session.scalars(query.order_by(Job.id)))
+
+
+def summarize_uids(factory: sessionmaker[Session], uids: list[str]) -> int:
+    """Summarize each job in its own transaction; returns how many succeeded."""
+    done = 0
+    started = time.monotonic()
+    for position, uid in enumerate(uids, 1):
+        with factory() as session:
+            job = find_job(session, uid)
+            if job is None:
+                log.error("no job with uid %r", uid)
+                continue
+            try:
+                summarize_job(session, job)
+                session.commit()
+                done += 1
+            except Exception:  # one bad job must not stop a backfill
+                log.exception("cannot summarize job %s", uid)
+        if position % 500 == 0:
+            log.info("%d/%d jobs in %.0f s", position, len(uids), time.monotonic() - started)
+    return done

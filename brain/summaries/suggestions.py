@@ -1,0 +1,215 @@
+"""What a new run should request, by the create-stage optimizers, from related history.
+
+The would-be job is a synthetic ``JobView``: the keys asked about, with the roles,
+strategy and limits of the most recent related run (none without history). The
+optimizers configured for the create stage propose; their proposals are combined and
+bounded exactly as for a real job; what they leave open keeps the last run's value.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from brain.config import Settings
+from brain.domain import (
+    ROLE_CHIEF,
+    ROLE_EVALUATOR,
+    ROLE_PS,
+    ROLE_WORKER,
+    JobStatus,
+    Limits,
+    RoleSpec,
+    Stage,
+    Strategy,
+    utcnow,
+)
+from brain.optimizing import JobView, OptimizerContext, OptimizerRegistry, Proposal, Reason
+from brain.optimizing.guard import combine, enforce_bounds
+from brain.services.jobs import default_group_key
+from brain.services.plans import resolve_settings, select_optimizers
+from brain.summaries.history import find_related
+
+log = logging.getLogger(__name__)
+
+# Runs from which a suggestion is considered measured rather than tentative.
+CONFIDENT_RUNS = 3
+ROLE_ORDER = (ROLE_PS, ROLE_CHIEF, ROLE_WORKER, ROLE_EVALUATOR)
+SUGGESTION_UID = "(new run)"
+
+
+@dataclass(frozen=True)
+class SuggestionQuery:
+    user: str | None = None
+    name: str | None = None
+    dataset: str | None = None
+    group_key: str | None = None
+    gpu_type: str | None = None
+
+    @property
+    def effective_group_key(self) -> str | None:
+        if self.group_key is not None:
+            return self.group_key
+        if self.user is not None and self.name is not None:
+            return default_group_key(self.user, self.name)
+        return None
+
+    def describe(self) -> str:
+        given = [
+            ("user", self.user),
+            ("name", self.name),
+            ("dataset", self.dataset),
+            ("group", self.group_key),
+            ("gpu_type", self.gpu_type),
+        ]
+        return ", ".join(f"{k} {v}" for k, v in given if v is not None)
+
+
+@dataclass(frozen=True)
+class RoleSuggestion:
+    role: str
+    count: int | None
+    cpu_request: float | None
+    cpu_limit: float | None
+    memory_mib: float | None
+    gpu: float | None
+
+
+@dataclass(frozen=True)
+class BasisRun:
+    uid: str
+    name: str
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Basis:
+    """Which past runs were used, matched how, and how far to trust the result."""
+
+    match: str | None
+    runs: list[BasisRun]
+    window_days: int
+    confidence: str  # none | low | high
+    note: str
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    roles: list[RoleSuggestion]
+    basis: Basis
+    reasons: list[Reason]
+
+
+def suggest(
+    session: Session,
+    registry: OptimizerRegistry,
+    settings: Settings,
+    query: SuggestionQuery,
+    now: datetime | None = None,
+) -> Suggestion:
+    now = now or utcnow()
+    related = find_related(
+        session,
+        user=query.user,
+        dataset=query.dataset,
+        group_key=query.effective_group_key,
+        name=query.name,
+        gpu_type=query.gpu_type,
+        before=now,
+        window_days=settings.history_window_days,
+        limit=settings.history_jobs,
+    )
+    template = related.jobs[0].job if related.jobs else None
+    job = JobView(
+        uid=SUGGESTION_UID,
+        name=query.name or (template.name if template else ""),
+        user=query.user or (template.user if template else ""),
+        dataset=query.dataset,
+        group_key=query.effective_group_key or (template.group_key if template else ""),
+        strategy=template.strategy if template else Strategy.ps,
+        status=JobStatus.pending,
+        limits=template.limits if template else Limits(),
+        roles=dict(template.roles) if template else {},
+        gpu_type=query.gpu_type or (template.gpu_type if template else None),
+        created_at=now,
+    )
+    context = OptimizerContext(
+        stage=Stage.create, now=now, job=job, history=related.jobs, node_max=settings.node_max
+    )
+    proposal = enforce_bounds(
+        combine(_proposals(registry, settings, context)), job, (), settings.node_max
+    )
+    runs = [BasisRun(h.job.uid, h.job.name, h.job.finished_at) for h in related.jobs]
+    return Suggestion(
+        roles=_roles(job.roles, proposal),
+        basis=_basis(related.match, runs, query, settings.history_window_days),
+        reasons=list(proposal.reasons),
+    )
+
+
+def _proposals(
+    registry: OptimizerRegistry, settings: Settings, context: OptimizerContext
+) -> list[tuple[str, Proposal]]:
+    """Each configured create-stage optimizer's proposal, with the configured settings."""
+    optimizers = select_optimizers(registry, Stage.create, None, settings)
+    resolved = resolve_settings(optimizers, settings.optimizer_settings, {})
+    proposals = []
+    for optimizer in optimizers:
+        try:
+            proposal = optimizer.propose(context, resolved[optimizer.name])
+        except Exception as exc:  # one broken optimizer must not cost the whole answer
+            log.exception("optimizer %s failed on a suggestion", optimizer.name)
+            proposal = Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}")])
+        proposals.append((optimizer.name, proposal))
+    return proposals
+
+
+def _roles(last_run: dict[str, RoleSpec], proposal: Proposal) -> list[RoleSuggestion]:
+    """Proposed values where the optimizers have one, the last run's elsewhere."""
+    names = sorted(
+        set(last_run) | set(proposal.roles),
+        key=lambda r: (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER), r),
+    )
+    result = []
+    for role in names:
+        base, proposed = last_run.get(role, RoleSpec()), proposal.roles.get(role, RoleSpec())
+        merged = RoleSpec(
+            **{
+                f.name: getattr(base, f.name)
+                if getattr(proposed, f.name) is None
+                else getattr(proposed, f.name)
+                for f in fields(RoleSpec)
+            }
+        )
+        result.append(
+            RoleSuggestion(
+                role=role,
+                count=merged.count,
+                cpu_request=merged.cpu,
+                cpu_limit=merged.cpu_limit,
+                memory_mib=merged.memory_mib,
+                gpu=merged.gpu,
+            )
+        )
+    return result
+
+
+def _basis(match: str | None, runs: list[BasisRun], query: SuggestionQuery, days: int) -> Basis:
+    if not runs:
+        note = (
+            f"no succeeded run of {query.describe()} in the last {days} days: "
+            "these are the optimizers' defaults, not measurements"
+        )
+        return Basis(match, runs, days, "none", note)
+    plural = "s" if len(runs) > 1 else ""
+    if len(runs) < CONFIDENT_RUNS:
+        note = (
+            f"only {len(runs)} past run{plural} (matched by {match}): tentative, "
+            f"firmer after {CONFIDENT_RUNS} runs"
+        )
+        return Basis(match, runs, days, "low", note)
+    note = f"{len(runs)} past run{plural} matched by {match} in the last {days} days"
+    return Basis(match, runs, days, "high", note)

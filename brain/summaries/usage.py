@@ -1,0 +1,149 @@
+"""Usage statistics of a job's node samples, per node and per role.
+
+PostgreSQL aggregates in one statement (``percentile_cont`` over grouping sets); other
+databases (the embedded SQLite default) read the job's samples into numpy. Both give
+the same numbers: percentiles interpolate linearly between the ordered samples, nulls
+(e.g. GPU metrics of a CPU node) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+
+import numpy as np
+from sqlalchemy import Double, func, literal, select, text, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session
+
+from brain.db.models import Node, NodeSample
+from brain.domain import as_utc
+
+METRICS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib")
+PERCENTILES = (0.5, 0.95)
+SORT_MEMORY = "64MB"
+
+
+@dataclass(frozen=True)
+class Stat:
+    """mean, p50, p95 and max of one metric; ``None`` throughout when it has no samples."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Usage over a set of samples (one node's, or all of one role's nodes pooled)."""
+
+    samples: int
+    first_ts: datetime
+    last_ts: datetime
+    cpu: Stat
+    memory_mib: Stat
+    gpu_util: Stat
+    gpu_memory_mib: Stat
+    gpu_memory_total_mib: float | None
+
+
+@dataclass(frozen=True)
+class JobUsage:
+    by_node: dict[int, Usage]
+    by_role: dict[str, Usage]
+
+
+def job_usage(session: Session, job_id: int) -> JobUsage:
+    if session.get_bind().dialect.name == "postgresql":
+        return _job_usage_sql(session, job_id)
+    return _job_usage_rows(session, job_id)
+
+
+def _job_usage_sql(session: Session, job_id: int) -> JobUsage:
+    # The percentile sorts of a large job (100 nodes x 24 h) spill to disk at the default
+    # 4 MB; LOCAL ends with the caller's transaction.
+    session.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
+    columns = [
+        Node.role,
+        NodeSample.node_id,
+        func.count(),
+        func.min(NodeSample.ts),
+        func.max(NodeSample.ts),
+    ]
+    fractions = literal(list(PERCENTILES), ARRAY(Double))
+    for metric in METRICS:
+        column = getattr(NodeSample, metric)
+        columns += [
+            func.avg(column),
+            func.percentile_cont(fractions, type_=ARRAY(Double)).within_group(column),
+            func.max(column),
+        ]
+    columns.append(func.max(NodeSample.gpu_memory_total_mib))
+    stmt = (
+        select(*columns)
+        .join(Node, Node.id == NodeSample.node_id)
+        .where(NodeSample.job_id == job_id)
+        # One sort by (role, node) serves both levels: per node, and pooled per role.
+        .group_by(func.grouping_sets(tuple_(Node.role, NodeSample.node_id), Node.role))
+    )
+    result = JobUsage({}, {})
+    for row in session.execute(stmt):
+        role, node_id, count, first, last = row[:5]
+        stats = []
+        for i in range(len(METRICS)):
+            mean, pcts, peak = row[5 + 3 * i : 8 + 3 * i]
+            p50, p95 = pcts if pcts is not None else (None, None)
+            stats.append(Stat(_float(mean), _float(p50), _float(p95), _float(peak)))
+        usage = Usage(count, as_utc(first), as_utc(last), *stats, _float(row[-1]))
+        if node_id is None:
+            result.by_role[role] = usage
+        else:
+            result.by_node[node_id] = usage
+    return result
+
+
+def _job_usage_rows(session: Session, job_id: int) -> JobUsage:
+    stmt = (
+        select(Node.role, NodeSample.node_id, NodeSample.ts, NodeSample.gpu_memory_total_mib)
+        .add_columns(*(getattr(NodeSample, m) for m in METRICS))
+        .join(Node, Node.id == NodeSample.node_id)
+        .where(NodeSample.job_id == job_id)
+        .order_by(Node.role, NodeSample.node_id)
+    )
+    result = JobUsage({}, {})
+    for role, role_rows in groupby(session.execute(stmt).all(), key=lambda r: r.role):
+        role_rows = list(role_rows)
+        result.by_role[role] = _usage_of(role_rows)
+        for node_id, node_rows in groupby(role_rows, key=lambda r: r.node_id):
+            result.by_node[node_id] = _usage_of(list(node_rows))
+    return result
+
+
+def _usage_of(rows: list) -> Usage:
+    stats = []
+    for metric in METRICS:
+        values = np.array([getattr(r, metric) for r in rows], dtype=float)  # None -> nan
+        values = values[~np.isnan(values)]
+        if values.size == 0:
+            stats.append(Stat())
+            continue
+        # numpy's default (linear) interpolation is what percentile_cont does.
+        p50, p95 = np.percentile(values, [p * 100 for p in PERCENTILES])
+        stats.append(Stat(float(values.mean()), float(p50), float(p95), float(values.max())))
+    totals = [r.gpu_memory_total_mib for r in rows if r.gpu_memory_total_mib is not None]
+    return Usage(
+        samples=len(rows),
+        first_ts=as_utc(min(r.ts for r in rows)),
+        last_ts=as_utc(max(r.ts for r in rows)),
+        cpu=stats[0],
+        memory_mib=stats[1],
+        gpu_util=stats[2],
+        gpu_memory_mib=stats[3],
+        gpu_memory_total_mib=max(totals) if totals else None,
+    )
+
+
+def _float(value) -> float | None:
+    return None if value is None else float(value)

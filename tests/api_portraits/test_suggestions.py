@@ -1,0 +1,184 @@
+"""GET /api/v1/suggestions: JSON and text, with and without history."""
+
+from __future__ import annotations
+
+import pytest
+
+from brain.summaries import summarize_job
+from optimizers.startup import StartupSettings
+from tests.summaries.builders import add_node, add_points, at, make_job, recent_hour
+
+ROLES = {
+    "ps": {"count": 2, "cpu": 8, "memory_mib": 16384, "gpu": 0},
+    "worker": {"count": 4, "cpu": 8, "memory_mib": 32768, "gpu": 1},
+}
+
+
+def _run(session, uid: str, days_ago: float) -> None:
+    """A 1-hour carol/bert run on A100: PS CPU 2 then 4 cores, memory 4096 then 6144 MiB;
+    workers CPU 3 then 5, memory 10240 then 12288 MiB, GPU utilization 0.4 then 0.5,
+    GPU memory 8000 then 9000 of 40000 MiB."""
+    t0 = recent_hour(days_ago)
+    job = make_job(
+        session,
+        uid,
+        start=t0,
+        user="carol",
+        name="bert",
+        dataset="wiki",
+        gpu_type="A100",
+        roles=ROLES,
+    )
+    for name in ("ps-0", "ps-1"):
+        add_node(session, job, name, "ps", created_at=t0, cpu=8, memory_mib=16384)
+        add_points(
+            session,
+            job,
+            name,
+            "ps",
+            [
+                {"ts": at(t0, m), "cpu": c, "memory_mib": mem}
+                for m, c, mem in ((0, 2, 4096), (60, 4, 6144))
+            ],
+        )
+    for name in ("worker-0", "worker-1"):
+        add_node(session, job, name, "worker", created_at=t0, cpu=8, memory_mib=32768, gpu=1)
+        add_points(
+            session,
+            job,
+            name,
+            "worker",
+            [
+                {
+                    "ts": at(t0, m),
+                    "cpu": c,
+                    "memory_mib": mem,
+                    "gpu_util": u,
+                    "gpu_memory_mib": g,
+                    "gpu_memory_total_mib": 40000,
+                }
+                for m, c, mem, u, g in ((0, 3, 10240, 0.4, 8000), (60, 5, 12288, 0.5, 9000))
+            ],
+        )
+    summarize_job(session, job)
+
+
+@pytest.fixture
+def three_runs(session):
+    for i, days_ago in enumerate((3, 2, 1), 1):
+        _run(session, f"bert-{i}", days_ago)
+    session.commit()
+
+
+def _roles(body: dict) -> dict[str, dict]:
+    return {r.pop("role"): r for r in body["roles"]}
+
+
+def test_with_history(client, three_runs):
+    body = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()
+
+    roles = _roles(body)
+    assert list(roles) == ["ps", "chief", "worker"]
+    # startup: Σ PS mean CPU 3 + 3 = 6 over a single-PS peak of 4 cores -> 2 PS; peak total
+    # PS memory 2 x 6144 / 2 x 1.2 = 7372.8 -> 7373 MiB. gpu_cpu: request mean 3 / 0.5 = 6,
+    # limit max 4 / 0.5 = 8 cores.
+    assert roles["ps"] == {
+        "count": 2,
+        "cpu_request": 6,
+        "cpu_limit": 8,
+        "memory_mib": 7373,
+        "gpu": 0,
+    }
+    # startup: the largest worker usage, 5 cores and 12288 MiB.
+    assert roles["chief"] == {
+        "count": None,
+        "cpu_request": 5,
+        "cpu_limit": None,
+        "memory_mib": 12288,
+        "gpu": None,
+    }
+    # gpu_cpu: CPU 4 / 0.5 = 8 and 5 / 0.5 = 10; GPU 1 x max(0.45, 9000/40000) / 0.9 = 0.5,
+    # rounded up to 1 GPU. Count and memory: the last run's.
+    assert roles["worker"] == {
+        "count": 4,
+        "cpu_request": 8,
+        "cpu_limit": 10,
+        "memory_mib": 32768,
+        "gpu": 1,
+    }
+    basis = body["basis"]
+    assert (basis["match"], basis["confidence"]) == ("group", "high")
+    assert [r["uid"] for r in basis["runs"]] == ["bert-3", "bert-2", "bert-1"]
+    assert {r["optimizer"] for r in body["reasons"]} >= {"startup", "gpu_cpu"}
+
+
+def test_thin_history_says_so(client, session):
+    _run(session, "bert-1", 1)
+    session.commit()
+
+    body = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()
+
+    assert body["basis"]["confidence"] == "low"
+    assert "only 1 past run" in body["basis"]["note"]
+    # gpu_cpu needs 3 runs: the worker keeps the last run's request.
+    assert _roles(body)["worker"]["cpu_request"] == 8
+    assert any("too thin" in r["message"] for r in body["reasons"])
+
+
+def test_unknown_user_gets_defaults_and_a_note(client):
+    response = client.get("/api/v1/suggestions", params={"user": "nobody", "name": "new"})
+
+    assert response.status_code == 200
+    body = response.json()
+    defaults = StartupSettings()
+    roles = _roles(body)
+    assert roles["ps"]["count"] == defaults.default_ps_count
+    assert roles["ps"]["cpu_request"] == defaults.default_ps_cpu
+    assert roles["chief"]["memory_mib"] == defaults.default_chief_memory_mib
+    assert body["basis"] == {
+        "match": None,
+        "runs": [],
+        "window_days": 90,
+        "confidence": "none",
+        "note": "no succeeded run of user nobody, name new in the last 90 days: "
+        "these are the optimizers' defaults, not measurements",
+    }
+
+
+def test_text_table(client, three_runs):
+    by_param = client.get(
+        "/api/v1/suggestions", params={"user": "carol", "name": "bert", "format": "text"}
+    )
+    by_accept = client.get(
+        "/api/v1/suggestions",
+        params={"user": "carol", "name": "bert"},
+        headers={"Accept": "text/plain"},
+    )
+
+    assert by_param.headers["content-type"].startswith("text/plain")
+    assert by_accept.text == by_param.text
+    lines = by_param.text.splitlines()
+    assert lines[:4] == [
+        "role    count  cpu_request  cpu_limit  memory_mib  gpu",
+        "ps          2            6          8        7373    0",
+        "chief       -            5          -       12288    -",
+        "worker      4            8         10       32768    1",
+    ]
+    assert lines[4].startswith("basis: confidence high: 3 past runs matched by group")
+    assert "bert-3" in lines[4]
+    assert len(lines) == 5
+
+
+def test_text_without_history(client):
+    text = client.get(
+        "/api/v1/suggestions", params={"group": "team/unknown", "format": "text"}
+    ).text
+
+    assert text.splitlines()[-1].startswith("basis: confidence none: no succeeded run of group")
+
+
+def test_needs_something_to_look_up(client):
+    response = client.get("/api/v1/suggestions")
+
+    assert response.status_code == 422
+    assert response.json()["error"]["field"] == "user"

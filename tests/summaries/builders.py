@@ -1,0 +1,243 @@
+"""Jobs with nodes, samples, events and plans, written through the services."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, ScalePlan
+from brain.domain import utcnow
+from brain.services import events, jobs, nodes, samples
+
+
+def recent_hour(days_ago: float = 3) -> datetime:
+    """A whole hour a few days back: inside every default window, clear of the future."""
+    return (utcnow() - timedelta(days=days_ago)).replace(minute=0, second=0, microsecond=0)
+
+
+def at(t0: datetime, minutes: float) -> datetime:
+    return t0 + timedelta(minutes=minutes)
+
+
+def make_job(
+    session: Session,
+    uid: str,
+    *,
+    start: datetime,
+    hours: float = 1.0,
+    user: str = "alice",
+    name: str = "resnet",
+    dataset: str | None = "imagenet",
+    group_key: str | None = None,
+    status: str = "succeeded",
+    strategy: str = "ps",
+    gpu_type: str | None = None,
+    roles: dict | None = None,
+) -> Job:
+    finished = status in ("succeeded", "failed", "stopped")
+    job, _ = jobs.upsert_job(
+        session,
+        uid,
+        jobs.JobInput(
+            name=name,
+            user=user,
+            dataset=dataset,
+            group_key=group_key,
+            status=status,
+            strategy=strategy,
+            gpu_type=gpu_type,
+            roles=roles or {},
+            started_at=start,
+            finished_at=start + timedelta(hours=hours) if finished else None,
+        ),
+    )
+    return job
+
+
+def add_node(
+    session: Session,
+    job: Job,
+    name: str,
+    role: str,
+    *,
+    created_at: datetime,
+    cpu: float,
+    memory_mib: float,
+    gpu: float = 0.0,
+) -> None:
+    index = int(name.rsplit("-", 1)[-1])
+    nodes.upsert_node(
+        session,
+        job,
+        name,
+        nodes.NodeInput(
+            role=role, index=index, cpu=cpu, memory_mib=memory_mib, gpu=gpu, created_at=created_at
+        ),
+    )
+
+
+def add_points(session: Session, job: Job, name: str, role: str, points: list[dict]) -> None:
+    """Node samples: each point a dict with ts, cpu, memory_mib and optional GPU fields."""
+    index = int(name.rsplit("-", 1)[-1])
+    samples.ingest(
+        session,
+        job,
+        [samples.NodePoint(name=name, role=role, index=index, **p) for p in points],
+        [],
+    )
+
+
+def add_speed(session: Session, job: Job, points: list[tuple[datetime, float, int]]) -> None:
+    speed = [samples.SpeedPoint(ts, i * 100, sps, w) for i, (ts, sps, w) in enumerate(points)]
+    samples.ingest(session, job, [], speed)
+
+
+def add_event(session: Session, job: Job, ts: datetime, kind: str, node: str | None) -> None:
+    events.record_events(session, job, [events.EventInput(ts=ts, kind=kind, node=node)])
+
+
+def add_applied_plan(session: Session, job: Job, applied_at: datetime, optimizer: str) -> None:
+    session.add(
+        ScalePlan(
+            job_id=job.id,
+            stage="running",
+            status="applied",
+            body={"optimizers": [optimizer]},
+            created_at=applied_at,
+            updated_at=applied_at,
+        )
+    )
+    session.flush()
+
+
+def hand_job(session: Session, uid: str = "hand-1", t0: datetime | None = None) -> Job:
+    """The small job whose summary ``test_compute`` works out by hand.
+
+    10:00-11:00 (t0 = 10:00). ps-0: 4 cores, 8192 MiB from 10:00. worker-0: 8 cores,
+    16384 MiB, 1 GPU from 10:00. worker-1: the same, registered at 10:30.
+    """
+    t0 = t0 or recent_hour()
+    job = make_job(
+        session,
+        uid,
+        start=t0,
+        roles={
+            "ps": {"count": 1, "cpu": 4, "memory_mib": 8192, "gpu": 0},
+            "worker": {"count": 2, "cpu": 8, "memory_mib": 16384, "gpu": 1},
+        },
+    )
+    add_node(session, job, "ps-0", "ps", created_at=t0, cpu=4, memory_mib=8192)
+    add_node(session, job, "worker-0", "worker", created_at=t0, cpu=8, memory_mib=16384, gpu=1)
+    add_node(
+        session, job, "worker-1", "worker", created_at=at(t0, 30), cpu=8, memory_mib=16384, gpu=1
+    )
+    add_points(
+        session,
+        job,
+        "ps-0",
+        "ps",
+        [
+            {"ts": at(t0, m), "cpu": c, "memory_mib": mem}
+            for m, c, mem in ((0, 1, 2048), (30, 2, 4096), (60, 3, 6144))
+        ],
+    )
+    gpu = {"gpu_memory_total_mib": 16000}
+    add_points(
+        session,
+        job,
+        "worker-0",
+        "worker",
+        [
+            {
+                "ts": at(t0, m),
+                "cpu": c,
+                "memory_mib": 4096,
+                "gpu_util": 0.5,
+                "gpu_memory_mib": gm,
+                **gpu,
+            }
+            for m, c, gm in ((0, 2, 1000), (20, 4, 2000), (40, 6, 3000), (60, 8, 4000))
+        ],
+    )
+    add_points(
+        session,
+        job,
+        "worker-1",
+        "worker",
+        [
+            {
+                "ts": at(t0, 30),
+                "cpu": 4,
+                "memory_mib": 8192,
+                "gpu_util": 1.0,
+                "gpu_memory_mib": 5000,
+                **gpu,
+            },
+            {
+                "ts": at(t0, 60),
+                "cpu": 6,
+                "memory_mib": 8192,
+                "gpu_util": 0.0,
+                "gpu_memory_mib": 5000,
+                **gpu,
+            },
+        ],
+    )
+    add_speed(
+        session,
+        job,
+        [(at(t0, 0), 10, 1), (at(t0, 20), 10, 1), (at(t0, 40), 20, 2), (at(t0, 60), 20, 2)],
+    )
+    add_event(session, job, at(t0, 45), "oom", "worker-1")
+    add_event(session, job, at(t0, 50), "failed", "worker-0")
+    add_applied_plan(session, job, at(t0, 30), "worker_tuning")
+    return job
+
+
+def flat_job(
+    session: Session,
+    uid: str,
+    *,
+    start: datetime,
+    cpu_request: float,
+    cpu_used: float,
+    hours: float = 1.0,
+    gpu: float = 0.0,
+    gpu_util: float | None = None,
+    status: str = "succeeded",
+    **keys,
+) -> Job:
+    """One node, 1024 MiB requested and 512 MiB used, constant usage from start to end.
+
+    So requested core-hours = cpu_request × hours, used = cpu_used × hours, GiB-hours
+    1 × hours requested and 0.5 × hours used, GPU-hours gpu × hours and gpu_util × gpu ×
+    hours.
+    """
+    job = make_job(session, uid, start=start, hours=hours, status=status, **keys)
+    add_node(
+        session,
+        job,
+        "worker-0",
+        "worker",
+        created_at=start,
+        cpu=cpu_request,
+        memory_mib=1024,
+        gpu=gpu,
+    )
+    add_points(
+        session,
+        job,
+        "worker-0",
+        "worker",
+        [
+            {
+                "ts": start + timedelta(hours=h),
+                "cpu": cpu_used,
+                "memory_mib": 512,
+                "gpu_util": gpu_util,
+            }
+            for h in (0, hours)
+        ],
+    )
+    return job
