@@ -16,6 +16,7 @@ from brain.db.engine import make_engine, make_session_factory
 from brain.domain import utcnow
 from brain.plugins import COMMANDS_GROUP, load_callables
 from brain.services.retention import delete_old_samples
+from brain.summaries.command import add_parser as add_summarize_parser
 
 DESCRIPTION = """Brain: resource optimization for distributed ML training.
 
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     retention.set_defaults(handler=_retention)
 
     add_backtest_parser(commands)
+    add_summarize_parser(commands)
     for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
         register(commands)
     return parser

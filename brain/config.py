@@ -59,6 +59,12 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='Per-optimizer settings overrides, e.g. {"hot_ps": {"threshold": 0.85}}.',
     )
+    summary_interval_s: float = Field(
+        300,
+        ge=0,
+        description="Seconds between refreshes of stale and running jobs' summaries inside "
+        "`brain serve`; 0 disables (then run `brain summarize` from cron).",
+    )
     history_window_days: int = Field(
         90, ge=1, description="How far back related jobs are searched for history."
     )

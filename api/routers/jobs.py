@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 
 from api.deps import get_session, get_settings
@@ -12,6 +12,7 @@ from brain.config import Settings
 from brain.domain import JobStatus, utcnow
 from brain.services import jobs
 from brain.services.clock import reject_future
+from brain.summaries.store import summarize_uids
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
 
@@ -27,6 +28,8 @@ def put_job(
     uid: str,
     spec: JobSpec,
     response: Response,
+    request: Request,
+    background: BackgroundTasks,
     session: Session = Depends(get_session),
     settings: Settings = Depends(get_settings),
 ) -> JobOut:
@@ -42,6 +45,7 @@ def put_job(
     )
     job, created = jobs.upsert_job(session, uid, spec.to_input())
     session.commit()
+    _summarize_if_finished(job, request, background)
     response.status_code = 201 if created else 200
     return JobOut.of(job)
 
@@ -51,10 +55,16 @@ def get_job(uid: str, session: Session = Depends(get_session)) -> JobOut:
     return JobOut.of(jobs.get_job(session, uid))
 
 
-@router.patch("/{uid}", response_model=JobOut, summary="Change status, exit reason or times")
+@router.patch(
+    "/{uid}",
+    response_model=JobOut,
+    summary="Change status, exit reason or times (a finished job is then summarized)",
+)
 def patch_job(
     uid: str,
     patch: JobPatch,
+    request: Request,
+    background: BackgroundTasks,
     session: Session = Depends(get_session),
     settings: Settings = Depends(get_settings),
 ) -> JobOut:
@@ -65,7 +75,15 @@ def patch_job(
     )
     job = jobs.patch_job(session, uid, patch.model_dump(exclude_unset=True))
     session.commit()
+    _summarize_if_finished(job, request, background)
     return JobOut.of(job)
+
+
+def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -> None:
+    """A finished job is summarized after the response, in its own transaction, so a
+    slow or failing summary never fails the update (the refresher retries it)."""
+    if JobStatus(job.status).finished:
+        background.add_task(summarize_uids, request.app.state.session_factory, [job.uid])
 
 
 @router.get("", response_model=JobPage, summary="List jobs, newest first")

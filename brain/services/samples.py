@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select, text
 from sqlalchemy.orm import Session
 
 from brain.db.models import Job, Node, NodeSample, SpeedSample
-from brain.domain import as_utc
+from brain.domain import JobStatus, as_utc
 from brain.services.nodes import NodeRef, ensure_nodes
 
 
@@ -92,6 +92,10 @@ def ingest(
     inserted += _insert_ignore(
         conn, SpeedSample.__tablename__, SPEED_COLUMNS, list(speed_rows.values())
     )
+    if inserted and JobStatus(job.status).finished:
+        # New points for a finished job: its summary is stale until recomputed, and
+        # retention must not age out points the next summary needs.
+        job.summarized_at = None
     total = len(nodes) + len(speed)
     return IngestResult(accepted=inserted, duplicates=total - inserted)
 
