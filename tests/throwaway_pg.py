@@ -15,6 +15,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.ports import free_port
+
 
 def _bin(tool: str) -> str:
     candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{tool}"), reverse=True)
@@ -22,12 +24,6 @@ def _bin(tool: str) -> str:
     if not found:
         raise RuntimeError(f"{tool} not found: install the Debian package postgresql")
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _as_server_user(cmd: list[str]) -> list[str]:
@@ -43,7 +39,7 @@ def throwaway_postgres(base: Path):
     if os.geteuid() == 0:
         shutil.chown(base, "postgres")
         shutil.chown(sockets, "postgres")
-    port = _free_port()
+    port = free_port()
     subprocess.run(
         _as_server_user([_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]),
         check=True,

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from brain.config import Settings
 from tests.api.helpers import job_body, node_point
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.ports import free_port
 
 
 def test_ready_when_database_answers(client):
@@ -25,7 +18,7 @@ def test_ready_when_database_answers(client):
 
 
 def test_not_ready_when_database_is_down():
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{_closed_port()}/none?connect_timeout=2"
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/none?connect_timeout=2"
     with TestClient(create_app(Settings(database_url=url))) as down:
         assert down.get("/healthz").status_code == 200
         ready = down.get("/readyz")

@@ -9,7 +9,6 @@ same blocks (``prometheus_factory``).
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from brain.db.engine import make_session_factory
 from brain.domain import JobStatus
 from brain.services.jobs import JobInput, upsert_job
 from tests.collectors.cluster import Cluster
+from tests.ports import free_port
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -44,12 +44,6 @@ def _require(tool: str) -> str:
             pytrace=False,
         )
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class PromServer:

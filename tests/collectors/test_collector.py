@@ -31,7 +31,8 @@ from tests.collectors.cluster import (
     TERMINATED_OOM_BEFORE_T0,
     Cluster,
 )
-from tests.collectors.conftest import free_port, register_job
+from tests.collectors.conftest import register_job
+from tests.ports import free_port
 
 GPU_FIELDS = ("gpu_util", "gpu_memory_mib", "gpu_memory_total_mib")
 # Jobs start 7 s past a grid point, so their first point is the next one.
