@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -47,6 +48,9 @@ def create_app(
         app.state.shutdown_hooks = []
         for hook in on_startup or ():
             hook(app)
+        # Everything built so far lives as long as the process: keep it out of the
+        # cyclic GC's full collections, which otherwise pause requests for ~100 ms.
+        gc.freeze()
         try:
             yield
         finally:

@@ -24,9 +24,10 @@ def get_session(request: Request) -> Iterator[Session]:
         session.close()
 
 
-def get_settings(request: Request) -> Settings:
+# Plain reads of app state: async, so they skip the thread-pool hop of sync dependencies.
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_telemetry(request: Request) -> Telemetry:
+async def get_telemetry(request: Request) -> Telemetry:
     return request.app.state.telemetry

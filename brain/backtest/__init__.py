@@ -4,7 +4,7 @@ The runs are replayed in time order; each is sized by every recommender from the
 earlier runs of its workload only, and the size is compared with what the run used.
 
 - ``trace``: the normalized run table, ``RunSource`` and the CSV loader (columns
-  understood are listed there);
+  understood are listed there); ``db_source``: the same table from Brain's job summaries;
 - ``engine``: the replay; ``metrics``: the figures; ``runner``: both, plus knob sweeps;
 - ``baselines``: the request as given and the simple rules; ``adapters``: registered
   optimizers as recommenders; ``lineup``: which recommenders are compared;

@@ -12,6 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+# The job statuses that end a run (brain.domain.JobStatus.finished), kept here so that
+# building the parser imports nothing.
+FINISHED_STATUSES = ("succeeded", "failed", "stopped")
+
 DESCRIPTION = """Replay a history of runs in time order. Every run is sized by each recommender
 from the earlier runs of its workload only, and the size is compared with what the
 run really used: share of runs under-provisioned (memory peak above it: OOM; CPU
@@ -27,8 +31,36 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="replay a trace of runs and compare recommenders",
         description=DESCRIPTION,
     )
-    source = parser.add_argument_group("run source").add_mutually_exclusive_group(required=True)
+    source = parser.add_argument_group(
+        "run source", "Where the runs come from: one of these."
+    ).add_mutually_exclusive_group(required=True)
     source.add_argument("--trace", type=Path, metavar="PATH", help="CSV or CSV.gz of run summaries")
+    source.add_argument(
+        "--from-db",
+        action="store_true",
+        help="finished jobs of the Brain database (BRAIN_DATABASE_URL), from their stored "
+        "summaries: one run per job, the job's group key as its workload, the requests and "
+        "usage of its main role per node (run `brain summarize` first for jobs not yet "
+        "summarized)",
+    )
+    jobs = parser.add_argument_group(
+        "job filters (with --from-db)",
+        "Which jobs are runs, as in the jobs list. The main role of a workload is the one "
+        "holding most of its requested GPU-hours, then core-hours, then GiB-hours.",
+    )
+    jobs.add_argument("--user", help="only this user's jobs")
+    jobs.add_argument(
+        "--status",
+        choices=[*FINISHED_STATUSES, "finished"],
+        default=None,
+        help="jobs that ended so (default succeeded; finished: any of them)",
+    )
+    jobs.add_argument("--name", help="only jobs of this name")
+    jobs.add_argument("--dataset", help="only jobs on this dataset")
+    jobs.add_argument("--group", metavar="KEY", help="only this group key (one workload)")
+    jobs.add_argument(
+        "--role", help="judge this role of every job (default: each workload's main role)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--chart", type=Path, metavar="PATH", help="also sweep the knobs and draw a PNG here"
@@ -69,9 +101,38 @@ def source_from_args(args: argparse.Namespace):
     """The ``RunSource`` the arguments name."""
     from brain.backtest.trace import TraceFile
 
+    if getattr(args, "from_db", False):
+        return _database_runs(args)
     return TraceFile(
         args.trace, gpu_memory_mib=args.gpu_memory_mib, sample_minutes=args.sample_minutes
     )
+
+
+def _database_runs(args: argparse.Namespace):
+    from brain.backtest.db_source import DatabaseRuns
+    from brain.config import Settings
+    from brain.domain import JobStatus
+    from brain.services.jobs import JobFilters
+
+    status = args.status or JobStatus.succeeded.value
+    filters = JobFilters(
+        user=args.user,
+        status=None if status == "finished" else JobStatus(status),
+        name=args.name,
+        dataset=args.dataset,
+        group_key=args.group,
+    )
+    return DatabaseRuns(
+        Settings().database_url, filters, role=args.role, gpu_memory_mib=args.gpu_memory_mib
+    )
+
+
+def _filters_given(args: argparse.Namespace) -> list[str]:
+    return [
+        f"--{name}"
+        for name in ("user", "status", "name", "dataset", "group", "role")
+        if getattr(args, name, None) is not None
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
             "brain backtest: --min-history >= 0, --k >= 1, --margin and --gpu-memory-mib > 0",
             file=sys.stderr,
         )
+        return 2
+    if not args.from_db and _filters_given(args):
+        print(f"brain backtest: {', '.join(_filters_given(args))} need --from-db", file=sys.stderr)
         return 2
     started = time.perf_counter()
     source = source_from_args(args)

@@ -121,6 +121,9 @@ def _insert_ignore_pg(
 ) -> int:
     # One statement for the whole batch: each column travels as one array parameter.
     arrays = {col: [row[i] for row in rows] for i, col in enumerate(columns)}
+    for col, values in arrays.items():
+        if col not in PG_ARRAY_TYPES:  # psycopg cannot send a list mixing ints and floats
+            arrays[col] = [None if v is None else float(v) for v in values]
     selects = ", ".join(f"CAST(:{col} AS {PG_ARRAY_TYPES.get(col, 'float8')}[])" for col in columns)
     sql = text(
         f"INSERT INTO {table} ({', '.join(columns)}) "
