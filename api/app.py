@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gc
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 import brain
 from api.errors import install_error_handlers
+from api.metrics_middleware import RequestMetrics
 from api.routers import events, health, jobs, plans, portraits, samples, suggestions
 from brain.config import Settings
 from brain.db.engine import make_engine, make_session_factory
@@ -65,21 +65,10 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    app.middleware("http")(_observe)
+    app.add_middleware(RequestMetrics)
     for module in (health, jobs, samples, events, plans, portraits, suggestions):
         app.include_router(module.router)
     return app
-
-
-async def _observe(request: Request, call_next) -> Response:
-    started = time.perf_counter()
-    response = await call_next(request)
-    route = request.scope.get("route")
-    template = getattr(route, "path", "unmatched")
-    telemetry: Telemetry = request.app.state.telemetry
-    telemetry.requests.labels(request.method, template, str(response.status_code)).inc()
-    telemetry.latency.labels(request.method, template).observe(time.perf_counter() - started)
-    return response
 
 
 logging.getLogger("brain").addHandler(logging.NullHandler())

@@ -13,6 +13,7 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
+from brain.optimizing import OptimizerRegistry
 from brain.telemetry import Telemetry
 
 
@@ -31,3 +32,7 @@ async def get_settings(request: Request) -> Settings:
 
 async def get_telemetry(request: Request) -> Telemetry:
     return request.app.state.telemetry
+
+
+async def get_registry(request: Request) -> OptimizerRegistry:
+    return request.app.state.registry

@@ -69,7 +69,11 @@ class Settings(BaseSettings):
         90, ge=1, description="How far back related jobs are searched for history."
     )
     history_jobs: int = Field(
-        20, ge=1, le=500, description="Most related past jobs handed to the create stage."
+        10,
+        ge=1,
+        le=500,
+        description="Most related past jobs handed to the create stage (startup uses 5, "
+        "gpu_cpu 3 by default).",
     )
     sample_window_s: int = Field(
         900, ge=60, description="Recent window of samples handed to the running-stage optimizers."

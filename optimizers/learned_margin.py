@@ -5,7 +5,11 @@ GPU: peak GPU memory; per run the role's largest node) give, oldest first:
 
 - the *envelope*: the largest peak of the last ``window`` runs, but at least
   ``floor`` x the largest peak ever seen. A spike from weeks ago counts less than
-  last week's, yet a workload that once spiked is not trusted to stay low;
+  last week's, yet a workload that once spiked is not trusted to stay low. Below
+  ``safety`` 1 the envelope is a lower quantile of those peaks instead of their
+  largest: ``quantile`` at safety 0, rising linearly to the largest at safety 1
+  (linear interpolation between sorted peaks). When little room is wanted, a
+  typical recent peak times a small margin wastes less than the largest one;
 - the *factor*: ``margin + early_margin / sqrt(runs)`` (thin histories are less
   certain) plus a *bump*: ``bump`` for every earlier run that this same rule,
   replayed on the runs before it, would have under-provisioned, fading by
@@ -16,11 +20,12 @@ GPU: peak GPU memory; per run the role's largest node) give, oldest first:
 
 CPU is sized from peak CPU but judged (for the bump) on its 95th percentile: a few
 seconds above the size is not throttling worth a bump. ``safety`` scales every
-margin above 1 and every headroom: one knob to trade under-provisioning against
-allocation. Memory is capped by the request as given: the owner's request is a
-ceiling it chose, and exceeding it is rare. CPU is not capped: using more CPU than
-requested happens (throttled, not killed). GPU memory becomes a share of one card
-(``gpu_memory_total_mib``), capped by the GPUs the role asks for.
+margin above 1 and every headroom, and below 1 it also lowers the envelope's
+quantile: one knob to trade under-provisioning against allocation. Memory is capped
+by the request as given: the owner's request is a ceiling it chose, and exceeding it
+is rare. CPU is not capped: using more CPU than requested happens (throttled, not
+killed). GPU memory becomes a share of one card (``gpu_memory_total_mib``), capped by
+the GPUs the role asks for.
 
 A resource whose request changed by more than ``request_change`` since the previous
 run gets no proposal (the request stands): the owner resized the job, and on the
@@ -80,6 +85,16 @@ def _floor(default: float, what: str) -> Any:
     )
 
 
+def _quantile(default: float, what: str) -> Any:
+    return Field(
+        default,
+        ge=0.0,
+        le=1.0,
+        description=f"Quantile of the recent {what} peaks the envelope takes at safety 0; "
+        "it rises linearly to their largest (1) at safety 1.",
+    )
+
+
 def _bump(default: float, what: str) -> Any:
     return Field(
         default,
@@ -98,7 +113,11 @@ class LearnedMarginSettings(CpuStepSettings):
         0.01, ge=0.001, le=1.0, description="GPU share granularity; shares are rounded up to it."
     )
     safety: float = Field(
-        1.0, ge=0.0, le=5.0, description="Scales every margin above 1 and every headroom."
+        1.0,
+        ge=0.0,
+        le=5.0,
+        description="Scales every margin above 1 and every headroom; below 1 it also "
+        "lowers the envelope from the largest recent peak toward a quantile of them.",
     )
     min_runs: int = Field(
         1, ge=1, le=50, description="Earlier runs a role needs before it gets a proposal."
@@ -121,6 +140,7 @@ class LearnedMarginSettings(CpuStepSettings):
     )
     memory_window: int = _window(7, "memory")
     memory_floor: float = _floor(0.6, "memory")
+    memory_quantile: float = _quantile(0.5, "memory")
     memory_bump: float = _bump(0.25, "memory")
     cap_memory_at_request: bool = Field(
         True, description="Never propose more memory than the job requests."
@@ -132,6 +152,7 @@ class LearnedMarginSettings(CpuStepSettings):
     )
     cpu_window: int = _window(7, "CPU")
     cpu_floor: float = _floor(0.0, "CPU")
+    cpu_quantile: float = _quantile(0.25, "CPU")
     cpu_bump: float = _bump(0.1, "CPU")
     gpu_memory_margin: float = _margin(1.0, "GPU memory")
     gpu_memory_early_margin: float = _early(0.3, "GPU memory")
@@ -140,6 +161,7 @@ class LearnedMarginSettings(CpuStepSettings):
     )
     gpu_memory_window: int = _window(2, "GPU memory")
     gpu_memory_floor: float = _floor(0.5, "GPU memory")
+    gpu_memory_quantile: float = _quantile(0.5, "GPU memory")
     # GPU memory peaks jump often; bumping on every jump only inflates the share.
     gpu_memory_bump: float = _bump(0.0, "GPU memory")
 
@@ -156,10 +178,16 @@ class Policy:
     bump: float
     bump_fade: float
     safety: float = 1.0
+    quantile: float = 1.0
+
+    @property
+    def level(self) -> float:
+        """The quantile of the recent peaks the envelope takes at this safety."""
+        return self.quantile + (1.0 - self.quantile) * min(self.safety, 1.0)
 
     def envelope(self, peaks: Sequence[float], runs: int, largest: float) -> float:
         """The envelope over the first ``runs`` peaks, whose largest is ``largest``."""
-        recent = max(peaks[max(runs - self.window, 0) : runs])
+        recent = quantile(peaks[max(runs - self.window, 0) : runs], self.level)
         return max(recent, largest * self.floor)
 
     def factor(self, runs: int, bonus: float) -> float:
@@ -168,6 +196,17 @@ class Policy:
 
     def size(self, envelope: float, runs: int, bonus: float) -> float:
         return envelope * self.factor(runs, bonus) + self.safety * self.headroom
+
+
+def quantile(values: Sequence[float], level: float) -> float:
+    """The ``level`` quantile of ``values`` (at least one), interpolating linearly."""
+    if level >= 1.0:
+        return max(values)
+    ordered = sorted(values)
+    position = level * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def resource_policy(settings: LearnedMarginSettings, resource: str) -> Policy:
@@ -182,6 +221,7 @@ def resource_policy(settings: LearnedMarginSettings, resource: str) -> Policy:
         bump=getattr(settings, f"{prefix}bump"),
         bump_fade=settings.bump_fade,
         safety=settings.safety,
+        quantile=getattr(settings, f"{prefix}quantile"),
     )
 
 
@@ -259,12 +299,13 @@ def role_peaks(history: Sequence[HistoricalJob], role: str) -> RolePeaks:
 class LearnedMarginOptimizer:
     """Sizes each role's memory, CPU and GPU share from its workload's earlier runs.
 
-    Per resource: the largest peak of the recent runs (never below a floor of the
-    largest ever) times a factor that is wider on thin histories and bumped after
-    every earlier run the rule would have under-provisioned, plus an absolute
-    headroom. Memory is capped by the request as given; GPU memory becomes a share
-    of one card; a resource whose request just changed keeps it. ``safety`` scales
-    all margins and headrooms at once.
+    Per resource: the largest peak of the recent runs (below safety 1 a lower
+    quantile of them; never below a floor of the largest ever) times a factor that
+    is wider on thin histories and bumped after every earlier run the rule would have
+    under-provisioned, plus an absolute headroom. Memory is capped by the request as
+    given; GPU memory becomes a share of one card; a resource whose request just
+    changed keeps it. ``safety`` moves the quantile (below 1) and scales all margins
+    and headrooms at once.
     """
 
     name: ClassVar[str] = NAME

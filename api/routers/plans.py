@@ -12,11 +12,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import get_session, get_settings
+from api.deps import get_registry, get_session, get_settings
 from api.errors import ERROR_RESPONSES
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from brain.config import Settings
 from brain.db.models import Node
+from brain.optimizing import OptimizerRegistry
 from brain.scaleplan_k8s import to_k8s
 from brain.services import jobs, plans
 
@@ -26,18 +27,18 @@ POLL_INTERVAL_S = 0.5
 
 
 @router.get("/api/v1/optimizers", response_model=list[OptimizerOut], summary="List optimizers")
-def list_optimizers(request: Request) -> list[OptimizerOut]:
+def list_optimizers(registry: OptimizerRegistry = Depends(get_registry)) -> list[OptimizerOut]:
     """Every loaded optimizer: its stages, what it does, and its settings (JSON Schema)."""
-    return [OptimizerOut(**vars(info)) for info in request.app.state.registry.info()]
+    return [OptimizerOut(**vars(info)) for info in registry.info()]
 
 
 @router.post(f"{JOB}/optimize", response_model=PlanOut, summary="Run a stage's optimizers")
 def optimize(
     uid: str,
     body: OptimizeRequest,
-    request: Request,
     session: Session = Depends(get_session),
     settings: Settings = Depends(get_settings),
+    registry: OptimizerRegistry = Depends(get_registry),
 ) -> PlanOut:
     """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
     An OOM event already answered returns the plan that answered it."""
@@ -45,7 +46,7 @@ def optimize(
     plan = plans.optimize(
         session,
         job,
-        request.app.state.registry,
+        registry,
         settings,
         body.stage,
         optimizer_names=body.optimizers,

@@ -8,12 +8,12 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 from sqlalchemy.orm import Session
 
-from api.deps import get_session, get_settings
+from api.deps import get_registry, get_session, get_settings
 from api.errors import ERROR_RESPONSES
 from api.schemas.suggestions import SuggestionOut
 from brain.config import Settings
 from brain.errors import InvalidInput
-from brain.optimizing import OptimizerRegistry, load_registry
+from brain.optimizing import OptimizerRegistry
 from brain.summaries.suggestions import SuggestionQuery, suggest
 
 router = APIRouter(prefix="/api/v1/suggestions", tags=["suggestions"], responses=ERROR_RESPONSES)
@@ -29,16 +29,6 @@ basis: confidence high: 3 past runs matched by group in the last 90 days (r-103 
 class Format(StrEnum):
     json = "json"
     text = "text"
-
-
-async def get_registry(request: Request) -> OptimizerRegistry:
-    """The app's optimizers (``app.state.registry``), discovered here if not yet.
-
-    async: a plain attribute read needs no trip through the thread pool."""
-    registry = getattr(request.app.state, "registry", None)
-    if registry is None:
-        registry = request.app.state.registry = load_registry()
-    return registry
 
 
 @router.get(

@@ -23,7 +23,8 @@ from brain.backtest.runs import Recommender
 from brain.optimizing import Optimizer, OptimizerRegistry
 
 RULE_MARGINS = (1.0, 1.15, 1.3, 1.5, 2.0, 2.5)
-SAFETIES = (0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
+# Dense below 1, where the envelope moves from a quantile to the largest peak.
+SAFETIES = (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 3.0)
 
 
 @dataclass(frozen=True)

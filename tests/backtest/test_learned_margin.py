@@ -12,25 +12,28 @@ from optimizers.learned_margin import LearnedMarginOptimizer, LearnedMarginSetti
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 # Plain settings that make the arithmetic easy to follow: no early margin, no headroom,
-# no bump, no floor, a window of 3 runs.
+# no bump, no floor, a window of 3 runs, the largest peak at every safety.
 PLAIN = dict(
     memory_margin=1.1,
     memory_early_margin=0.0,
     memory_headroom_mib=0.0,
     memory_window=3,
     memory_floor=0.0,
+    memory_quantile=1.0,
     memory_bump=0.0,
     cpu_margin=1.0,
     cpu_early_margin=0.0,
     cpu_headroom=0.0,
     cpu_window=3,
     cpu_floor=0.0,
+    cpu_quantile=1.0,
     cpu_bump=0.0,
     gpu_memory_margin=1.0,
     gpu_memory_early_margin=0.0,
     gpu_memory_headroom_mib=0.0,
     gpu_memory_window=2,
     gpu_memory_floor=0.0,
+    gpu_memory_quantile=1.0,
     gpu_memory_bump=0.0,
 )
 
@@ -178,6 +181,38 @@ def test_safety_scales_every_margin_and_headroom():
     assert memory_of([1000, 1200], doubled) == 4138
 
 
+def test_below_safety_1_the_envelope_is_a_quantile_of_the_recent_peaks():
+    peaks = [1000, 1200, 1100, 900]  # the last 3, sorted: 900, 1100, 1200
+    config = settings(memory_quantile=0.5, safety=0.0)
+    # safety 0: the median, 1100, and no margin at all
+    assert memory_of(peaks, config) == 1100
+    # safety 0.5: level 0.5 + 0.5 x (1 - 0.5) = 0.75, position 0.75 x 2 = 1.5 between
+    # 1100 and 1200 -> 1150; factor 1 + 0.5 x 0.1 = 1.05 -> 1207.5 -> 1208 MiB
+    assert memory_of(peaks, config.model_copy(update={"safety": 0.5})) == 1208
+    # safety 1 and above: the largest, as with quantile 1 -> 1200 x 1.1
+    assert memory_of(peaks, config.model_copy(update={"safety": 1.0})) == 1320
+    # quantile 0: the smallest recent peak at safety 0, but the floor still holds:
+    # max(900, 0.8 x 1200) = 960
+    assert memory_of(peaks, settings(memory_quantile=0.0, safety=0.0)) == 900
+    assert memory_of(peaks, settings(memory_quantile=0.0, memory_floor=0.8, safety=0.0)) == 960
+
+
+def test_the_quantile_envelope_also_sizes_cpu():
+    # CPU peaks 1, 2, 4 (p95 all 0.5: no bump); quantile 0.25 at safety 0:
+    # position 0.25 x 2 = 0.5 between 1 and 2 -> 1.5 cores
+    history = [past(i, 1000, cpu_max=m, cpu_p95=0.5) for i, m in enumerate([1, 2, 4])]
+    assert propose(history, settings(cpu_quantile=0.25, safety=0.0)).roles["worker"].cpu == 1.5
+
+
+def test_the_default_quantiles_leave_the_default_sizes_on_the_largest_peak():
+    defaults = LearnedMarginSettings()
+    assert defaults.safety == 1.0
+    assert all(getattr(defaults, f"{r}_quantile") < 1.0 for r in ("memory", "cpu", "gpu_memory"))
+    peaks = [1000, 1200, 1100, 900]
+    plain_max = settings(memory_quantile=1.0)
+    assert memory_of(peaks, settings(memory_quantile=0.3)) == memory_of(peaks, plain_max)
+
+
 def test_a_role_without_enough_history_gets_no_proposal():
     proposal = propose([past(0, 1000)], settings(min_runs=2))
     assert proposal.roles == {}
@@ -194,7 +229,9 @@ def test_it_is_registered_with_valid_default_settings():
     assert all("description" in field for field in schema.values())
 
 
-@pytest.mark.parametrize("field", ["memory_margin", "cpu_window", "safety", "bump_fade"])
+@pytest.mark.parametrize(
+    "field", ["memory_margin", "cpu_window", "safety", "bump_fade", "cpu_quantile"]
+)
 def test_settings_are_bounded(field):
     with pytest.raises(ValueError):
         LearnedMarginSettings(**{field: -1})
