@@ -43,8 +43,8 @@ class Settings(BaseSettings):
     retention_days: int | None = Field(
         None,
         ge=1,
-        description="Delete raw samples older than this many days from summarized jobs; "
-        "unset keeps everything.",
+        description="Delete raw samples older than this many days from summarized jobs "
+        "(`brain serve` each summary interval, or `brain retention`); unset keeps everything.",
     )
 
     node_max_cpu: float = Field(64, gt=0, description="Largest node: CPU cores.")
@@ -62,8 +62,9 @@ class Settings(BaseSettings):
     summary_interval_s: float = Field(
         300,
         ge=0,
-        description="Seconds between refreshes of stale and running jobs' summaries inside "
-        "`brain serve`; 0 disables (then run `brain summarize` from cron).",
+        description="Seconds between refreshes of stale and running jobs' summaries (and "
+        "retention) inside `brain serve`; 0 disables (then run `brain summarize` and "
+        "`brain retention` from cron).",
     )
     history_window_days: int = Field(
         90, ge=1, description="How far back related jobs are searched for history."

@@ -107,6 +107,14 @@ def test_samples_after_finish_make_the_summary_stale_until_refreshed(client, db)
         assert session.get(JobSummary, job.id).samples == 3
     assert refresh_once(factory) == 0  # nothing stale any more
 
+    # With retention, the same cycle ages out the (March) samples of the summarized job;
+    # its summary keeps the numbers it was computed from.
+    assert refresh_once(factory, retention_days=30) == 0
+    assert client.get("/api/v1/jobs/late/samples").json()["nodes"] == []
+    with factory() as session:
+        job = session.scalar(select(Job).where(Job.uid == "late"))
+        assert session.get(JobSummary, job.id).samples == 3
+
 
 def test_refresher_runs_for_the_app_lifetime(settings):
     settings.summary_interval_s = 0.05
