@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.orm import Session
 
 from api.deps import get_session
 from api.errors import ERROR_RESPONSES
+from api.responses import model_json
 from api.schemas.portraits import (
     JobPortraitOut,
     NodeOut,
@@ -75,13 +76,13 @@ def job_portrait(
         description="Most buckets per chart series (time resolution).",
     ),
     session: Session = Depends(get_session),
-) -> JobPortraitOut:
+) -> Response:
     """The job's summary (per role: requested vs used, resource-hours, waste, OOMs; the
     job's speed and the plans applied with the speed before and after) and its usage
     and speed series bucketed for charts. Read from the stored summary; a job without a
     final one (running) is computed from its raw samples on the fly."""
     job = jobs.get_job(session, uid)
-    return JobPortraitOut.of(portraits.job_portrait(session, job, points))
+    return model_json(JobPortraitOut.of(portraits.job_portrait(session, job, points)))
 
 
 @router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")

@@ -22,7 +22,7 @@ from brain.domain import as_utc
 
 METRICS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib")
 PERCENTILES = (0.5, 0.95)
-SORT_MEMORY = "64MB"
+SORT_MEMORY = "256MB"
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def job_usage(session: Session, job_id: int) -> JobUsage:
 
 
 def _job_usage_sql(session: Session, job_id: int) -> JobUsage:
-    # The percentile sorts of a large job (100 nodes x 24 h) spill to disk at the default
-    # 4 MB; LOCAL ends with the caller's transaction.
+    # The sorts of a large job (100 nodes x 24 h: ~80 MB) spill to disk below ~128 MB
+    # (0.15 s slower measured at 64 MB); LOCAL ends with the caller's transaction.
     session.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
     columns = [
         Node.role,
