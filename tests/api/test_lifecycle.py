@@ -128,3 +128,17 @@ def test_refresher_runs_for_the_app_lifetime(settings):
     settings.summary_interval_s = 0
     with TestClient(create_app(settings, on_startup=[attach])) as app_client:
         assert app_client.app.state.shutdown_hooks == []
+
+
+def test_learned_margin_runs_per_request_on_the_same_history(client):
+    for day, (uid, nodes) in enumerate(RELATED.items(), start=1):
+        _run_and_finish(client, uid, day, nodes)
+    client.put("/api/v1/jobs/run-d", json=job_body(roles=ROLES, created_at="2026-03-10T00:00:00Z"))
+    plan = client.post(
+        "/api/v1/jobs/run-d/optimize", json={"stage": "create", "optimizers": ["learned_margin"]}
+    ).json()
+    # Chief memory peaks 4000, 5000, 2000 MiB: envelope 5000; 5000 x (1.3 + 1/sqrt(3)) +
+    # 768 MiB headroom = 10,153 MiB, above the 8192 MiB request, which caps it.
+    assert plan["roles"]["chief"]["memory_mib"] == 8192.0
+    assert plan["optimizers"] == ["learned_margin"]
+    assert {r["optimizer"] for r in plan["reasons"]} >= {"learned_margin"}
