@@ -44,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     config = commands.add_parser(
-        "config", help="print the effective configuration (secrets masked)"
+        "config",
+        help="print the effective configuration (secrets masked)",
+        description="Print the effective configuration as JSON: every setting with its "
+        "value from BRAIN_* environment variables or its default; passwords (also in "
+        "BRAIN_DATABASE_URL) and tokens are masked.",
     )
     config.set_defaults(handler=_config)
 
