@@ -134,32 +134,43 @@ class Usage(BaseModel):
         )
 
 
-class RoleOut(BaseModel):
-    """One role: what each node requested against what the role's nodes used (pooled)."""
+class RequestedAndUsed(BaseModel):
+    """What each node requested against what was used, with resource-hours and failures."""
 
-    role: str
-    node_count: int
-    cpu_request_cores: float = Field(description="CPU request per node (mean over nodes).")
-    memory_request_mib: float = Field(description="Memory request per node (mean over nodes).")
-    gpu_request: float = Field(description="GPUs per node (mean over nodes).")
+    cpu_request_cores: float = Field(
+        description="CPU request per node (for a role: the mean over its nodes)."
+    )
+    memory_request_mib: float = Field(
+        description="Memory request per node (for a role: the mean over its nodes)."
+    )
+    gpu_request: float = Field(description="GPUs per node (for a role: the mean over its nodes).")
     used: Usage
     hours: ResourceHours
     oom_count: int
     failure_count: int
 
+    @staticmethod
+    def fields_of(row: RoleSummary | NodeSummary) -> dict:
+        return {
+            "cpu_request_cores": row.cpu_request_cores,
+            "memory_request_mib": row.memory_request_mib,
+            "gpu_request": row.gpu_request,
+            "used": Usage.of(row),
+            "hours": ResourceHours.of(Hours.of(row)),
+            "oom_count": row.oom_count,
+            "failure_count": row.failure_count,
+        }
+
+
+class RoleOut(RequestedAndUsed):
+    """One role: what each node requested against what the role's nodes used (pooled)."""
+
+    role: str
+    node_count: int
+
     @classmethod
     def of(cls, row: RoleSummary) -> RoleOut:
-        return cls(
-            role=row.role,
-            node_count=row.node_count,
-            cpu_request_cores=row.cpu_request_cores,
-            memory_request_mib=row.memory_request_mib,
-            gpu_request=row.gpu_request,
-            used=Usage.of(row),
-            hours=ResourceHours.of(Hours.of(row)),
-            oom_count=row.oom_count,
-            failure_count=row.failure_count,
-        )
+        return cls(role=row.role, node_count=row.node_count, **cls.fields_of(row))
 
 
 class PlanEffect(BaseModel):
@@ -289,37 +300,24 @@ class JobPortraitOut(BaseModel):
         )
 
 
-class NodeOut(BaseModel):
+class NodeOut(RequestedAndUsed):
     name: str
     role: str
-    cpu_request_cores: float
-    memory_request_mib: float
-    gpu_request: float
     first_sample_at: datetime | None
     last_sample_at: datetime | None
     run_seconds: float = Field(description="Registration or first sample until the node's end.")
     sampled_seconds: float = Field(description="First to last sample.")
-    used: Usage
-    hours: ResourceHours
-    oom_count: int
-    failure_count: int
 
     @classmethod
     def of(cls, row: NodeSummary) -> NodeOut:
         return cls(
             name=row.name,
             role=row.role,
-            cpu_request_cores=row.cpu_request_cores,
-            memory_request_mib=row.memory_request_mib,
-            gpu_request=row.gpu_request,
             first_sample_at=row.first_sample_at,
             last_sample_at=row.last_sample_at,
             run_seconds=row.run_seconds,
             sampled_seconds=row.sampled_seconds,
-            used=Usage.of(row),
-            hours=ResourceHours.of(Hours.of(row)),
-            oom_count=row.oom_count,
-            failure_count=row.failure_count,
+            **cls.fields_of(row),
         )
 
 
