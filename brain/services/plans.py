@@ -2,8 +2,8 @@
 
 The service gathers the context (the optimizers never touch the store), resolves
 which optimizers run with which settings (defaults < configuration < request),
-merges and bounds their proposals, and stores the plan. A newer plan supersedes the
-job's older proposed ones.
+merges and bounds their proposals, and stores the plan. A newer plan that changes
+something supersedes the job's older proposed ones; an empty one does not.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def optimize(
         if existing is not None:  # this event already has its answer
             return existing
     body = plan_body(bounded, [o.name for o in optimizers], context)
-    return _store(session, job, stage, body, bounded.source_event_id)
+    return _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
 
 
 def _plan_for_latest_oom(session: Session, job: Job, node: str) -> ScalePlan | None:
@@ -149,14 +149,22 @@ def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> dict[s
 
 
 def _store(
-    session: Session, job: Job, stage: Stage, body: dict, source_event_id: int | None
+    session: Session,
+    job: Job,
+    stage: Stage,
+    body: dict,
+    source_event_id: int | None,
+    has_actions: bool,
 ) -> ScalePlan:
     now = utcnow()
-    session.execute(
-        update(ScalePlan)
-        .where(ScalePlan.job_id == job.id, ScalePlan.status == PlanStatus.proposed.value)
-        .values(status=PlanStatus.superseded.value, updated_at=now)
-    )
+    if has_actions:
+        # Only a plan that changes something replaces pending proposals; a "nothing to
+        # change" answer must not cancel a proposal the job master has yet to apply.
+        session.execute(
+            update(ScalePlan)
+            .where(ScalePlan.job_id == job.id, ScalePlan.status == PlanStatus.proposed.value)
+            .values(status=PlanStatus.superseded.value, updated_at=now)
+        )
     plan = ScalePlan(
         job_id=job.id,
         stage=stage.value,

@@ -71,6 +71,20 @@ def test_hot_ps_plan_round_trip(client):
     assert [p["id"] for p in client.get("/api/v1/jobs/j/plans").json()] == [plan["id"]]
 
 
+def test_an_empty_plan_does_not_supersede_a_pending_one(client):
+    _hot_ps_job(client)
+    pending = _optimize(client, optimizers=["hot_ps"]).json()
+    # At 0.95 nothing is hot: an empty plan, which leaves the pending migration alone.
+    empty = _optimize(
+        client, optimizers=["hot_ps"], settings={"hot_ps": {"hot_threshold": 0.95}}
+    ).json()
+    assert empty["migrate"] == []
+    assert client.get(f"/api/v1/jobs/j/plans/{pending['id']}").json()["status"] == "proposed"
+    newer = _optimize(client, optimizers=["hot_ps"]).json()
+    assert client.get(f"/api/v1/jobs/j/plans/{pending['id']}").json()["status"] == "superseded"
+    assert client.get(f"/api/v1/jobs/j/plans/{newer['id']}").json()["status"] == "proposed"
+
+
 def test_per_request_settings_override(client):
     _hot_ps_job(client)
     # At 0.95 only 3.8 / 4 = 0.95 qualifies, not 3.6 and 3.7: nothing is hot.
