@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field
 
 
 class JobStatus(StrEnum):
@@ -79,11 +82,14 @@ class RoleSpec:
     CPU request; ``cpu_limit`` an optional higher CPU limit.
     """
 
-    count: int | None = None
-    cpu: float | None = None
-    memory_mib: float | None = None
-    gpu: float | None = None
-    cpu_limit: float | None = None
+    # The descriptions document the plan and job JSON (pydantic reads them from here).
+    count: Annotated[int | None, Field(description="Nodes of this role.")] = None
+    cpu: Annotated[float | None, Field(description="CPU request per node, cores.")] = None
+    memory_mib: Annotated[float | None, Field(description="Memory per node, MiB.")] = None
+    gpu: Annotated[float | None, Field(description="GPUs per node.")] = None
+    cpu_limit: Annotated[float | None, Field(description="CPU limit per node, cores (if set).")] = (
+        None
+    )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from brain.optimizing.proposal import NodeChange, PlanBody
+
 API_VERSION = "elastic.iml.github.io/v1alpha1"
 KIND = "ScalePlan"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -35,13 +37,13 @@ def resource(cpu: float | None, memory_mib: float | None, gpu: float | None) -> 
     return quantities
 
 
-def _pod(change: dict[str, Any], rank_by_name: dict[str, int]) -> dict[str, Any]:
-    pod: dict[str, Any] = {"type": change["role"]}
-    if change.get("name"):
-        pod["name"] = change["name"]
-        if change["name"] in rank_by_name:
-            pod["rankIndex"] = rank_by_name[change["name"]]
-    quantities = resource(change.get("cpu"), change.get("memory_mib"), change.get("gpu"))
+def _pod(change: NodeChange, rank_by_name: dict[str, int]) -> dict[str, Any]:
+    pod: dict[str, Any] = {"type": change.role}
+    if change.name:
+        pod["name"] = change.name
+        if change.name in rank_by_name:
+            pod["rankIndex"] = rank_by_name[change.name]
+    quantities = resource(change.cpu, change.memory_mib, change.gpu)
     if quantities:
         pod["resource"] = quantities
     return pod
@@ -49,12 +51,12 @@ def _pod(change: dict[str, Any], rank_by_name: dict[str, int]) -> dict[str, Any]
 
 def to_k8s(
     plan_id: int,
-    body: dict[str, Any],
+    body: PlanBody,
     owner_job: str,
     namespace: str | None,
     rank_by_name: dict[str, int],
 ) -> dict[str, Any]:
-    """The ScalePlan object for a plan body (see brain.services.plans.plan_body)."""
+    """The ScalePlan object for a plan body."""
     metadata: dict[str, Any] = {
         "name": f"{owner_job}-scaleplan-{plan_id}",
         "labels": {"elasticjob-name": owner_job, "scale-type": "auto"},
@@ -63,10 +65,10 @@ def to_k8s(
         metadata["namespace"] = namespace
     replica_specs = {
         role: {
-            "replicas": int(spec["count"]) if spec.get("count") is not None else 0,
-            "resource": resource(spec.get("cpu"), spec.get("memory_mib"), spec.get("gpu")),
+            "replicas": int(spec.count) if spec.count is not None else 0,
+            "resource": resource(spec.cpu, spec.memory_mib, spec.gpu),
         }
-        for role, spec in body.get("roles", {}).items()
+        for role, spec in body.roles.items()
     }
     return {
         "apiVersion": API_VERSION,
@@ -75,9 +77,9 @@ def to_k8s(
         "spec": {
             "ownerJob": owner_job,
             "replicaResourceSpecs": replica_specs,
-            "createPods": [_pod(c, rank_by_name) for c in body.get("launch", [])],
-            "removePods": [_pod(c, rank_by_name) for c in body.get("remove", [])],
-            "migratePods": [_pod(c, rank_by_name) for c in body.get("migrate", [])],
-            "psHosts": list(body.get("ps_hosts", [])),
+            "createPods": [_pod(c, rank_by_name) for c in body.launch],
+            "removePods": [_pod(c, rank_by_name) for c in body.remove],
+            "migratePods": [_pod(c, rank_by_name) for c in body.migrate],
+            "psHosts": list(body.ps_hosts),
         },
     }

@@ -73,7 +73,7 @@ def patch_job(
         utcnow(),
         settings.clock_skew_s,
     )
-    job = jobs.patch_job(session, uid, patch.model_dump(exclude_unset=True))
+    job = jobs.patch_job(session, uid, patch.to_changes())
     session.commit()
     _summarize_if_finished(job, request, background)
     return JobOut.of(job)

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.schemas.common import Cores, Gpus, MiB, Name, Timestamp
 from brain.db.models import Job
-from brain.domain import JobStatus, Strategy
-from brain.services.jobs import JobInput
+from brain.domain import JobStatus, RoleSpec, Strategy
+from brain.services.jobs import JobChanges, JobInput
 
 
 class Limits(BaseModel):
@@ -30,6 +30,16 @@ class RoleResources(BaseModel):
     cpu: Cores = 0
     memory_mib: MiB = 0
     gpu: Gpus = 0
+
+    @classmethod
+    def of(cls, spec: RoleSpec) -> RoleResources:
+        """A stored role; sizes it does not give read as 0, as when it was registered."""
+        return cls(
+            count=spec.count or 0,
+            cpu=spec.cpu or 0,
+            memory_mib=spec.memory_mib or 0,
+            gpu=spec.gpu or 0,
+        )
 
 
 RoleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
@@ -75,7 +85,7 @@ class JobSpec(BaseModel):
             limit_cpu=self.limits.cpu,
             limit_memory_mib=self.limits.memory_mib,
             limit_gpu=self.limits.gpu,
-            roles={role: spec.model_dump() for role, spec in self.roles.items()},
+            roles={role: RoleSpec(**spec.model_dump()) for role, spec in self.roles.items()},
             total_steps=self.total_steps,
             status=self.status,
             exit_reason=self.exit_reason,
@@ -99,6 +109,10 @@ class JobPatch(BaseModel):
         if not self.model_fields_set:
             raise ValueError("give at least one of status, exit_reason, started_at, finished_at")
         return self
+
+    def to_changes(self) -> JobChanges:
+        """The service's changes, keeping which fields were given."""
+        return JobChanges.model_validate(self.model_dump(exclude_unset=True))
 
 
 class JobOut(BaseModel):
@@ -136,7 +150,7 @@ class JobOut(BaseModel):
             cluster=job.cluster,
             gpu_type=job.gpu_type,
             limits=Limits(cpu=job.limit_cpu, memory_mib=job.limit_memory_mib, gpu=job.limit_gpu),
-            roles=job.roles or {},
+            roles={role: RoleResources.of(spec) for role, spec in (job.roles or {}).items()},
             total_steps=job.total_steps,
             status=job.status,
             exit_reason=job.exit_reason,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brain.db.models import ScalePlan
 from brain.domain import PlanStatus, Stage
+from brain.optimizing.proposal import PlanBody
 
 
 class OptimizeRequest(BaseModel):
@@ -24,30 +25,9 @@ class OptimizeRequest(BaseModel):
     node: str | None = Field(None, description="The node the stage is about (oom: the OOM node).")
 
 
-class RolePlan(BaseModel):
-    count: int | None = Field(None, description="Nodes of this role.")
-    cpu: float | None = Field(None, description="CPU request per node, cores.")
-    memory_mib: float | None = Field(None, description="Memory per node, MiB.")
-    gpu: float | None = Field(None, description="GPUs per node.")
-    cpu_limit: float | None = Field(None, description="CPU limit per node, cores (if set).")
+class PlanOut(PlanBody):
+    """A stored plan: its body (the ``PlanBody`` every reader shares) and where it stands."""
 
-
-class NodePlan(BaseModel):
-    name: str | None = Field(description="Node name; null for a new node the master names.")
-    role: str
-    cpu: float | None = None
-    memory_mib: float | None = None
-    gpu: float | None = None
-
-
-class PlanReason(BaseModel):
-    optimizer: str = Field(description="Who decided (or `guard` for bounds and limits).")
-    message: str = Field(description="The decision with its evidence and threshold.")
-    evidence: dict[str, Any]
-    threshold: dict[str, Any]
-
-
-class PlanOut(BaseModel):
     id: int
     job_uid: str
     stage: Stage
@@ -55,13 +35,6 @@ class PlanOut(BaseModel):
     status_message: str | None
     created_at: datetime
     updated_at: datetime
-    roles: dict[str, RolePlan]
-    launch: list[NodePlan]
-    remove: list[NodePlan]
-    migrate: list[NodePlan]
-    ps_hosts: list[str]
-    reasons: list[PlanReason]
-    optimizers: list[str] = Field(description="Optimizers that ran for this plan.")
 
     @classmethod
     def of(cls, plan: ScalePlan, job_uid: str) -> PlanOut:
@@ -73,7 +46,7 @@ class PlanOut(BaseModel):
             status_message=plan.status_message,
             created_at=plan.created_at,
             updated_at=plan.updated_at,
-            **plan.body,
+            **plan.body.model_dump(),
         )
 
 

@@ -24,7 +24,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from brain.db.types import UTCDateTime
+from brain.db.types import TypedJSON, UTCDateTime
+from brain.domain import RoleSpec
+from brain.optimizing.proposal import PlanBody
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -64,8 +66,8 @@ class Job(Base):
     limit_cpu: Mapped[float | None] = mapped_column(Double)
     limit_memory_mib: Mapped[float | None] = mapped_column(Double)
     limit_gpu: Mapped[float | None] = mapped_column(Double)
-    # {"worker": {"count": 4, "cpu": 8, "memory_mib": 16384, "gpu": 1}, ...}
-    roles: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # What each role requests: {"worker": RoleSpec(count=4, cpu=8, ...), ...}
+    roles: Mapped[dict[str, RoleSpec]] = mapped_column(TypedJSON(dict[str, RoleSpec]), default=dict)
     total_steps: Mapped[int | None] = mapped_column(BigInteger)
     status: Mapped[str] = mapped_column(String(16))
     exit_reason: Mapped[str | None] = mapped_column(Text)
@@ -143,8 +145,7 @@ class ScalePlan(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     stage: Mapped[str] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(16))
-    # roles, launch, remove, migrate, ps_hosts, reasons, optimizers
-    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+    body: Mapped[PlanBody] = mapped_column(TypedJSON(PlanBody))
     # An event answered by this plan (OOM recovery); unique so no event is answered twice.
     source_event_id: Mapped[int | None] = mapped_column(
         ForeignKey("events.id", ondelete="SET NULL"), unique=True

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import DateTime
+from pydantic import TypeAdapter
+from sqlalchemy import JSON, DateTime
 from sqlalchemy.types import TypeDecorator
 
 from brain.domain import as_utc
@@ -25,3 +27,27 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
         return None if value is None else as_utc(value)
+
+
+class TypedJSON(TypeDecorator[Any]):
+    """JSON stored from, and read back as, a typed value (a pydantic model, a dataclass or
+    a container of them), so no reader picks a stored document apart by string keys.
+
+    Values are validated on the way in as well: a malformed document is never stored.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def __init__(self, value_type: Any) -> None:
+        super().__init__()
+        self.value_type = value_type
+        self._adapter = TypeAdapter(value_type)
+
+    def process_bind_param(self, value: Any, dialect) -> Any:
+        if value is None:
+            return None
+        return self._adapter.dump_python(self._adapter.validate_python(value), mode="json")
+
+    def process_result_value(self, value: Any, dialect) -> Any:
+        return None if value is None else self._adapter.validate_python(value)

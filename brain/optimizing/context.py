@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from brain.domain import JobStatus, Limits, PlanStatus, Resources, RoleSpec, Stage, Strategy
+from brain.optimizing.proposal import NodeChange
 
 
 @dataclass(frozen=True)
@@ -89,21 +90,12 @@ class PlanView:
     status: PlanStatus
     created_at: datetime
     roles: dict[str, RoleSpec]
-    launch: tuple[NodeChangeView, ...] = ()
-    remove: tuple[NodeChangeView, ...] = ()
-    migrate: tuple[NodeChangeView, ...] = ()
+    launch: tuple[NodeChange, ...] = ()
+    remove: tuple[NodeChange, ...] = ()
+    migrate: tuple[NodeChange, ...] = ()
     optimizers: tuple[str, ...] = ()
     source_event_id: int | None = None
     status_message: str | None = None
-
-
-@dataclass(frozen=True)
-class NodeChangeView:
-    name: str | None
-    role: str
-    cpu: float | None = None
-    memory_mib: float | None = None
-    gpu: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,16 @@
-"""What an optimizer returns: a proposal that the service turns into a ScalePlan."""
+"""What an optimizer returns, and the plan body a stage's proposals become.
+
+``Proposal`` is an optimizer's answer; ``PlanBody`` is what a stored ScalePlan contains
+(written by the pipeline, read by the API, the Kubernetes rendering, the optimizer
+context and the summaries), one typed model for every reader and writer.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from brain.domain import RoleSpec
 
@@ -12,8 +19,8 @@ from brain.domain import RoleSpec
 class Reason:
     """One decision explained: who decided, on what evidence, against which threshold."""
 
-    optimizer: str
-    message: str
+    optimizer: Annotated[str, Field(description="Who decided (or `guard` for bounds and limits).")]
+    message: Annotated[str, Field(description="The decision with its evidence and threshold.")]
     evidence: dict[str, Any] = field(default_factory=dict)
     threshold: dict[str, Any] = field(default_factory=dict)
 
@@ -27,7 +34,9 @@ class NodeChange:
     """
 
     role: str
-    name: str | None = None
+    name: Annotated[
+        str | None, Field(description="Node name; null for a new node the master names.")
+    ] = None
     cpu: float | None = None
     memory_mib: float | None = None
     gpu: float | None = None
@@ -49,3 +58,18 @@ class Proposal:
     @property
     def is_empty(self) -> bool:
         return not (self.roles or self.launch or self.remove or self.migrate)
+
+
+class PlanBody(BaseModel):
+    """What a ScalePlan says: role sizes (complete: open fields hold the job's values),
+    nodes to launch, remove or migrate, the PS hosts, why, and which optimizers ran."""
+
+    roles: dict[str, RoleSpec] = Field(default_factory=dict)
+    launch: list[NodeChange] = Field(default_factory=list)
+    remove: list[NodeChange] = Field(default_factory=list)
+    migrate: list[NodeChange] = Field(default_factory=list)
+    ps_hosts: list[str] = Field(default_factory=list)
+    reasons: list[Reason] = Field(default_factory=list)
+    optimizers: list[str] = Field(
+        default_factory=list, description="Optimizers that ran for this plan."
+    )

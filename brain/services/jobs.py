@@ -6,14 +6,14 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.db.models import Job
-from brain.domain import JobStatus, Strategy, as_utc, utcnow
+from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
 from brain.errors import InvalidInput, NotFound
 
 
@@ -33,7 +33,7 @@ class JobInput:
     limit_cpu: float | None = None
     limit_memory_mib: float | None = None
     limit_gpu: float | None = None
-    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    roles: dict[str, RoleSpec] = field(default_factory=dict)
     total_steps: int | None = None
     status: JobStatus = JobStatus.pending
     exit_reason: str | None = None
@@ -106,14 +106,30 @@ def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[Job, bool]:
     return job, created
 
 
-def patch_job(session: Session, uid: str, changes: dict[str, Any]) -> Job:
+class JobChanges(BaseModel):
+    """What a PATCH may change. Only the fields given (``model_fields_set``) apply, so an
+    explicit ``None`` clears the exit reason or a time, and an omitted one keeps it."""
+
+    status: JobStatus | None = None
+    exit_reason: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def patch_job(session: Session, uid: str, changes: JobChanges) -> Job:
     """Change status, exit reason and times; other fields go through ``upsert_job``."""
     job = get_job(session, uid)
-    allowed = {"status", "exit_reason", "started_at", "finished_at"}
-    for key, value in changes.items():
-        if key not in allowed:
-            raise InvalidInput(f"{key} cannot be patched; use PUT", field=key)
-        setattr(job, key, JobStatus(value).value if key == "status" else value)
+    given = changes.model_fields_set
+    if "status" in given:
+        if changes.status is None:
+            raise InvalidInput("status cannot be null", field="status")
+        job.status = changes.status.value
+    if "exit_reason" in given:
+        job.exit_reason = changes.exit_reason
+    if "started_at" in given:
+        job.started_at = changes.started_at
+    if "finished_at" in given:
+        job.finished_at = changes.finished_at
     _check_times(job.started_at, job.finished_at)
     job.updated_at = utcnow()
     session.flush()

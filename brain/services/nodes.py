@@ -12,7 +12,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from brain.db.models import Job, Node
-from brain.domain import utcnow
+from brain.domain import RoleSpec, utcnow
 
 
 @dataclass(frozen=True)
@@ -86,15 +86,15 @@ def _node_ids(session: Session, job: Job, wanted: dict[str, NodeRef]) -> dict[st
 
 
 def _new_node_row(job: Job, ref: NodeRef, now: datetime) -> dict:
-    role_spec = (job.roles or {}).get(ref.role, {})
+    role = (job.roles or {}).get(ref.role, RoleSpec())
     return {
         "job_id": job.id,
         "name": ref.name,
         "role": ref.role,
         "index": ref.index,
-        "cpu": role_spec.get("cpu") or 0.0,
-        "memory_mib": role_spec.get("memory_mib") or 0.0,
-        "gpu": role_spec.get("gpu") or 0.0,
+        "cpu": role.cpu or 0.0,
+        "memory_mib": role.memory_mib or 0.0,
+        "gpu": role.gpu or 0.0,
         "status": "running",
         "created_at": now,
     }

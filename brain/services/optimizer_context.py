@@ -12,14 +12,13 @@ from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
 from brain.domain import PlanStatus, Stage, utcnow
 from brain.optimizing.context import (
     EventView,
-    NodeChangeView,
     NodeView,
     OptimizerContext,
     PlanView,
 )
 from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
-from brain.services.views import job_view, role_spec
+from brain.services.views import job_view
 from brain.summaries.history import related_history
 
 RECENT_EVENTS = 1000
@@ -140,20 +139,16 @@ def _plans(session: Session, job: Job) -> list[PlanView]:
 
 def _plan_view(plan: ScalePlan) -> PlanView:
     body = plan.body
-
-    def changes(key: str) -> tuple[NodeChangeView, ...]:
-        return tuple(NodeChangeView(**c) for c in body.get(key, []))
-
     return PlanView(
         id=plan.id,
         stage=Stage(plan.stage),
         status=PlanStatus(plan.status),
         created_at=plan.created_at,
-        roles={role: role_spec(spec) for role, spec in body.get("roles", {}).items()},
-        launch=changes("launch"),
-        remove=changes("remove"),
-        migrate=changes("migrate"),
-        optimizers=tuple(body.get("optimizers", [])),
+        roles=dict(body.roles),
+        launch=tuple(body.launch),
+        remove=tuple(body.remove),
+        migrate=tuple(body.migrate),
+        optimizers=tuple(body.optimizers),
         source_event_id=plan.source_event_id,
         status_message=plan.status_message,
     )

@@ -9,8 +9,6 @@ something supersedes the job's older proposed ones; an empty one does not.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select, update
@@ -23,6 +21,7 @@ from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.optimizing import Optimizer, OptimizerRegistry, Proposal, Reason
 from brain.optimizing.guard import combine, effective_roles, enforce_bounds
+from brain.optimizing.proposal import PlanBody
 from brain.services.optimizer_context import build_context
 
 log = logging.getLogger(__name__)
@@ -134,25 +133,25 @@ def _run(optimizer: Optimizer, context, settings: BaseModel) -> Proposal:
         return Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}; ignored")])
 
 
-def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> dict[str, Any]:
-    """The stored JSON of a plan. Role fields an optimizer left open keep the job's values."""
+def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> PlanBody:
+    """What the plan says. Role fields an optimizer left open keep the job's values."""
     roles = effective_roles(proposal.roles, context.job, context.nodes) if proposal.roles else {}
-    return {
-        "roles": {role: asdict(spec) for role, spec in roles.items() if role in proposal.roles},
-        "launch": [asdict(c) for c in proposal.launch],
-        "remove": [asdict(c) for c in proposal.remove],
-        "migrate": [asdict(c) for c in proposal.migrate],
-        "ps_hosts": list(proposal.ps_hosts),
-        "reasons": [asdict(r) for r in proposal.reasons],
-        "optimizers": optimizer_names,
-    }
+    return PlanBody(
+        roles={role: spec for role, spec in roles.items() if role in proposal.roles},
+        launch=list(proposal.launch),
+        remove=list(proposal.remove),
+        migrate=list(proposal.migrate),
+        ps_hosts=list(proposal.ps_hosts),
+        reasons=list(proposal.reasons),
+        optimizers=optimizer_names,
+    )
 
 
 def _store(
     session: Session,
     job: Job,
     stage: Stage,
-    body: dict,
+    body: PlanBody,
     source_event_id: int | None,
     has_actions: bool,
 ) -> ScalePlan:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brain.db.models import Job
-from brain.domain import JobStatus, Limits, RoleSpec, Strategy
+from brain.domain import JobStatus, Limits, Strategy
 from brain.optimizing.context import JobView
 
 
@@ -18,20 +18,10 @@ def job_view(job: Job) -> JobView:
         strategy=Strategy(job.strategy),
         status=JobStatus(job.status),
         limits=Limits(cpu=job.limit_cpu, memory_mib=job.limit_memory_mib, gpu=job.limit_gpu),
-        roles={role: role_spec(spec) for role, spec in (job.roles or {}).items()},
+        roles=dict(job.roles or {}),
         gpu_type=job.gpu_type,
         total_steps=job.total_steps,
         created_at=job.created_at,
         started_at=job.started_at,
         finished_at=job.finished_at,
-    )
-
-
-def role_spec(spec: dict) -> RoleSpec:
-    return RoleSpec(
-        count=spec.get("count"),
-        cpu=spec.get("cpu"),
-        memory_mib=spec.get("memory_mib"),
-        gpu=spec.get("gpu"),
-        cpu_limit=spec.get("cpu_limit"),
     )

@@ -96,7 +96,7 @@ def plan_effects(session: Session, job_id: int, speed: Speed) -> list[dict[str, 
             {
                 "plan_id": plan.id,
                 "stage": plan.stage,
-                "optimizers": list((plan.body or {}).get("optimizers", [])),
+                "optimizers": list(plan.body.optimizers),
                 "applied_at": times[i].isoformat(),
                 "speed_before_steps_per_s": before.mean_steps_per_s,
                 "speed_after_steps_per_s": after.mean_steps_per_s,

@@ -16,15 +16,15 @@ from sqlalchemy.orm import Session
 from brain.backtest.command import add_parser
 from brain.backtest.db_source import DatabaseRuns
 from brain.backtest.trace import RUN_COLUMNS, TraceError
-from brain.domain import JobStatus
+from brain.domain import JobStatus, RoleSpec
 from brain.services.jobs import JobFilters, JobInput, upsert_job
 from brain.services.samples import NodePoint, ingest
 from brain.summaries import summarize_job
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 PS_JOB_ROLES = {
-    "ps": {"count": 1, "cpu": 4, "memory_mib": 8192},
-    "worker": {"count": 2, "cpu": 8, "memory_mib": 16384},
+    "ps": RoleSpec(count=1, cpu=4, memory_mib=8192),
+    "worker": RoleSpec(count=2, cpu=8, memory_mib=16384),
 }
 
 
@@ -157,8 +157,8 @@ def test_filters_and_only_final_summaries(db):
 
 def test_a_gpu_role_is_chosen_over_a_bigger_cpu_role_and_brings_its_card(db):
     roles = {
-        "chief": {"count": 1, "cpu": 32, "memory_mib": 65536},
-        "worker": {"count": 1, "cpu": 4, "memory_mib": 8192, "gpu": 2},
+        "chief": RoleSpec(count=1, cpu=32, memory_mib=65536),
+        "worker": RoleSpec(count=1, cpu=4, memory_mib=8192, gpu=2),
     }
     gpu = {"worker-0": [(0.5, 10000.0, 40960.0), (0.7, 30000.0, 40960.0)]}
     usage = {"chief-0": [(20, 9000), (24, 9000)], "worker-0": [(3, 6000), (3, 7000)]}
@@ -252,7 +252,7 @@ def test_an_empty_selection_exits_with_2(db, monkeypatch, capsys):
 def test_the_main_role_is_chosen_per_workload(db, caplog):
     ps_job(db, "ctr-1")
     ps_job(db, "ctr-2", start=T0 + timedelta(days=1))
-    only_ps = {"ps": {"count": 1, "cpu": 4, "memory_mib": 8192}}
+    only_ps = {"ps": RoleSpec(count=1, cpu=4, memory_mib=8192)}
     # a run of the same workload without workers is left out, not judged on its PS
     add_job(db, "ctr-3", {"ps-0": [(1, 10)]}, roles=only_ps, start=T0 + timedelta(days=2))
     add_job(db, "feed-1", {"ps-0": [(1, 10)]}, roles=only_ps, group="alice/feed")

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.db.engine import make_session_factory
-from brain.domain import JobStatus
+from brain.domain import JobStatus, RoleSpec
 from brain.services.jobs import JobInput, upsert_job
 from tests.collectors.cluster import Cluster
 from tests.ports import free_port
@@ -204,7 +204,7 @@ def register_job(
                 status=status,
                 started_at=started_at,
                 created_at=started_at,
-                roles={"ps": {"count": 1, "cpu": 2}, "worker": {"count": 2, "cpu": 4}},
+                roles={"ps": RoleSpec(count=1, cpu=2), "worker": RoleSpec(count=2, cpu=4)},
             ),
         )
         session.commit()

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from brain.db.models import Job, ScalePlan
-from brain.domain import utcnow
+from brain.domain import RoleSpec, utcnow
+from brain.optimizing.proposal import PlanBody
 from brain.services import events, jobs, nodes, samples
 
 
@@ -103,7 +104,7 @@ def add_applied_plan(session: Session, job: Job, applied_at: datetime, optimizer
             job_id=job.id,
             stage="running",
             status="applied",
-            body={"optimizers": [optimizer]},
+            body=PlanBody(optimizers=[optimizer]),
             created_at=applied_at,
             updated_at=applied_at,
         )
@@ -123,8 +124,8 @@ def hand_job(session: Session, uid: str = "hand-1", t0: datetime | None = None) 
         uid,
         start=t0,
         roles={
-            "ps": {"count": 1, "cpu": 4, "memory_mib": 8192, "gpu": 0},
-            "worker": {"count": 2, "cpu": 8, "memory_mib": 16384, "gpu": 1},
+            "ps": RoleSpec(count=1, cpu=4, memory_mib=8192, gpu=0),
+            "worker": RoleSpec(count=2, cpu=8, memory_mib=16384, gpu=1),
         },
     )
     add_node(session, job, "ps-0", "ps", created_at=t0, cpu=4, memory_mib=8192)
