@@ -1,0 +1,33 @@
+"""The reference job-master client: how a custom job master talks to Brain.
+
+See ``BrainClient``; the README's "Integrating a job master" shows a full loop.
+"""
+
+from brain.client.client import BrainClient, BrainError
+from brain.client.models import (
+    Ingested,
+    JobLimits,
+    JobRegistration,
+    NodeUsage,
+    Plan,
+    PlanNode,
+    PlanReason,
+    PlanRole,
+    RoleRequest,
+    SpeedPoint,
+)
+
+__all__ = [
+    "BrainClient",
+    "BrainError",
+    "Ingested",
+    "JobLimits",
+    "JobRegistration",
+    "NodeUsage",
+    "Plan",
+    "PlanNode",
+    "PlanReason",
+    "PlanRole",
+    "RoleRequest",
+    "SpeedPoint",
+]

@@ -1,0 +1,182 @@
+"""``BrainClient``: every call a job master makes to Brain, over one ``httpx.Client``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from brain.client.models import (
+    ErrorBody,
+    ErrorEnvelope,
+    Ingested,
+    JobRegistration,
+    NodeUsage,
+    Plan,
+    SpeedPoint,
+)
+from brain.domain import PlanStatus, Stage
+
+API = "/api/v1"
+
+
+class BrainError(RuntimeError):
+    """Brain answered with an error envelope: ``status``, ``code``, ``field``, ``message``."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None) -> None:
+        super().__init__(f"{status} {code}: {message}" + (f" ({field})" if field else ""))
+        self.status, self.code, self.field = status, code, field
+
+
+class BrainClient:
+    """A job master's side of the conversation with Brain.
+
+    Give it a base URL (``BrainClient("http://brain:8080")``) or an ``httpx.Client``
+    of your own (auth headers, timeouts, or an in-process transport such as
+    Starlette's ``TestClient``). Every method raises ``BrainError`` on a 4xx/5xx.
+
+    The loop a job master runs: ``register_job`` once, ``push_samples`` as load and
+    speed arrive, ``optimize`` at each stage (``create`` before start, ``estimate`` a
+    few minutes in, ``running`` periodically, ``oom`` with the node after each OOM
+    kill), then ``pending_plans`` / ``wait_for_plan`` to read what to do, apply it,
+    and ``report`` ``applied``, ``rejected`` or ``failed``.
+    """
+
+    def __init__(
+        self, base_url: str | None = None, *, http: httpx.Client | None = None, timeout: float = 10
+    ) -> None:
+        if http is None:
+            if base_url is None:
+                raise ValueError("give base_url or http")
+            http = httpx.Client(base_url=base_url, timeout=timeout)
+        self._http = http
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> BrainClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # Jobs -------------------------------------------------------------------------
+
+    def register_job(self, uid: str, job: JobRegistration) -> None:
+        """Create or update the job (idempotent)."""
+        self._call("PUT", f"{API}/jobs/{uid}", json=_dump(job))
+
+    def update_job(self, uid: str, **fields: Any) -> None:
+        """PATCH status, exit_reason, started_at or finished_at."""
+        body = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in fields.items()}
+        self._call("PATCH", f"{API}/jobs/{uid}", json=body)
+
+    def register_node(
+        self,
+        uid: str,
+        name: str,
+        *,
+        role: str,
+        index: int,
+        cpu: float,
+        memory_mib: float,
+        gpu: float = 0,
+        status: str = "running",
+    ) -> None:
+        """Register a node (or re-register it after a relaunch) with what it requests."""
+        body = {
+            "role": role,
+            "index": index,
+            "cpu": cpu,
+            "memory_mib": memory_mib,
+            "gpu": gpu,
+            "status": status,
+        }
+        self._call("PUT", f"{API}/jobs/{uid}/nodes/{name}", json=body)
+
+    # Telemetry --------------------------------------------------------------------
+
+    def push_samples(
+        self, uid: str, nodes: Sequence[NodeUsage] = (), speed: Sequence[SpeedPoint] = ()
+    ) -> Ingested:
+        """Node usage and training speed; a retried batch stores nothing twice."""
+        body = {"nodes": [_dump(n) for n in nodes], "speed": [_dump(s) for s in speed]}
+        return Ingested.model_validate(self._call("POST", f"{API}/jobs/{uid}/samples", json=body))
+
+    def report_event(
+        self, uid: str, kind: str, ts: datetime, node: str | None = None, detail: str | None = None
+    ) -> None:
+        """An event such as ``oom`` (then ask for the ``oom`` stage with the node)."""
+        event = {"ts": ts.isoformat(), "kind": kind, "node": node, "detail": detail}
+        self._call("POST", f"{API}/jobs/{uid}/events", json=[event])
+
+    # Plans ------------------------------------------------------------------------
+
+    def optimize(
+        self,
+        uid: str,
+        stage: Stage | str,
+        *,
+        node: str | None = None,
+        optimizers: list[str] | None = None,
+        settings: dict[str, dict[str, Any]] | None = None,
+    ) -> Plan:
+        """Run a stage's optimizers; the answer is the stored plan (maybe empty, with reasons)."""
+        body: dict[str, Any] = {"stage": str(Stage(stage))}
+        if node is not None:
+            body["node"] = node
+        if optimizers is not None:
+            body["optimizers"] = optimizers
+        if settings:
+            body["settings"] = settings
+        return Plan.model_validate(self._call("POST", f"{API}/jobs/{uid}/optimize", json=body))
+
+    def plans(self, uid: str, limit: int = 50) -> list[Plan]:
+        """The job's plans, newest first."""
+        found = self._call("GET", f"{API}/jobs/{uid}/plans", params={"limit": limit})
+        return [Plan.model_validate(p) for p in found]
+
+    def pending_plans(self, uid: str) -> list[Plan]:
+        """Every plan still ``proposed``, oldest first: apply them in this order."""
+        return sorted(
+            (p for p in self.plans(uid, limit=500) if p.status == PlanStatus.proposed),
+            key=lambda p: p.id,
+        )
+
+    def wait_for_plan(self, uid: str, after: int, wait_s: float = 30) -> Plan | None:
+        """Long-poll: the newest plan with an id above ``after``, or None after ``wait_s``."""
+        response = self._request(
+            "GET", f"{API}/jobs/{uid}/plans/latest", params={"after": after, "wait": wait_s}
+        )
+        return None if response.status_code == 204 else Plan.model_validate(response.json())
+
+    def report(
+        self, uid: str, plan_id: int, status: PlanStatus | str, message: str | None = None
+    ) -> Plan:
+        """What became of a plan: ``applied``, ``rejected`` or ``failed``."""
+        body = {"status": str(PlanStatus(status)), "message": message}
+        found = self._call("POST", f"{API}/jobs/{uid}/plans/{plan_id}/status", json=body)
+        return Plan.model_validate(found)
+
+    # Plumbing ---------------------------------------------------------------------
+
+    def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        response = self._http.request(method, url, **kwargs)
+        if response.status_code >= 400:
+            try:
+                error = ErrorEnvelope.model_validate_json(response.content).error
+            except ValidationError:
+                error = ErrorBody(code="http_error", message=response.text[:500])
+            raise BrainError(response.status_code, error.code, error.message, error.field)
+        return response
+
+    def _call(self, method: str, url: str, **kwargs: Any) -> Any:
+        response = self._request(method, url, **kwargs)
+        return response.json() if response.content else None
+
+
+def _dump(model) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,6 @@
+"""A simulated PS training job and the job master that drives Brain through its life.
+
+``brain simulate --scenario NAME`` runs one scenario against an in-process Brain (or a
+running one with ``--url``) through the reference client ``brain.client``. The
+package lives outside ``brain`` because the in-process run builds the API app.
+"""

@@ -1,0 +1,145 @@
+"""``brain simulate``: registered into the ``brain`` CLI by entry point."""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import tempfile
+from contextlib import ExitStack
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simulator.scenarios import SCENARIOS
+
+if TYPE_CHECKING:
+    from brain.client import BrainClient
+    from simulator.metrics import ScenarioResult
+
+COLUMNS = (
+    "scenario",
+    "seed",
+    "best_steps_per_sec",
+    "reached_steps_per_sec",
+    "plans_to_95pct",
+    "plans_applied",
+    "over_limit_seconds",
+    "oom_kills",
+    "oom_fixes_lost",
+    "oscillations",
+    "core_hours",
+    "best_core_hours",
+)
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "simulate",
+        help="drive Brain through a simulated PS training job",
+        description="Run a simulated training job (throughput model fitted to measured "
+        "tables) with a job master that applies Brain's plans, and print its figures. "
+        "By default Brain runs in-process on a throwaway SQLite database; --url drives a "
+        "running Brain over HTTP.",
+    )
+    parser.add_argument(
+        "--scenario",
+        required=True,
+        choices=[*SCENARIOS, "all"],
+        help="which scenario to run (all: every one)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--seeds", type=int, default=1, help="run this many seeds from --seed on (default 1)"
+    )
+    parser.add_argument(
+        "--horizon", type=float, default=None, help="simulated seconds (default: the scenario's)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON, one object per run")
+    parser.add_argument("--chart", type=Path, help="write steps/s and allocation over time (PNG)")
+    parser.add_argument("--url", help="a running Brain (default: in-process)")
+    parser.set_defaults(handler=_simulate)
+
+
+def _simulate(args) -> int:
+    # One line per HTTP request would drown the figures.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Imported here: `brain --help` and `brain serve` load this module to register it.
+    from simulator.run import run_scenario
+
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    results: list[ScenarioResult] = []
+    with ExitStack() as stack:
+        client = _client(args.url, stack)
+        for name in names:
+            for seed in range(args.seed, args.seed + args.seeds):
+                run, result = run_scenario(client, SCENARIOS[name], seed, args.horizon)
+                results.append(result)
+                if args.chart and seed == args.seed:
+                    from simulator.chart import write_chart
+
+                    path = args.chart
+                    if len(names) > 1:
+                        path = path.with_name(f"{path.stem}-{name}{path.suffix}")
+                    write_chart(run, path)
+    if args.json:
+        for result in results:
+            print(json.dumps(asdict(result)))
+    else:
+        _print_table(results)
+        if args.seeds > 1:
+            _print_summary(results)
+    return 0
+
+
+def _client(url: str | None, stack: ExitStack) -> BrainClient:
+    from brain.client import BrainClient
+
+    if url:
+        return stack.enter_context(BrainClient(url))
+    from starlette.testclient import TestClient
+
+    from api.app import create_app
+    from brain.config import Settings
+    from brain.db import migrate
+
+    directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="brain-simulate-"))
+    database_url = f"sqlite:///{directory}/brain.db"
+    migrate.upgrade(database_url)
+    app = create_app(Settings(database_url=database_url, summary_interval_s=0))
+    http = stack.enter_context(TestClient(app, base_url="http://brain.local"))
+    return BrainClient(http=http)
+
+
+def _print_table(results: list[ScenarioResult]) -> None:
+    rows = [[_cell(getattr(r, c)) for c in COLUMNS] for r in results]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]
+    print("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    for row in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _print_summary(results: list[ScenarioResult]) -> None:
+    print()
+    print("per scenario over seeds: reached/best median, plans_to_95pct max, invariant maxima")
+    for name in dict.fromkeys(r.scenario for r in results):
+        runs = [r for r in results if r.scenario == name]
+        ratio = statistics.median(r.reached_steps_per_sec / r.best_steps_per_sec for r in runs)
+        to_95 = [r.plans_to_95pct for r in runs]
+        worst = "never" if None in to_95 else str(max(to_95))
+        core = statistics.median(r.core_hours / r.best_core_hours for r in runs)
+        print(
+            f"{name:18s} reached/best {ratio:.3f}  plans_to_95pct max {worst}  "
+            f"over_limit_s max {max(r.over_limit_seconds for r in runs):g}  "
+            f"oom_fixes_lost max {max(r.oom_fixes_lost for r in runs)}  "
+            f"oscillations max {max(r.oscillations for r in runs)}  "
+            f"core_hours/best median {core:.3f}"
+        )
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -1,0 +1,136 @@
+"""The named scenarios of ``brain simulate``: a job, its limits and how it behaves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simulator.model import BETA_ALLREDUCE_V100, BETA_PS_NCF, MemoryModel, ThroughputModel
+
+
+@dataclass(frozen=True)
+class RoleStart:
+    """What the user declared for a role."""
+
+    count: int
+    cpu: float
+    memory_mib: float
+    gpu: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    roles: dict[str, RoleStart]
+    throughput: ThroughputModel
+    memory: MemoryModel
+    limit_cpu: float | None = None
+    limit_memory_mib: float | None = None
+    limit_gpu: float | None = None
+    strategy: str = "ps"
+    # Relative traffic of PS 0, 1, ...; PS beyond the list carry weight 1.
+    ps_weights: tuple[float, ...] = ()
+    total_steps: int = 2_000_000
+    horizon_s: float = 4 * 3600
+    # Largest node the cluster schedules (Brain's defaults).
+    node_max_cpu: float = 64
+    node_max_memory_mib: float = 512 * 1024
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def ps_weight(self, index: int) -> float:
+        return self.ps_weights[index] if index < len(self.ps_weights) else 1.0
+
+
+_PS_MODEL = ThroughputModel(
+    per_worker_steps_per_sec=30.0, beta=BETA_PS_NCF, worker_cpu_needed=4.0, ps_cpu_per_step=0.04
+)
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            name="ps-steady",
+            description="The design's example: 1 PS and 1 worker under a 32-core limit; "
+            "~30 steps/s at the start.",
+            roles={
+                "ps": RoleStart(1, cpu=2, memory_mib=4096),
+                "worker": RoleStart(1, cpu=4, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500),
+            limit_cpu=32,
+        ),
+        Scenario(
+            name="ps-growing-memory",
+            description="Sparse embeddings: PS memory grows with every step and outgrows "
+            "its 4 GiB request after about 1.5 hours.",
+            roles={
+                "ps": RoleStart(1, cpu=4, memory_mib=4096),
+                "worker": RoleStart(1, cpu=4, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500, ps_mib_per_step=0.005),
+            limit_cpu=32,
+            total_steps=1_000_000,
+        ),
+        Scenario(
+            name="oom-storm",
+            description="Workers declared with 2 GiB use 3 GiB: every worker is OOM-killed "
+            "as soon as it starts.",
+            roles={
+                "ps": RoleStart(2, cpu=4, memory_mib=8192),
+                "worker": RoleStart(4, cpu=4, memory_mib=2048),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3072, ps_base_mib=3000),
+            limit_cpu=48,
+        ),
+        Scenario(
+            name="hot-ps",
+            description="3 PS of 4 cores, PS 0 carries half the traffic (a hot embedding "
+            "shard): it saturates while the others idle.",
+            roles={
+                "ps": RoleStart(3, cpu=4, memory_mib=8192),
+                "worker": RoleStart(6, cpu=4, memory_mib=8192),
+            },
+            throughput=ThroughputModel(
+                per_worker_steps_per_sec=30.0,
+                beta=BETA_PS_NCF,
+                worker_cpu_needed=4.0,
+                ps_cpu_per_step=0.1,
+            ),
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=6000),
+            ps_weights=(2.0, 1.0, 1.0),
+            limit_cpu=48,
+        ),
+        Scenario(
+            name="limit-bound",
+            description="At its 20-core limit from the start (1 PS of 8 cores, 3 workers of "
+            "4): the PS is busy, nothing may grow past the limit.",
+            roles={
+                "ps": RoleStart(1, cpu=8, memory_mib=8192),
+                "worker": RoleStart(3, cpu=4, memory_mib=8192),
+            },
+            throughput=ThroughputModel(
+                per_worker_steps_per_sec=30.0,
+                beta=BETA_PS_NCF,
+                worker_cpu_needed=4.0,
+                ps_cpu_per_step=0.12,
+            ),
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+            limit_cpu=20,
+        ),
+        Scenario(
+            name="gpu-allreduce",
+            description="All-reduce on GPUs: 4 workers of 1 GPU under an 8-GPU limit; no PS.",
+            strategy="allreduce",
+            roles={"worker": RoleStart(4, cpu=8, memory_mib=32768, gpu=1)},
+            throughput=ThroughputModel(
+                per_worker_steps_per_sec=4.4, beta=BETA_ALLREDUCE_V100, worker_cpu_needed=6.0
+            ),
+            memory=MemoryModel(worker_mib=20000),
+            limit_gpu=8,
+            limit_cpu=80,
+        ),
+    )
+}
