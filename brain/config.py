@@ -21,6 +21,82 @@ DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
 }
 
 
+class CollectorSettings(BaseSettings):
+    """The Prometheus collector's settings (``collectors/``; all PromQL lives in
+    collectors/queries.py). Read from the same flat ``BRAIN_*`` variables as the rest, so
+    ``BRAIN_PROMETHEUS_URL`` stays ``BRAIN_PROMETHEUS_URL``; ``Settings.collector`` holds it."""
+
+    model_config = SettingsConfigDict(env_prefix="BRAIN_", extra="ignore")
+
+    prometheus_url: str | None = Field(
+        None, description="Prometheus to scrape node load from; unset disables the collector."
+    )
+    prometheus_token: SecretStr | None = Field(None, description="Bearer token for Prometheus.")
+    prometheus_username: str | None = Field(None, description="Basic-auth user for Prometheus.")
+    prometheus_password: SecretStr | None = Field(None, description="Basic-auth password.")
+    prometheus_ca_file: str | None = Field(None, description="CA bundle for Prometheus TLS.")
+    collect_interval_s: float = Field(
+        60, gt=0, description="Seconds between two collector cycles (serve and `brain collect`)."
+    )
+    collect_lookback_s: int = Field(
+        3600,
+        ge=60,
+        description="How far back the first collection of a job without stored points reaches.",
+    )
+    collect_delay_s: int = Field(
+        30,
+        ge=0,
+        description="Points younger than this wait for the next cycle, so every scrape has landed.",
+    )
+    collect_mapping: str = Field(
+        "pod_name",
+        pattern="^(pod_name|labels)$",
+        description="How series are tied to jobs: pod_name (BRAIN_POD_NAME_PATTERN on the pod "
+        "label) or labels (BRAIN_JOB_LABEL / BRAIN_ROLE_LABEL / BRAIN_INDEX_LABEL).",
+    )
+    pod_name_pattern: str = Field(
+        r"^(?P<job>.+)-edljob-(?P<role>[a-z]+)-(?P<index>\d+)$",
+        description="Regex with named groups job, role, index matched against the pod name "
+        "(default: DLRover's <job>-edljob-<role>-<index>); must also be valid RE2.",
+    )
+    job_label: str = Field(
+        "label_elasticjob_dlrover_name",
+        description="labels mapping: the label holding the job uid or name (kube_pod_labels).",
+    )
+    role_label: str = Field(
+        "label_elasticjob_dlrover_replica_type",
+        description="labels mapping: the label holding the role (else taken from the pod name).",
+    )
+    index_label: str = Field(
+        "label_elasticjob_dlrover_replica_index",
+        description="labels mapping: the label holding the index (else taken from the pod name).",
+    )
+    prometheus_queries: dict[str, str] = Field(
+        default_factory=dict,
+        description="PromQL template overrides by signal (cpu, memory_mib, gpu_util, "
+        "gpu_memory_mib, gpu_memory_total_mib, oom, node_free_cpu, node_free_memory_mib, "
+        "pod_labels); JSON.",
+    )
+    prometheus_selector: str = Field(
+        "", description='Extra label matchers added to every pod query, e.g. cluster="prod".'
+    )
+    prometheus_rate_window: str = Field(
+        "2m", description="Range of rate() in the CPU query (at least 4 scrape intervals)."
+    )
+    prometheus_step_s: int = Field(
+        15, ge=1, description="Resolution (query_range step) of the collected series, seconds."
+    )
+    prometheus_timeout_s: float = Field(
+        10, gt=0, description="Timeout of one request to Prometheus, seconds."
+    )
+    prometheus_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a failed Prometheus request (bounded)."
+    )
+    prometheus_backoff_s: float = Field(
+        1.0, ge=0, description="Delay before the first retry; doubles with each retry (max 30 s)."
+    )
+
+
 class Settings(BaseSettings):
     """Brain's effective configuration. Every field is ``BRAIN_<FIELD>`` in the environment."""
 
@@ -87,72 +163,10 @@ class Settings(BaseSettings):
         "compares speed across worker counts).",
     )
 
-    prometheus_url: str | None = Field(
-        None, description="Prometheus to scrape node load from; unset disables the collector."
-    )
-    prometheus_token: SecretStr | None = Field(None, description="Bearer token for Prometheus.")
-    prometheus_username: str | None = Field(None, description="Basic-auth user for Prometheus.")
-    prometheus_password: SecretStr | None = Field(None, description="Basic-auth password.")
-    prometheus_ca_file: str | None = Field(None, description="CA bundle for Prometheus TLS.")
-    # --- Prometheus collector (collectors/); all PromQL lives in collectors/queries.py ---
-    collect_interval_s: float = Field(
-        60, gt=0, description="Seconds between two collector cycles (serve and `brain collect`)."
-    )
-    collect_lookback_s: int = Field(
-        3600,
-        ge=60,
-        description="How far back the first collection of a job without stored points reaches.",
-    )
-    collect_delay_s: int = Field(
-        30,
-        ge=0,
-        description="Points younger than this wait for the next cycle, so every scrape has landed.",
-    )
-    collect_mapping: str = Field(
-        "pod_name",
-        pattern="^(pod_name|labels)$",
-        description="How series are tied to jobs: pod_name (BRAIN_POD_NAME_PATTERN on the pod "
-        "label) or labels (BRAIN_JOB_LABEL / BRAIN_ROLE_LABEL / BRAIN_INDEX_LABEL).",
-    )
-    pod_name_pattern: str = Field(
-        r"^(?P<job>.+)-edljob-(?P<role>[a-z]+)-(?P<index>\d+)$",
-        description="Regex with named groups job, role, index matched against the pod name "
-        "(default: DLRover's <job>-edljob-<role>-<index>); must also be valid RE2.",
-    )
-    job_label: str = Field(
-        "label_elasticjob_dlrover_name",
-        description="labels mapping: the label holding the job uid or name (kube_pod_labels).",
-    )
-    role_label: str = Field(
-        "label_elasticjob_dlrover_replica_type",
-        description="labels mapping: the label holding the role (else taken from the pod name).",
-    )
-    index_label: str = Field(
-        "label_elasticjob_dlrover_replica_index",
-        description="labels mapping: the label holding the index (else taken from the pod name).",
-    )
-    prometheus_queries: dict[str, str] = Field(
-        default_factory=dict,
-        description="PromQL template overrides by signal (cpu, memory, gpu_util, gpu_memory, "
-        "gpu_memory_total, oom, node_cpu_free, node_memory_free, pod_labels); JSON.",
-    )
-    prometheus_selector: str = Field(
-        "", description='Extra label matchers added to every pod query, e.g. cluster="prod".'
-    )
-    prometheus_rate_window: str = Field(
-        "2m", description="Range of rate() in the CPU query (at least 4 scrape intervals)."
-    )
-    prometheus_step_s: int = Field(
-        15, ge=1, description="Resolution (query_range step) of the collected series, seconds."
-    )
-    prometheus_timeout_s: float = Field(
-        10, gt=0, description="Timeout of one request to Prometheus, seconds."
-    )
-    prometheus_retries: int = Field(
-        2, ge=0, le=10, description="Retries of a failed Prometheus request (bounded)."
-    )
-    prometheus_backoff_s: float = Field(
-        1.0, ge=0, description="Delay before the first retry; doubles with each retry (max 30 s)."
+    collector: CollectorSettings = Field(
+        default_factory=CollectorSettings,
+        description="The Prometheus collector's settings (flat BRAIN_PROMETHEUS_* and "
+        "BRAIN_COLLECT_* variables, see CollectorSettings).",
     )
 
     @property
@@ -166,10 +180,17 @@ class Settings(BaseSettings):
         )
 
     def masked(self) -> dict[str, Any]:
-        """The configuration as plain data with every secret replaced by ``***``."""
-        data = self.model_dump()
+        """The configuration as plain data with every secret replaced by ``***``, flat as
+        the environment names it (the collector's fields beside the others)."""
+        data = _masked(self, exclude={"collector"})
         data["database_url"] = make_url(self.database_url).render_as_string(hide_password=True)
-        for name, value in data.items():
-            if isinstance(getattr(self, name), SecretStr) and value is not None:
-                data[name] = "***"
+        data.update(_masked(self.collector))
         return data
+
+
+def _masked(settings: BaseSettings, exclude: set[str] | None = None) -> dict[str, Any]:
+    data = settings.model_dump(exclude=exclude)
+    for name, value in data.items():
+        if isinstance(getattr(settings, name), SecretStr) and value is not None:
+            data[name] = "***"
+    return data

@@ -100,7 +100,7 @@ def _collect(args) -> int:
     from collectors.service import CONFIG_ERRORS, CollectorService
 
     settings = Settings()
-    if not settings.prometheus_url:
+    if not settings.collector.prometheus_url:
         print("BRAIN_PROMETHEUS_URL is not set: there is no Prometheus to read", file=sys.stderr)
         return 2
     if args.interval is not None and args.interval <= 0:
@@ -112,7 +112,7 @@ def _collect(args) -> int:
     try:
         try:
             service = CollectorService(
-                settings,
+                settings.collector,
                 make_session_factory(engine),
                 Telemetry(),
                 engine=engine,

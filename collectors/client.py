@@ -24,6 +24,8 @@ from prometheus_api_client import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from brain.config import CollectorSettings
+
 log = logging.getLogger(__name__)
 
 # Prometheus refuses a range query with more than 11,000 points per series.
@@ -98,7 +100,7 @@ class PrometheusClient:
     @classmethod
     def from_settings(
         cls,
-        settings,
+        settings: CollectorSettings,
         *,
         stop: threading.Event | None = None,
         on_error: Callable[[str], None] | None = None,

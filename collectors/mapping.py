@@ -23,7 +23,9 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+
+from brain.config import CollectorSettings
+from brain.services.collection import CollectableJob
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +43,6 @@ class PodRef:
     pod: str
     role: str
     index: int
-
-
-@dataclass(frozen=True, slots=True)
-class JobInfo:
-    """What the collector needs of a registered job (a plain snapshot, no ORM state)."""
-
-    id: int
-    uid: str
-    name: str
-    namespace: str | None
-    start: datetime
 
 
 class SeriesMapper:
@@ -84,7 +75,7 @@ class SeriesMapper:
         self.index_label = index_label
 
     @classmethod
-    def from_settings(cls, settings) -> SeriesMapper:
+    def from_settings(cls, settings: CollectorSettings) -> SeriesMapper:
         return cls(
             mode=settings.collect_mapping,
             pod_name_pattern=settings.pod_name_pattern,
@@ -123,15 +114,15 @@ class SeriesMapper:
 class JobIndex:
     """Registered jobs by uid and by name, to resolve a ``PodRef``'s job key."""
 
-    def __init__(self, jobs: Iterable[JobInfo]) -> None:
-        self.by_uid: dict[str, JobInfo] = {}
-        self.by_name: dict[str, list[JobInfo]] = {}
+    def __init__(self, jobs: Iterable[CollectableJob]) -> None:
+        self.by_uid: dict[str, CollectableJob] = {}
+        self.by_name: dict[str, list[CollectableJob]] = {}
         for job in jobs:
             self.by_uid[job.uid] = job
             self.by_name.setdefault(job.name, []).append(job)
         self._warned: set[tuple[str, str | None]] = set()
 
-    def resolve(self, ref: PodRef) -> JobInfo | None:
+    def resolve(self, ref: PodRef) -> CollectableJob | None:
         job = self.by_uid.get(ref.job_key)
         if job is not None:
             return job

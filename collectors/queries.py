@@ -28,14 +28,20 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from brain.config import CollectorSettings
+
 # --- the signals --------------------------------------------------------------------
 
-# Stored as node samples, one column each.
-SAMPLE_SIGNALS = ("cpu", "memory", "gpu_util", "gpu_memory", "gpu_memory_total")
+# A signal is named after what Brain stores, units in the name as in the API (``UNITS``
+# says what its template returns instead). Stored as node samples, one column each: the
+# names are the columns of ``brain.services.samples.NodePoint``.
+SAMPLE_SIGNALS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib", "gpu_memory_total_mib")
 # OOM kills, stored as events.
 OOM_SIGNAL = "oom"
 # Node-level free capacity, read for context only (reported, not stored).
-NODE_SIGNALS = ("node_cpu_free", "node_memory_free")
+NODE_FREE_CPU = "node_free_cpu"
+NODE_FREE_MEMORY_MIB = "node_free_memory_mib"
+NODE_SIGNALS = (NODE_FREE_CPU, NODE_FREE_MEMORY_MIB)
 # The label join of label mapping.
 POD_LABELS = "pod_labels"
 
@@ -47,14 +53,14 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         '{container!="", container!="POD", $selector}[$rate_window]))'
     ),
     # cAdvisor: working set, what the OOM killer looks at.
-    "memory": (
+    "memory_mib": (
         "sum by (namespace, pod) (container_memory_working_set_bytes"
         '{container!="", container!="POD", $selector})'
     ),
     # DCGM exporter (with Kubernetes pod attribution): mean utilization of the pod's GPUs.
     "gpu_util": "avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{$selector})",
-    "gpu_memory": "sum by (namespace, pod) (DCGM_FI_DEV_FB_USED{$selector})",
-    "gpu_memory_total": (
+    "gpu_memory_mib": "sum by (namespace, pod) (DCGM_FI_DEV_FB_USED{$selector})",
+    "gpu_memory_total_mib": (
         "sum by (namespace, pod) (DCGM_FI_DEV_FB_USED{$selector} + DCGM_FI_DEV_FB_FREE{$selector})"
     ),
     # kube-state-metrics: per container, the restart count while the last termination was
@@ -76,11 +82,11 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "{$selector}))"
     ),
     # node-exporter: idle cores and available memory per node, for context.
-    "node_cpu_free": (
+    "node_free_cpu": (
         "sum by (instance) (rate(node_cpu_seconds_total"
         '{mode="idle", $node_selector}[$rate_window]))'
     ),
-    "node_memory_free": "sum by (instance) (node_memory_MemAvailable_bytes{$node_selector})",
+    "node_free_memory_mib": "sum by (instance) (node_memory_MemAvailable_bytes{$node_selector})",
     # Label mapping: copy the job, role and index labels of the pod onto each series.
     POD_LABELS: (
         "($query) * on (namespace, pod) group_left ($labels) "
@@ -91,17 +97,27 @@ DEFAULT_TEMPLATES: dict[str, str] = {
 # What each template returns, and therefore how it is converted.
 UNITS: dict[str, str] = {
     "cpu": "cores",
-    "memory": "bytes",
+    "memory_mib": "bytes",
     "gpu_util": "percent",
-    "gpu_memory": "MiB",
-    "gpu_memory_total": "MiB",
+    "gpu_memory_mib": "MiB",
+    "gpu_memory_total_mib": "MiB",
     "oom": "count",
-    "node_cpu_free": "cores",
-    "node_memory_free": "bytes",
+    "node_free_cpu": "cores",
+    "node_free_memory_mib": "bytes",
 }
 
 # Brain's unit = template unit / divisor (a division, so 40 % is exactly 0.4).
 _DIVISOR = {"cores": 1.0, "bytes": 1024.0 * 1024.0, "percent": 100.0, "MiB": 1.0, "count": 1.0}
+
+# Signal names before units were part of them: named in the error, so an old override
+# is renamed rather than silently ignored.
+RENAMED = {
+    "memory": "memory_mib",
+    "gpu_memory": "gpu_memory_mib",
+    "gpu_memory_total": "gpu_memory_total_mib",
+    "node_cpu_free": "node_free_cpu",
+    "node_memory_free": "node_free_memory_mib",
+}
 
 _PLACEHOLDERS = {
     "selector",
@@ -170,6 +186,19 @@ class QuerySet:
         return string.Template(self.templates[name]).safe_substitute(values)
 
 
+def queries_from_settings(settings: CollectorSettings) -> QuerySet:
+    return build_queries(
+        mapping=settings.collect_mapping,
+        pod_name_pattern=settings.pod_name_pattern,
+        job_label=settings.job_label,
+        role_label=settings.role_label,
+        index_label=settings.index_label,
+        overrides=settings.prometheus_queries,
+        extra_selector=settings.prometheus_selector,
+        rate_window=settings.prometheus_rate_window,
+    )
+
+
 def build_queries(
     *,
     mapping: str,
@@ -185,9 +214,11 @@ def build_queries(
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(DEFAULT_TEMPLATES))
     if unknown:
+        renamed = [f"{old} is now {RENAMED[old]}" for old in unknown if old in RENAMED]
         raise QueryConfigError(
             f"unknown query name(s) {', '.join(unknown)} in BRAIN_PROMETHEUS_QUERIES; "
             f"known: {', '.join(DEFAULT_TEMPLATES)}"
+            + (f" ({'; '.join(renamed)})" if renamed else "")
         )
     templates = {**DEFAULT_TEMPLATES, **overrides}
     for name, template in templates.items():

@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from brain.config import CollectorSettings
 from brain.domain import utcnow
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
@@ -35,7 +37,7 @@ STOP_JOIN_S = 5.0
 class CollectorService:
     def __init__(
         self,
-        settings,
+        settings: CollectorSettings,
         session_factory: sessionmaker[Session],
         telemetry: Telemetry | None = None,
         *,
@@ -193,15 +195,15 @@ class CollectorService:
             events=last.events,
             unmatched_series=last.unmatched_series,
         )
-        if last.context is not None:
-            detail["cluster"] = last.context
+        if last.capacity is not None:
+            detail["cluster"] = asdict(last.capacity)
         return {"status": "ok", "detail": detail}
 
 
 def attach(app) -> None:
     """App hook (``brain.app_hooks``): run the collector inside ``brain serve`` when
     ``BRAIN_PROMETHEUS_URL`` is set; do nothing otherwise."""
-    settings = app.state.settings
+    settings = app.state.settings.collector
     if not settings.prometheus_url:
         return
     try:

@@ -19,7 +19,7 @@ import pytest
 import requests
 from sqlalchemy.orm import Session
 
-from brain.config import Settings
+from brain.config import CollectorSettings, Settings
 from brain.db.engine import make_session_factory
 from brain.domain import JobStatus, RoleSpec
 from brain.services.jobs import JobInput, upsert_job
@@ -165,9 +165,8 @@ def prometheus(prometheus_factory) -> PromServer:
 
 
 @pytest.fixture
-def collector_settings(pg_url, db, prometheus) -> Settings:
-    return Settings(
-        database_url=pg_url,
+def collector_settings(db, prometheus) -> CollectorSettings:
+    return CollectorSettings(
         prometheus_url=prometheus.url,
         collect_delay_s=0,
         collect_interval_s=0.5,
@@ -175,6 +174,11 @@ def collector_settings(pg_url, db, prometheus) -> Settings:
         prometheus_retries=2,
         prometheus_backoff_s=0.05,
     )
+
+
+def app_settings(database_url: str, collector: CollectorSettings) -> Settings:
+    """Brain's settings on ``database_url`` with this collector configuration."""
+    return Settings(database_url=database_url, collector=collector)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from sqlalchemy import func, select, text
 
 from api.app import create_app
 from brain.cli import main as brain_main
+from brain.config import CollectorSettings
 from brain.db.models import Event, Node, NodeSample
 from brain.domain import JobStatus
 from brain.services.jobs import get_job
@@ -21,6 +22,7 @@ from brain.services.samples import SampleQuery, node_samples
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
 from collectors.lock import AdvisoryLock
+from collectors.reading import ClusterCapacity
 from collectors.scrape import Collector
 from collectors.service import CollectorService, attach
 from tests.collectors.cluster import (
@@ -31,7 +33,7 @@ from tests.collectors.cluster import (
     TERMINATED_OOM_BEFORE_T0,
     Cluster,
 )
-from tests.collectors.conftest import register_job
+from tests.collectors.conftest import app_settings, register_job
 from tests.ports import free_port
 
 GPU_FIELDS = ("gpu_util", "gpu_memory_mib", "gpu_memory_total_mib")
@@ -130,7 +132,7 @@ def test_cycle_stores_every_point_converted_and_one_oom_event(
     )
     assert stored == ALL_POINTS
     # Node-exporter context: 2 nodes x 2 idle cores at 0.75, 64 + 32 GiB available.
-    assert report.context == {"nodes": 2, "free_cpu": 3.0, "free_memory_mib": 96 * 1024.0}
+    assert report.capacity == ClusterCapacity(nodes=2, free_cpu=3.0, free_memory_mib=96 * 1024.0)
 
 
 def test_second_run_and_backfill_store_nothing_new(collector_settings, session_factory, cluster):
@@ -189,16 +191,13 @@ def test_extra_selector_narrows_every_query(collector_settings, session_factory,
 
 
 def test_sqlite_store_works_without_a_lock(sqlite_url, prometheus, cluster):
-    from brain.config import Settings
     from brain.db.engine import make_engine, make_session_factory
 
     engine = make_engine(sqlite_url)
     try:
         factory = make_session_factory(engine)
         _register_both(factory, cluster)
-        settings = Settings(
-            database_url=sqlite_url, prometheus_url=prometheus.url, collect_delay_s=0
-        )
+        settings = CollectorSettings(prometheus_url=prometheus.url, collect_delay_s=0)
         service = CollectorService(settings, factory, engine=engine)
         try:
             report = service.tick(now=cluster.t0_dt)
@@ -241,10 +240,10 @@ def test_a_failed_write_rolls_back_that_job_only(
 ):
     from sqlalchemy.exc import OperationalError
 
-    from collectors import scrape
+    from brain.services import collection
 
     _register_both(session_factory, cluster)
-    real_ingest = scrape.ingest
+    real_ingest = collection.ingest
 
     def ingest_then_fail_for_beta(session, job, nodes, speed):
         result = real_ingest(session, job, nodes, speed)  # rows are in the transaction...
@@ -252,7 +251,7 @@ def test_a_failed_write_rolls_back_that_job_only(
             raise OperationalError("INSERT", {}, Exception("connection lost"))  # ...then not
         return result
 
-    monkeypatch.setattr(scrape, "ingest", ingest_then_fail_for_beta)
+    monkeypatch.setattr(collection, "ingest", ingest_then_fail_for_beta)
     telemetry = Telemetry()
     report = _collector(collector_settings, session_factory, telemetry).run_cycle(now=cluster.t0_dt)
     assert not report.ok and "uid-beta" in report.errors[0]
@@ -266,7 +265,7 @@ def test_a_failed_write_rolls_back_that_job_only(
     assert all(name.startswith("alpha-") for name in names)
 
     # The next cycle starts again from beta's (absent) stored points and completes it.
-    monkeypatch.setattr(scrape, "ingest", real_ingest)
+    monkeypatch.setattr(collection, "ingest", real_ingest)
     retry = _collector(collector_settings, session_factory).run_cycle(now=cluster.t0_dt)
     assert retry.ok and retry.stored == 2 * POINTS_PER_POD and retry.events == 2
 
@@ -431,12 +430,12 @@ def test_server_stopped_mid_cycle_leaves_nothing_half_written(
 
 
 def test_app_serves_scraped_load_through_the_samples_api(
-    collector_settings, session_factory, cluster
+    collector_settings, pg_url, session_factory, cluster
 ):
     started = datetime.now(UTC) - timedelta(minutes=10)
     register_job(session_factory, "alpha", "team-a", started)
     specs = {spec.pod: spec for spec in JOB_PODS["alpha"]}
-    app = create_app(collector_settings, on_startup=[attach])
+    app = create_app(app_settings(pg_url, collector_settings), on_startup=[attach])
     with TestClient(app) as client:
         deadline = time.monotonic() + 20
         nodes: list[dict] = []
@@ -466,7 +465,7 @@ def test_app_serves_scraped_load_through_the_samples_api(
     assert not thread.is_alive()
 
 
-def test_readiness_stays_200_with_prometheus_down(collector_settings, cluster):
+def test_readiness_stays_200_with_prometheus_down(collector_settings, pg_url, cluster):
     settings = collector_settings.model_copy(
         update={
             "prometheus_url": f"http://127.0.0.1:{free_port()}",
@@ -474,7 +473,7 @@ def test_readiness_stays_200_with_prometheus_down(collector_settings, cluster):
             "prometheus_retries": 1,
         }
     )
-    with TestClient(create_app(settings, on_startup=[attach])) as client:
+    with TestClient(create_app(app_settings(pg_url, settings), on_startup=[attach])) as client:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             response = client.get("/readyz")
@@ -520,12 +519,12 @@ def test_attach_does_nothing_without_prometheus_url(settings):
 
 
 def test_cli_once_backfills_one_job(
-    monkeypatch, collector_settings, session_factory, cluster, capsys
+    monkeypatch, collector_settings, pg_url, session_factory, cluster, capsys
 ):
     started = datetime.now(UTC) - timedelta(minutes=30)
     register_job(session_factory, "alpha", "team-a", started)
     register_job(session_factory, "beta", "team-b", started)
-    monkeypatch.setenv("BRAIN_DATABASE_URL", collector_settings.database_url)
+    monkeypatch.setenv("BRAIN_DATABASE_URL", pg_url)
     monkeypatch.setenv("BRAIN_PROMETHEUS_URL", collector_settings.prometheus_url)
     monkeypatch.setenv("BRAIN_COLLECT_DELAY_S", "0")
 

@@ -7,28 +7,29 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brain.config import Settings
+from brain.config import CollectorSettings
+from brain.services.collection import CollectableJob
 from collectors.cli import parse_duration
 from collectors.client import PrometheusError, _parse
-from collectors.mapping import JobIndex, JobInfo, MappingConfigError, PodRef, SeriesMapper
+from collectors.mapping import JobIndex, MappingConfigError, PodRef, SeriesMapper
 from collectors.queries import (
     DEFAULT_TEMPLATES,
     QueryConfigError,
     build_queries,
     promql_string,
+    queries_from_settings,
     to_brain_unit,
 )
-from collectors.scrape import build_queries_from_settings
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def _job(id_: int, uid: str, name: str, namespace: str | None = None) -> JobInfo:
-    return JobInfo(id=id_, uid=uid, name=name, namespace=namespace, start=T)
+def _job(id_: int, uid: str, name: str, namespace: str | None = None) -> CollectableJob:
+    return CollectableJob(id=id_, uid=uid, name=name, namespace=namespace, start=T)
 
 
 def test_dlrover_pod_names_by_default():
-    mapper = SeriesMapper.from_settings(Settings())
+    mapper = SeriesMapper.from_settings(CollectorSettings())
     ref = mapper.pod_ref({"namespace": "ml", "pod": "ctr-model-edljob-worker-12"})
     assert ref == PodRef("ctr-model", "ml", "ctr-model-edljob-worker-12", "worker", 12)
     assert mapper.pod_ref({"namespace": "ml", "pod": "coredns-7d9f"}) is None
@@ -89,11 +90,11 @@ def test_job_index_prefers_uid_then_name_in_the_same_namespace(caplog):
 
 def test_queries_validate_overrides_and_render_the_selector():
     with pytest.raises(QueryConfigError, match="unknown query name"):
-        build_queries_from_settings(Settings(prometheus_queries={"cpuu": "x"}))
+        queries_from_settings(CollectorSettings(prometheus_queries={"cpuu": "x"}))
     with pytest.raises(QueryConfigError, match=r"\$podname"):
-        build_queries_from_settings(Settings(prometheus_queries={"cpu": "foo{$podname}"}))
-    queries = build_queries_from_settings(
-        Settings(
+        queries_from_settings(CollectorSettings(prometheus_queries={"cpu": "foo{$podname}"}))
+    queries = queries_from_settings(
+        CollectorSettings(
             prometheus_queries={
                 "gpu_util": 'avg by (namespace, pod) (label_replace(DCGM_FI_DEV_GPU_UTIL, "pod", '
                 '"$1", "exported_pod", "(.+)"))'
@@ -105,7 +106,7 @@ def test_queries_validate_overrides_and_render_the_selector():
     cpu = queries.pod_query("cpu")
     assert 'pod=~"^(?P<job>.+)-edljob-(?P<role>[a-z]+)-(?P<index>\\\\d+)$"' in cpu
     assert cpu.endswith('cluster="prod"}[2m]))')
-    assert set(DEFAULT_TEMPLATES) >= {"cpu", "memory", "gpu_util", "gpu_memory", "oom"}
+    assert set(DEFAULT_TEMPLATES) >= {"cpu", "memory_mib", "gpu_util", "gpu_memory_mib", "oom"}
 
 
 def test_label_mapping_joins_kube_pod_labels():
@@ -116,7 +117,7 @@ def test_label_mapping_joins_kube_pod_labels():
         role_label="label_role",
         index_label="label_job",
     )
-    memory = queries.pod_query("memory")
+    memory = queries.pod_query("memory_mib")
     assert "group_left (label_job, label_role)" in memory
     assert 'kube_pod_labels{label_job!=""}' in memory
     with pytest.raises(QueryConfigError):
@@ -126,10 +127,10 @@ def test_label_mapping_joins_kube_pod_labels():
 
 
 def test_units_and_strings():
-    assert to_brain_unit("memory", 3 * 1024 * 1024 * 1024) == 3072.0
+    assert to_brain_unit("memory_mib", 3 * 1024 * 1024 * 1024) == 3072.0
     assert to_brain_unit("gpu_util", 40) == 0.4
     assert to_brain_unit("cpu", 1.25) == 1.25
-    assert to_brain_unit("gpu_memory", 1000) == 1000
+    assert to_brain_unit("gpu_memory_mib", 1000) == 1000
     assert promql_string('a"b\\c') == '"a\\"b\\\\c"'
 
 

@@ -1,0 +1,132 @@
+"""What the Prometheus collector (``collectors/``) reads from and writes to the store.
+
+The collector decides *what* to ask Prometheus; these functions are its only way into
+the database: which jobs to collect, where each job's stored load ends, and writing a
+job's scraped points and OOM kills through the same ingest path as pushed samples.
+The caller owns the transaction (the collector writes each job in one of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, NodeSample
+from brain.domain import JobStatus
+from brain.services.events import EventInput, record_events
+from brain.services.nodes import NodeRef, ensure_nodes
+from brain.services.samples import NodePoint, ingest
+
+# Points per ingest statement: bounds the size of one INSERT of a long backfill.
+INGEST_CHUNK = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class CollectableJob:
+    """What the collector needs of a registered job (a plain snapshot, no ORM state)."""
+
+    id: int
+    uid: str
+    name: str
+    namespace: str | None
+    # When its load can begin: started_at, else created_at.
+    start: datetime
+
+
+@dataclass(frozen=True)
+class CollectionJobs:
+    """``known``: every job a series may belong to (running ones, plus the selected);
+    ``targets``: the jobs whose load this cycle collects; ``missing``: selected uids that
+    name no job."""
+
+    known: list[CollectableJob]
+    targets: list[CollectableJob]
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CollectedLoad:
+    """One job's scraped points and OOM kills; ``event_nodes`` are the killed nodes (they
+    are created, like nodes of pushed samples, when the job master never registered them)."""
+
+    points: list[NodePoint] = field(default_factory=list)
+    events: list[EventInput] = field(default_factory=list)
+    event_nodes: list[NodeRef] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.points and not self.events
+
+
+@dataclass(frozen=True)
+class CollectedResult:
+    stored: int
+    duplicates: int
+    events: int
+
+
+_COLUMNS = (Job.id, Job.uid, Job.name, Job.namespace, Job.started_at, Job.created_at)
+
+
+def jobs_to_collect(session: Session, job_uids: Sequence[str] | None = None) -> CollectionJobs:
+    """Running jobs, or only ``job_uids`` (whatever their status) when given."""
+    running = session.execute(select(*_COLUMNS).where(Job.status == JobStatus.running.value))
+    known = {row.id: _collectable(row) for row in running}
+    if not job_uids:
+        return CollectionJobs(known=list(known.values()), targets=list(known.values()))
+    selected = [
+        _collectable(row) for row in session.execute(select(*_COLUMNS).where(Job.uid.in_(job_uids)))
+    ]
+    known.update((job.id, job) for job in selected)
+    found = {job.uid for job in selected}
+    return CollectionJobs(
+        known=list(known.values()),
+        targets=selected,
+        missing=[uid for uid in job_uids if uid not in found],
+    )
+
+
+def last_sample_times(session: Session, job_ids: Iterable[int]) -> dict[int, datetime | None]:
+    """The newest stored node-sample time of each job (``None``: nothing stored yet)."""
+    ids = list(job_ids)
+    if not ids:
+        return {}
+    latest = (
+        select(func.max(NodeSample.ts))
+        .where(NodeSample.job_id == Job.id)
+        .correlate(Job)
+        .scalar_subquery()
+    )
+    rows = session.execute(select(Job.id, latest).where(Job.id.in_(ids)))
+    return {job_id: ts for job_id, ts in rows}
+
+
+def store_collected(session: Session, job_id: int, load: CollectedLoad) -> CollectedResult | None:
+    """Store a job's scraped load: points insert-or-ignore on (node, ts), events once on
+    (job, kind, ts, node). ``None`` when the job was deleted meanwhile."""
+    job = session.get(Job, job_id)
+    if job is None:
+        return None
+    stored = duplicates = recorded = 0
+    for chunk in range(0, len(load.points), INGEST_CHUNK):
+        result = ingest(session, job, load.points[chunk : chunk + INGEST_CHUNK], [])
+        stored += result.accepted
+        duplicates += result.duplicates
+    if load.events:
+        ensure_nodes(session, job, load.event_nodes)
+        recorded = record_events(session, job, load.events).accepted
+    return CollectedResult(stored=stored, duplicates=duplicates, events=recorded)
+
+
+def _collectable(row) -> CollectableJob:
+    return CollectableJob(
+        id=row.id,
+        uid=row.uid,
+        name=row.name,
+        namespace=row.namespace,
+        start=row.started_at or row.created_at,
+    )
