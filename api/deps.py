@@ -1,28 +1,39 @@
-"""Request-scoped dependencies.
+"""Request-scoped dependencies, as ``Annotated`` aliases for handler signatures.
 
-Handlers that write call ``session.commit()`` themselves before answering, so a client
-never sees a success for a write that did not commit; anything uncommitted is rolled
-back when the session closes.
+The request owns the transaction: ``SessionDep`` opens one, commits it when the
+handler returns and rolls it back when it raises, so handlers and services never
+commit (services add and flush, and take a savepoint where they race). The commit
+happens before the response is sent (``scope="function"``): a client never sees a
+success for a write that did not commit, and background tasks see the write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
 from brain.telemetry import Telemetry
 
+_AFTER_COMMIT = "after_commit"
 
-def get_session(request: Request) -> Iterator[Session]:
-    session: Session = request.app.state.session_factory()
-    try:
-        yield session
-    finally:
-        session.close()
+
+def session_in_transaction(request: Request) -> Iterator[Session]:
+    with request.app.state.session_factory() as session:
+        with session.begin():
+            yield session
+        for callback in session.info.pop(_AFTER_COMMIT, ()):
+            callback()
+
+
+def after_commit(session: Session, callback: Callable[[], None]) -> None:
+    """Run ``callback`` once the request's transaction has committed (e.g. count what
+    was stored only when it was)."""
+    session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 
 # Plain reads of app state: async, so they skip the thread-pool hop of sync dependencies.
@@ -36,3 +47,9 @@ async def get_telemetry(request: Request) -> Telemetry:
 
 async def get_registry(request: Request) -> OptimizerRegistry:
     return request.app.state.registry
+
+
+SessionDep = Annotated[Session, Depends(session_in_transaction, scope="function")]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
+RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]

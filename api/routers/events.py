@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Body, Depends, Query
-from sqlalchemy.orm import Session
 
-from api.deps import get_session, get_settings
+from api.deps import SessionDep, get_settings
 from api.errors import ERROR_RESPONSES
 from api.schemas.events import EventIn, EventOut, EventsIngestOut
 from brain.config import Settings
@@ -19,8 +18,8 @@ router = APIRouter(prefix="/api/v1/jobs/{uid}/events", tags=["events"], response
 @router.post("", response_model=EventsIngestOut, summary="Record events")
 def post_events(
     uid: str,
+    session: SessionDep,
     items: list[EventIn] = Body(..., max_length=10_000),
-    session: Session = Depends(get_session),
     settings: Settings = Depends(get_settings),
 ) -> EventsIngestOut:
     """Each event is stored once: (kind, ts, node) identifies it, so retries are safe."""
@@ -31,17 +30,16 @@ def post_events(
         job,
         [events.EventInput(ts=e.ts, kind=e.kind, node=e.node, detail=e.detail) for e in items],
     )
-    session.commit()
     return EventsIngestOut(accepted=result.accepted, duplicates=result.duplicates)
 
 
 @router.get("", response_model=list[EventOut], summary="List events, oldest first")
 def list_events(
     uid: str,
+    session: SessionDep,
     kind: EventKind | None = None,
     node: str | None = Query(None, description="Only events of this node."),
     limit: int = Query(1000, ge=1, le=10_000),
-    session: Session = Depends(get_session),
 ) -> list[EventOut]:
     job = jobs.get_job(session, uid)
     return [

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request, Response
-from sqlalchemy.orm import Session
 
-from api.deps import get_session, get_settings
+from api.deps import SessionDep, get_settings
 from api.errors import ERROR_RESPONSES
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
 from brain.config import Settings
@@ -30,7 +29,7 @@ def put_job(
     response: Response,
     request: Request,
     background: BackgroundTasks,
-    session: Session = Depends(get_session),
+    session: SessionDep,
     settings: Settings = Depends(get_settings),
 ) -> JobOut:
     """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated."""
@@ -44,14 +43,13 @@ def put_job(
         settings.clock_skew_s,
     )
     job, created = jobs.upsert_job(session, uid, spec.to_input())
-    session.commit()
     _summarize_if_finished(job, request, background)
     response.status_code = 201 if created else 200
     return JobOut.of(job)
 
 
 @router.get("/{uid}", response_model=JobOut, summary="Read a job")
-def get_job(uid: str, session: Session = Depends(get_session)) -> JobOut:
+def get_job(uid: str, session: SessionDep) -> JobOut:
     return JobOut.of(jobs.get_job(session, uid))
 
 
@@ -65,7 +63,7 @@ def patch_job(
     patch: JobPatch,
     request: Request,
     background: BackgroundTasks,
-    session: Session = Depends(get_session),
+    session: SessionDep,
     settings: Settings = Depends(get_settings),
 ) -> JobOut:
     reject_future(
@@ -74,7 +72,6 @@ def patch_job(
         settings.clock_skew_s,
     )
     job = jobs.patch_job(session, uid, patch.to_changes())
-    session.commit()
     _summarize_if_finished(job, request, background)
     return JobOut.of(job)
 
@@ -88,6 +85,7 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
 
 @router.get("", response_model=JobPage, summary="List jobs, newest first")
 def list_jobs(
+    session: SessionDep,
     user: str | None = None,
     status: JobStatus | None = None,
     name: str | None = None,
@@ -95,7 +93,6 @@ def list_jobs(
     group: str | None = Query(None, description="Group key of recurring runs."),
     limit: int = Query(50, ge=1, le=500, description="Page size."),
     cursor: str | None = Query(None, description="`next_cursor` of the previous page."),
-    session: Session = Depends(get_session),
 ) -> JobPage:
     filters = jobs.JobFilters(user=user, status=status, name=name, dataset=dataset, group_key=group)
     page, next_cursor = jobs.list_jobs(session, filters, limit, cursor)

@@ -9,10 +9,9 @@ from typing import Literal
 import yaml
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import get_registry, get_session, get_settings
+from api.deps import SessionDep, get_registry, get_settings
 from api.errors import ERROR_RESPONSES
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from brain.config import Settings
@@ -36,7 +35,7 @@ def list_optimizers(registry: OptimizerRegistry = Depends(get_registry)) -> list
 def optimize(
     uid: str,
     body: OptimizeRequest,
-    session: Session = Depends(get_session),
+    session: SessionDep,
     settings: Settings = Depends(get_settings),
     registry: OptimizerRegistry = Depends(get_registry),
 ) -> PlanOut:
@@ -53,16 +52,15 @@ def optimize(
         overrides=body.settings,
         node=body.node,
     )
-    session.commit()
     return PlanOut.of(plan, uid)
 
 
 @router.get(f"{JOB}/plans", response_model=list[PlanOut], summary="List plans, newest first")
 def list_plans(
     uid: str,
+    session: SessionDep,
     limit: int = Query(50, ge=1, le=500),
     before: int | None = Query(None, description="Only plans with a smaller id (paging)."),
-    session: Session = Depends(get_session),
 ) -> list[PlanOut]:
     job = jobs.get_job(session, uid)
     return [PlanOut.of(p, uid) for p in plans.list_plans(session, job, limit, before)]
@@ -109,8 +107,8 @@ def _newest_after(factory, uid: str, after: int) -> PlanOut | None:
 def get_plan(
     uid: str,
     plan_id: int,
+    session: SessionDep,
     format: Literal["json", "k8s"] = Query("json", description="`k8s`: ScalePlan YAML."),
-    session: Session = Depends(get_session),
 ):
     job = jobs.get_job(session, uid)
     plan = plans.get_plan(session, job, plan_id)
@@ -127,11 +125,8 @@ def get_plan(
     summary="Report what became of a plan",
     responses={409: {"description": "The plan cannot move to that status."}},
 )
-def set_plan_status(
-    uid: str, plan_id: int, body: PlanStatusIn, session: Session = Depends(get_session)
-) -> PlanOut:
+def set_plan_status(uid: str, plan_id: int, body: PlanStatusIn, session: SessionDep) -> PlanOut:
     """`applied`, `rejected` or `failed`, with a message; the next optimization sees it."""
     job = jobs.get_job(session, uid)
     plan = plans.set_status(session, job, plan_id, body.status, body.message)
-    session.commit()
     return PlanOut.of(plan, uid)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
 
-from api.deps import get_session
+from api.deps import SessionDep
 from api.errors import ERROR_RESPONSES
 from api.responses import model_json
 from api.schemas.portraits import (
@@ -42,12 +42,12 @@ OFFSET = Query(0, ge=0, description="Items to skip: `next_offset` of the previou
 
 @router.get("", response_model=RankingOut, summary="Rank users, datasets, groups or GPU types")
 def ranking(
+    session: SessionDep,
     by: RankingBy = Query(RankingBy.user, description="What to rank."),
     days: int = DAYS,
     sort: WasteSort = SORT,
     top: int = Query(20, ge=1, le=500, description="Page size."),
     offset: int = OFFSET,
-    session: Session = Depends(get_session),
 ) -> RankingOut:
     """The dashboard's first view: each key with its jobs, success rate, requested and
     used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
@@ -69,13 +69,13 @@ def ranking(
 @router.get("/jobs/{uid}", response_model=JobPortraitOut, summary="A job's portrait")
 def job_portrait(
     uid: str,
+    session: SessionDep,
     points: int = Query(
         200,
         ge=1,
         le=STORED_BUCKETS,
         description="Most buckets per chart series (time resolution).",
     ),
-    session: Session = Depends(get_session),
 ) -> Response:
     """The job's summary (per role: requested vs used, resource-hours, waste, OOMs; the
     job's speed and the plans applied with the speed before and after) and its usage
@@ -88,9 +88,9 @@ def job_portrait(
 @router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")
 def job_nodes(
     uid: str,
+    session: SessionDep,
     limit: int = Query(100, ge=1, le=1000, description="Page size."),
     offset: int = OFFSET,
-    session: Session = Depends(get_session),
 ) -> NodePage:
     """Per node: request, usage statistics, run and sampled time, resource-hours; by role
     and name."""
@@ -108,11 +108,11 @@ def job_nodes(
 @router.get("/users/{user}", response_model=OwnerPortraitOut, summary="A user's portrait")
 def user_portrait(
     user: str,
+    session: SessionDep,
     days: int = DAYS,
     sort: WasteSort = SORT,
     top: int = Query(10, ge=1, le=500, description="Page size of the most wasteful jobs."),
     offset: int = OFFSET,
-    session: Session = Depends(get_session),
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
     A user without jobs gets zeros, not 404."""
@@ -122,11 +122,11 @@ def user_portrait(
 @router.get("/groups/{group:path}", response_model=OwnerPortraitOut, summary="A group's portrait")
 def group_portrait(
     group: str,
+    session: SessionDep,
     days: int = DAYS,
     sort: WasteSort = SORT,
     top: int = Query(10, ge=1, le=500, description="Page size of the most wasteful jobs."),
     offset: int = OFFSET,
-    session: Session = Depends(get_session),
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy.orm import Session
 
-from api.deps import get_session, get_settings, get_telemetry
+from api.deps import SessionDep, after_commit, get_settings, get_telemetry
 from api.errors import ERROR_RESPONSES
 from api.schemas.samples import (
     IngestOut,
@@ -37,7 +36,7 @@ router = APIRouter(prefix="/api/v1/jobs/{uid}", tags=["samples"], responses=ERRO
 def post_samples(
     uid: str,
     batch: SampleBatch,
-    session: Session = Depends(get_session),
+    session: SessionDep,
     settings: Settings = Depends(get_settings),
     telemetry: Telemetry = Depends(get_telemetry),
 ) -> IngestOut:
@@ -55,10 +54,13 @@ def post_samples(
     result = samples.ingest(
         session, job, [p.to_point() for p in batch.nodes], [p.to_point() for p in batch.speed]
     )
-    session.commit()
+    after_commit(session, lambda: _count(telemetry, result))
+    return IngestOut(accepted=result.accepted, duplicates=result.duplicates)
+
+
+def _count(telemetry: Telemetry, result: samples.IngestResult) -> None:
     telemetry.ingested_points.labels("api", "stored").inc(result.accepted)
     telemetry.ingested_points.labels("api", "duplicate").inc(result.duplicates)
-    return IngestOut(accepted=result.accepted, duplicates=result.duplicates)
 
 
 def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
@@ -72,12 +74,12 @@ def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
 @router.get("/samples", response_model=SeriesOut, summary="Read the time series back")
 def get_samples(
     uid: str,
+    session: SessionDep,
     node: str | None = Query(None, description="Only this node."),
     role: str | None = Query(None, description="Only nodes of this role."),
     start: datetime | None = Query(None, description="From this time (inclusive, RFC 3339)."),
     end: datetime | None = Query(None, description="Until this time (exclusive, RFC 3339)."),
     limit: int = Query(10_000, ge=1, le=100_000, description="Most node points returned."),
-    session: Session = Depends(get_session),
 ) -> SeriesOut:
     for field, value in (("start", start), ("end", end)):
         if value is not None and value.tzinfo is None:
@@ -123,16 +125,15 @@ def put_node(
     name: str,
     spec: NodeIn,
     response: Response,
-    session: Session = Depends(get_session),
+    session: SessionDep,
 ) -> NodeOut:
     job = jobs.get_job(session, uid)
     node, created = nodes.upsert_node(session, job, name, nodes.NodeInput(**spec.model_dump()))
-    session.commit()
     response.status_code = 201 if created else 200
     return NodeOut.model_validate(node, from_attributes=True)
 
 
 @router.get("/nodes", response_model=list[NodeOut], summary="List a job's nodes")
-def list_nodes(uid: str, session: Session = Depends(get_session)) -> list[NodeOut]:
+def list_nodes(uid: str, session: SessionDep) -> list[NodeOut]:
     job = jobs.get_job(session, uid)
     return [NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)]

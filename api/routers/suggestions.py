@@ -6,9 +6,8 @@ from enum import StrEnum
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
-from sqlalchemy.orm import Session
 
-from api.deps import get_registry, get_session, get_settings
+from api.deps import SessionDep, get_registry, get_settings
 from api.errors import ERROR_RESPONSES
 from api.schemas.suggestions import SuggestionOut
 from brain.config import Settings
@@ -44,6 +43,7 @@ class Format(StrEnum):
 )
 def get_suggestion(
     request: Request,
+    session: SessionDep,
     user: str | None = Query(None, description="Who will run it."),
     name: str | None = Query(None, description="Job name."),
     dataset: str | None = Query(None, description="Dataset it trains on."),
@@ -52,7 +52,6 @@ def get_suggestion(
     ),
     gpu_type: str | None = Query(None, description="Only learn from runs on this GPU type."),
     format: Format | None = Query(None, description="`text` for a terminal table."),
-    session: Session = Depends(get_session),
     settings: Settings = Depends(get_settings),
     registry: OptimizerRegistry = Depends(get_registry),
 ):

@@ -70,14 +70,37 @@ def find_job(session: Session, uid: str) -> Job | None:
 def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[Job, bool]:
     """Create or replace a job's description; returns the job and whether it was created."""
     _check_times(data.started_at, data.finished_at)
-    job = find_job(session, uid)
-    created = job is None
     now = utcnow()
+    job = find_job(session, uid)
     if job is None:
-        job = Job(uid=uid, created_at=data.created_at or now)
-        session.add(job)
-    elif data.created_at is not None:
+        job = _create_job(session, uid, data, now)
+        if job is not None:
+            return job, True
+        # Another request created the same uid first: this one becomes an update.
+        job = get_job(session, uid)
+    if data.created_at is not None:
         job.created_at = data.created_at
+    _describe(job, data, now)
+    session.flush()
+    return job, False
+
+
+def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> Job | None:
+    """Insert the job in a savepoint; None when the uid turned out to be taken, which
+    undoes only this insert and keeps the rest of the caller's transaction."""
+    try:
+        with session.begin_nested():
+            job = Job(uid=uid, created_at=data.created_at or now)
+            _describe(job, data, now)
+            session.add(job)
+    except IntegrityError:
+        if find_job(session, uid) is None:
+            raise  # not the uid race: a real error
+        return None
+    return job
+
+
+def _describe(job: Job, data: JobInput, now: datetime) -> None:
     job.name = data.name
     job.user = data.user
     job.dataset = data.dataset
@@ -97,13 +120,6 @@ def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[Job, bool]:
     job.started_at = data.started_at
     job.finished_at = data.finished_at
     job.updated_at = now
-    try:
-        session.flush()
-    except IntegrityError:
-        # Another request created the same uid first: this one becomes an update.
-        session.rollback()
-        return upsert_job(session, uid, data)
-    return job, created
 
 
 class JobChanges(BaseModel):

@@ -156,14 +156,6 @@ def _store(
     has_actions: bool,
 ) -> ScalePlan:
     now = utcnow()
-    if has_actions:
-        # Only a plan that changes something replaces pending proposals; a "nothing to
-        # change" answer must not cancel a proposal the job master has yet to apply.
-        session.execute(
-            update(ScalePlan)
-            .where(ScalePlan.job_id == job.id, ScalePlan.status == PlanStatus.proposed.value)
-            .values(status=PlanStatus.superseded.value, updated_at=now)
-        )
     plan = ScalePlan(
         job_id=job.id,
         stage=stage.value,
@@ -173,12 +165,24 @@ def _store(
         created_at=now,
         updated_at=now,
     )
-    session.add(plan)
     try:
-        session.flush()
+        # Supersede and insert together in a savepoint: if a concurrent request answered
+        # the same event first, both are undone and the rest of the transaction stays.
+        with session.begin_nested():
+            if has_actions:
+                # Only a plan that changes something replaces pending proposals; a "nothing
+                # to change" answer must not cancel a proposal the job master has yet to
+                # apply.
+                session.execute(
+                    update(ScalePlan)
+                    .where(
+                        ScalePlan.job_id == job.id, ScalePlan.status == PlanStatus.proposed.value
+                    )
+                    .values(status=PlanStatus.superseded.value, updated_at=now)
+                )
+            session.add(plan)
     except IntegrityError:
         # A concurrent request answered the same event first: return its plan.
-        session.rollback()
         existing = session.scalar(
             select(ScalePlan).where(ScalePlan.source_event_id == source_event_id)
         )
