@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Body, Depends, Query
+from typing import Annotated
 
-from api.deps import SessionDep, get_settings
+from fastapi import APIRouter, Body, Query
+
+from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.events import EventIn, EventOut, EventsIngestOut
-from brain.config import Settings
 from brain.domain import EventKind, utcnow
 from brain.services import events, jobs
 from brain.services.clock import reject_future
@@ -19,8 +20,8 @@ router = APIRouter(prefix="/api/v1/jobs/{uid}/events", tags=["events"], response
 def post_events(
     uid: str,
     session: SessionDep,
-    items: list[EventIn] = Body(..., max_length=10_000),
-    settings: Settings = Depends(get_settings),
+    items: Annotated[list[EventIn], Body(max_length=10_000)],
+    settings: SettingsDep,
 ) -> EventsIngestOut:
     """Each event is stored once: (kind, ts, node) identifies it, so retries are safe."""
     reject_future([(f"{i}.ts", e.ts) for i, e in enumerate(items)], utcnow(), settings.clock_skew_s)
@@ -38,8 +39,8 @@ def list_events(
     uid: str,
     session: SessionDep,
     kind: EventKind | None = None,
-    node: str | None = Query(None, description="Only events of this node."),
-    limit: int = Query(1000, ge=1, le=10_000),
+    node: Annotated[str | None, Query(description="Only events of this node.")] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[EventOut]:
     job = jobs.get_job(session, uid)
     return [

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request, Response
+from typing import Annotated
 
-from api.deps import SessionDep, get_settings
+from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
+
+from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
-from brain.config import Settings
 from brain.domain import JobStatus, utcnow
 from brain.services import jobs
 from brain.services.clock import reject_future
@@ -30,7 +31,7 @@ def put_job(
     request: Request,
     background: BackgroundTasks,
     session: SessionDep,
-    settings: Settings = Depends(get_settings),
+    settings: SettingsDep,
 ) -> JobOut:
     """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated."""
     reject_future(
@@ -64,7 +65,7 @@ def patch_job(
     request: Request,
     background: BackgroundTasks,
     session: SessionDep,
-    settings: Settings = Depends(get_settings),
+    settings: SettingsDep,
 ) -> JobOut:
     reject_future(
         [("started_at", patch.started_at), ("finished_at", patch.finished_at)],
@@ -90,9 +91,9 @@ def list_jobs(
     status: JobStatus | None = None,
     name: str | None = None,
     dataset: str | None = None,
-    group: str | None = Query(None, description="Group key of recurring runs."),
-    limit: int = Query(50, ge=1, le=500, description="Page size."),
-    cursor: str | None = Query(None, description="`next_cursor` of the previous page."),
+    group: Annotated[str | None, Query(description="Group key of recurring runs.")] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page.")] = None,
 ) -> JobPage:
     filters = jobs.JobFilters(user=user, status=status, name=name, dataset=dataset, group_key=group)
     page, next_cursor = jobs.list_jobs(session, filters, limit, cursor)

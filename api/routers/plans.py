@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import SessionDep, get_registry, get_settings
+from api.deps import RegistryDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
-from brain.config import Settings
 from brain.db.models import Node
-from brain.optimizing import OptimizerRegistry
 from brain.scaleplan_k8s import to_k8s
 from brain.services import jobs, plans
 
@@ -26,7 +24,7 @@ POLL_INTERVAL_S = 0.5
 
 
 @router.get("/api/v1/optimizers", response_model=list[OptimizerOut], summary="List optimizers")
-def list_optimizers(registry: OptimizerRegistry = Depends(get_registry)) -> list[OptimizerOut]:
+def list_optimizers(registry: RegistryDep) -> list[OptimizerOut]:
     """Every loaded optimizer: its stages, what it does, and its settings (JSON Schema)."""
     return [OptimizerOut(**vars(info)) for info in registry.info()]
 
@@ -36,8 +34,8 @@ def optimize(
     uid: str,
     body: OptimizeRequest,
     session: SessionDep,
-    settings: Settings = Depends(get_settings),
-    registry: OptimizerRegistry = Depends(get_registry),
+    settings: SettingsDep,
+    registry: RegistryDep,
 ) -> PlanOut:
     """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
     An OOM event already answered returns the plan that answered it."""
@@ -59,8 +57,10 @@ def optimize(
 def list_plans(
     uid: str,
     session: SessionDep,
-    limit: int = Query(50, ge=1, le=500),
-    before: int | None = Query(None, description="Only plans with a smaller id (paging)."),
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    before: Annotated[
+        int | None, Query(description="Only plans with a smaller id (paging).")
+    ] = None,
 ) -> list[PlanOut]:
     job = jobs.get_job(session, uid)
     return [PlanOut.of(p, uid) for p in plans.list_plans(session, job, limit, before)]
@@ -75,8 +75,8 @@ def list_plans(
 async def latest_plan(
     uid: str,
     request: Request,
-    after: int = Query(0, ge=0, description="The id of the last plan the caller has."),
-    wait: float = Query(0, ge=0, le=60, description="Seconds to wait for a newer plan."),
+    after: Annotated[int, Query(ge=0, description="The id of the last plan the caller has.")] = 0,
+    wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a newer plan.")] = 0,
 ):
     """Training agents call this in a loop with the last id they saw."""
     deadline = time.monotonic() + wait
@@ -108,7 +108,7 @@ def get_plan(
     uid: str,
     plan_id: int,
     session: SessionDep,
-    format: Literal["json", "k8s"] = Query("json", description="`k8s`: ScalePlan YAML."),
+    format: Annotated[Literal["json", "k8s"], Query(description="`k8s`: ScalePlan YAML.")] = "json",
 ):
     job = jobs.get_job(session, uid)
     plan = plans.get_plan(session, job, plan_id)

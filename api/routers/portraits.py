@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
@@ -31,23 +32,29 @@ from brain.summaries.series import STORED_BUCKETS
 
 router = APIRouter(prefix="/api/v1/portraits", tags=["portraits"], responses=ERROR_RESPONSES)
 
-DAYS = Query(30, ge=1, le=3650, description="Window: jobs that ended in the last N days.")
-SORT = Query(
-    WasteSort.gpu,
-    description="Resource whose waste (requested − used resource-hours) ranks first; "
-    "ties go to the others in the order GPU, CPU, memory.",
-)
-OFFSET = Query(0, ge=0, description="Items to skip: `next_offset` of the previous page.")
+DaysQuery = Annotated[
+    int, Query(ge=1, le=3650, description="Window: jobs that ended in the last N days.")
+]
+SortQuery = Annotated[
+    WasteSort,
+    Query(
+        description="Resource whose waste (requested − used resource-hours) ranks first; "
+        "ties go to the others in the order GPU, CPU, memory."
+    ),
+]
+OffsetQuery = Annotated[
+    int, Query(ge=0, description="Items to skip: `next_offset` of the previous page.")
+]
 
 
 @router.get("", response_model=RankingOut, summary="Rank users, datasets, groups or GPU types")
 def ranking(
     session: SessionDep,
-    by: RankingBy = Query(RankingBy.user, description="What to rank."),
-    days: int = DAYS,
-    sort: WasteSort = SORT,
-    top: int = Query(20, ge=1, le=500, description="Page size."),
-    offset: int = OFFSET,
+    by: Annotated[RankingBy, Query(description="What to rank.")] = RankingBy.user,
+    days: DaysQuery = 30,
+    sort: SortQuery = WasteSort.gpu,
+    top: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 20,
+    offset: OffsetQuery = 0,
 ) -> RankingOut:
     """The dashboard's first view: each key with its jobs, success rate, requested and
     used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
@@ -70,12 +77,12 @@ def ranking(
 def job_portrait(
     uid: str,
     session: SessionDep,
-    points: int = Query(
-        200,
-        ge=1,
-        le=STORED_BUCKETS,
-        description="Most buckets per chart series (time resolution).",
-    ),
+    points: Annotated[
+        int,
+        Query(
+            ge=1, le=STORED_BUCKETS, description="Most buckets per chart series (time resolution)."
+        ),
+    ] = 200,
 ) -> Response:
     """The job's summary (per role: requested vs used, resource-hours, waste, OOMs; the
     job's speed and the plans applied with the speed before and after) and its usage
@@ -89,8 +96,8 @@ def job_portrait(
 def job_nodes(
     uid: str,
     session: SessionDep,
-    limit: int = Query(100, ge=1, le=1000, description="Page size."),
-    offset: int = OFFSET,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size.")] = 100,
+    offset: OffsetQuery = 0,
 ) -> NodePage:
     """Per node: request, usage statistics, run and sampled time, resource-hours; by role
     and name."""
@@ -109,10 +116,12 @@ def job_nodes(
 def user_portrait(
     user: str,
     session: SessionDep,
-    days: int = DAYS,
-    sort: WasteSort = SORT,
-    top: int = Query(10, ge=1, le=500, description="Page size of the most wasteful jobs."),
-    offset: int = OFFSET,
+    days: DaysQuery = 30,
+    sort: SortQuery = WasteSort.gpu,
+    top: Annotated[
+        int, Query(ge=1, le=500, description="Page size of the most wasteful jobs.")
+    ] = 10,
+    offset: OffsetQuery = 0,
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
     A user without jobs gets zeros, not 404."""
@@ -123,10 +132,12 @@ def user_portrait(
 def group_portrait(
     group: str,
     session: SessionDep,
-    days: int = DAYS,
-    sort: WasteSort = SORT,
-    top: int = Query(10, ge=1, le=500, description="Page size of the most wasteful jobs."),
-    offset: int = OFFSET,
+    days: DaysQuery = 30,
+    sort: SortQuery = WasteSort.gpu,
+    top: Annotated[
+        int, Query(ge=1, le=500, description="Page size of the most wasteful jobs.")
+    ] = 10,
+    offset: OffsetQuery = 0,
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
-from api.deps import SessionDep, after_commit, get_settings, get_telemetry
+from api.deps import SessionDep, SettingsDep, TelemetryDep, after_commit
 from api.errors import ERROR_RESPONSES
 from api.schemas.samples import (
     IngestOut,
@@ -17,7 +18,6 @@ from api.schemas.samples import (
     SeriesOut,
     SpeedPointOut,
 )
-from brain.config import Settings
 from brain.domain import utcnow
 from brain.errors import InvalidInput, TooLarge
 from brain.services import jobs, nodes, samples
@@ -37,8 +37,8 @@ def post_samples(
     uid: str,
     batch: SampleBatch,
     session: SessionDep,
-    settings: Settings = Depends(get_settings),
-    telemetry: Telemetry = Depends(get_telemetry),
+    settings: SettingsDep,
+    telemetry: TelemetryDep,
 ) -> IngestOut:
     """Stores each point once: a retried batch reports its points as duplicates."""
     total = len(batch.nodes) + len(batch.speed)
@@ -75,11 +75,17 @@ def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
 def get_samples(
     uid: str,
     session: SessionDep,
-    node: str | None = Query(None, description="Only this node."),
-    role: str | None = Query(None, description="Only nodes of this role."),
-    start: datetime | None = Query(None, description="From this time (inclusive, RFC 3339)."),
-    end: datetime | None = Query(None, description="Until this time (exclusive, RFC 3339)."),
-    limit: int = Query(10_000, ge=1, le=100_000, description="Most node points returned."),
+    node: Annotated[str | None, Query(description="Only this node.")] = None,
+    role: Annotated[str | None, Query(description="Only nodes of this role.")] = None,
+    start: Annotated[
+        datetime | None, Query(description="From this time (inclusive, RFC 3339).")
+    ] = None,
+    end: Annotated[
+        datetime | None, Query(description="Until this time (exclusive, RFC 3339).")
+    ] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=100_000, description="Most node points returned.")
+    ] = 10_000,
 ) -> SeriesOut:
     for field, value in (("start", start), ("end", end)):
         if value is not None and value.tzinfo is None:

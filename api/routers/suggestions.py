@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
-from api.deps import SessionDep, get_registry, get_settings
+from api.deps import RegistryDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.suggestions import SuggestionOut
-from brain.config import Settings
 from brain.errors import InvalidInput
-from brain.optimizing import OptimizerRegistry
 from brain.summaries.suggestions import SuggestionQuery, suggest
 
 router = APIRouter(prefix="/api/v1/suggestions", tags=["suggestions"], responses=ERROR_RESPONSES)
@@ -44,16 +43,19 @@ class Format(StrEnum):
 def get_suggestion(
     request: Request,
     session: SessionDep,
-    user: str | None = Query(None, description="Who will run it."),
-    name: str | None = Query(None, description="Job name."),
-    dataset: str | None = Query(None, description="Dataset it trains on."),
-    group: str | None = Query(
-        None, description="Group key of its recurring runs; defaults to `<user>/<name>`."
-    ),
-    gpu_type: str | None = Query(None, description="Only learn from runs on this GPU type."),
-    format: Format | None = Query(None, description="`text` for a terminal table."),
-    settings: Settings = Depends(get_settings),
-    registry: OptimizerRegistry = Depends(get_registry),
+    settings: SettingsDep,
+    registry: RegistryDep,
+    user: Annotated[str | None, Query(description="Who will run it.")] = None,
+    name: Annotated[str | None, Query(description="Job name.")] = None,
+    dataset: Annotated[str | None, Query(description="Dataset it trains on.")] = None,
+    group: Annotated[
+        str | None,
+        Query(description="Group key of its recurring runs; defaults to `<user>/<name>`."),
+    ] = None,
+    gpu_type: Annotated[
+        str | None, Query(description="Only learn from runs on this GPU type.")
+    ] = None,
+    format: Annotated[Format | None, Query(description="`text` for a terminal table.")] = None,
 ):
     """Runs the create-stage optimizers (startup sizing, GPU/CPU suggestion) on the
     succeeded runs related to the query (same user and dataset, else the same group,
