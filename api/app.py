@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 import brain
 from api.errors import install_error_handlers
@@ -58,7 +59,8 @@ def create_app(
                 stop()
             app.state.engine.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc load their assets from the package (offline), not from a CDN.
+    app = FastAPIOffline(
         title="Brain",
         version=brain.__version__,
         description=DESCRIPTION,

@@ -12,7 +12,8 @@ import yaml
 
 from tests.api.helpers import job_body, node_point
 
-CRD = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "scaleplan-crd.yaml"
+# DLRover's ScalePlan CRD (Apache-2.0; provenance in tests/fixtures/README.md).
+CRD = Path(__file__).resolve().parents[1] / "fixtures" / "scaleplan-crd.yaml"
 
 
 def _hot_ps_job(client) -> None:
