@@ -14,7 +14,9 @@ import brain
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
 from api.routers import events, health, jobs, plans, portraits, samples, suggestions
+from api.schema_guard import SchemaGate, SchemaGuard
 from brain.config import Settings
+from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.optimizing import load_registry
 from brain.telemetry import Telemetry
@@ -27,6 +29,7 @@ Units are in the field names: `cpu` in cores, `memory_mib` in MiB, `gpu` as a co
 Every error body is `{"error": {"code", "message", "field"}}`."""
 
 Startup = Callable[[FastAPI], None]
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -43,6 +46,12 @@ def create_app(
         app.state.settings = settings or Settings()
         app.state.engine = make_engine(app.state.settings.database_url)
         app.state.session_factory = make_session_factory(app.state.engine)
+        app.state.schema_gate = SchemaGate(
+            app.state.engine, migrate.head_revision(app.state.settings.database_url)
+        )
+        schema = app.state.schema_gate.status()
+        if schema is not None and not schema.up_to_date:
+            log.error("%s; until then the API answers 503 schema_out_of_date", schema.problem())
         app.state.telemetry = Telemetry()
         app.state.registry = load_registry()
         app.state.health_reporters = {}
@@ -67,6 +76,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(SchemaGuard)
     app.add_middleware(RequestMetrics)
     for module in (health, jobs, samples, events, plans, portraits, suggestions):
         app.include_router(module.router)

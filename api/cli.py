@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 
 import uvicorn
+from sqlalchemy.exc import SQLAlchemyError
 
 from brain.config import Settings
 from brain.db import migrate
+from brain.db.engine import make_engine
 from brain.plugins import APP_HOOKS_GROUP, load_callables
+
+log = logging.getLogger(__name__)
 
 
 def register(commands) -> None:
@@ -35,6 +41,10 @@ def _serve(args) -> int:
     settings = Settings()
     if args.migrate or (args.migrate is None and settings.is_sqlite):
         migrate.upgrade(settings.database_url)
+    problem = _schema_problem(settings.database_url)
+    if problem:
+        print(f"brain serve: not starting: {problem}", file=sys.stderr)
+        return 1
     hooks = list(load_callables(APP_HOOKS_GROUP).values())
     app = create_app(settings, on_startup=hooks)
     uvicorn.run(
@@ -44,3 +54,17 @@ def _serve(args) -> int:
         log_level=settings.log_level.lower(),
     )
     return 0
+
+
+def _schema_problem(database_url: str) -> str | None:
+    """Why the schema does not fit this code, or None. An unreachable database is no
+    reason to refuse: the server starts, and /readyz and 503 answers tell."""
+    engine = make_engine(database_url)
+    try:
+        status = migrate.schema_status(engine, migrate.head_revision(database_url))
+    except SQLAlchemyError as exc:
+        log.warning("database unreachable at start (%s); serving anyway", type(exc).__name__)
+        return None
+    finally:
+        engine.dispose()
+    return None if status.up_to_date else status.problem()

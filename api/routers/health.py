@@ -17,12 +17,18 @@ def healthz() -> dict:
 
 @router.get(
     "/readyz",
-    summary="The database is reachable (503 otherwise); components report their state",
-    responses={503: {"description": "The database cannot be reached."}},
+    summary="The database is reachable and migrated (503 otherwise); components report their state",
+    responses={
+        503: {
+            "description": "The database cannot be reached, or its schema is not "
+            "the one this Brain needs (`checks.schema` names the command to run)."
+        }
+    },
 )
 def readyz(request: Request) -> JSONResponse:
-    """Ready means the database answers. A degraded component (e.g. the Prometheus
-    collector) is reported but does not make the API unready: the API keeps serving."""
+    """Ready means the database answers and its schema is current. A degraded component
+    (e.g. the Prometheus collector) is reported but does not make the API unready: the
+    API keeps serving."""
     checks: dict[str, dict] = {}
     try:
         with request.app.state.engine.connect() as conn:
@@ -30,9 +36,15 @@ def readyz(request: Request) -> JSONResponse:
         checks["database"] = {"status": "ok"}
     except Exception as exc:
         checks["database"] = {"status": "down", "detail": type(exc).__name__}
+    schema = request.app.state.schema_gate.status()
+    if schema is not None:
+        checks["schema"] = {"status": "ok" if schema.up_to_date else "out_of_date"}
+        checks["schema"].update(applied=schema.applied, head=schema.head)
+        if not schema.up_to_date:
+            checks["schema"].update(code="schema_out_of_date", detail=schema.problem())
     for name, report in request.app.state.health_reporters.items():
         checks[name] = report()
-    ready = checks["database"]["status"] == "ok"
+    ready = checks["database"]["status"] == "ok" and schema is not None and schema.up_to_date
     body = {"status": "ready" if ready else "unavailable", "checks": checks}
     return JSONResponse(status_code=200 if ready else 503, content=body)
 

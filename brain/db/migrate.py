@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.resources import files
 
 from alembic import command
@@ -30,3 +31,27 @@ def current_revision(engine: Engine) -> str | None:
 
 def head_revision(database_url: str) -> str | None:
     return ScriptDirectory.from_config(alembic_config(database_url)).get_current_head()
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where the database's schema is against the migrations this code carries."""
+
+    applied: str | None
+    head: str | None
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.applied == self.head
+
+    def problem(self) -> str:
+        """What is wrong and the command that fixes it (for logs and 503 answers)."""
+        return (
+            f"the database schema is at revision {self.applied or 'none (never migrated)'}, "
+            f"this Brain needs {self.head}: run `brain db upgrade` (or `brain serve --migrate`)"
+        )
+
+
+def schema_status(engine: Engine, head: str | None) -> SchemaStatus:
+    """Read the applied revision; raises the driver's error when the database is down."""
+    return SchemaStatus(applied=current_revision(engine), head=head)
