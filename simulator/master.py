@@ -215,7 +215,9 @@ class JobMaster:
                 continue
             self._seen_plans.add(plan.id)
             counts = self._apply(plan, t, before_start)
-            self.client.report(self.uid, plan.id, PlanStatus.applied, "applied by the simulator")
+            self.client.report(
+                self.uid, plan.id, PlanStatus.applied, "applied by the simulator", self.ts(t)
+            )
             self.run.applied.append(AppliedPlan(t, plan, counts))
 
     def _apply(self, plan: Plan, t: float, before_start: bool) -> dict[str, tuple[int, int]]:

@@ -15,8 +15,10 @@ from api.deps import RegistryDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from brain.db.models import Node
+from brain.domain import utcnow
 from brain.scaleplan_k8s import to_k8s
 from brain.services import jobs, plans
+from brain.services.clock import reject_future
 
 router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES)
 JOB = "/api/v1/jobs/{uid}"
@@ -125,8 +127,12 @@ def get_plan(
     summary="Report what became of a plan",
     responses={409: {"description": "The plan cannot move to that status."}},
 )
-def set_plan_status(uid: str, plan_id: int, body: PlanStatusIn, session: SessionDep) -> PlanOut:
-    """`applied`, `rejected` or `failed`, with a message; the next optimization sees it."""
+def set_plan_status(
+    uid: str, plan_id: int, body: PlanStatusIn, session: SessionDep, settings: SettingsDep
+) -> PlanOut:
+    """`applied`, `rejected` or `failed`, with a message; the next optimization sees it.
+    An applied plan becomes the job's desired state (role specs, node requests, counts)."""
+    reject_future([("applied_at", body.applied_at)], utcnow(), settings.clock_skew_s)
     job = jobs.get_job(session, uid)
-    plan = plans.set_status(session, job, plan_id, body.status, body.message)
+    plan = plans.set_status(session, job, plan_id, body.status, body.message, body.applied_at)
     return PlanOut.of(plan, uid)

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.common import Timestamp
 from brain.db.models import ScalePlan
 from brain.domain import PlanStatus, Stage
 from brain.optimizing.proposal import PlanBody
@@ -54,6 +55,11 @@ class PlanStatusIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     status: PlanStatus = Field(description="applied, rejected or failed.")
     message: str | None = Field(None, max_length=4000)
+    applied_at: Timestamp | None = Field(
+        None,
+        description="When the job master applied the plan (default: now); the optimizers' "
+        "cooldowns count from it.",
+    )
 
 
 class OptimizerOut(BaseModel):

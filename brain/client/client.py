@@ -154,10 +154,21 @@ class BrainClient:
         return None if response.status_code == 204 else Plan.model_validate(response.json())
 
     def report(
-        self, uid: str, plan_id: int, status: PlanStatus | str, message: str | None = None
+        self,
+        uid: str,
+        plan_id: int,
+        status: PlanStatus | str,
+        message: str | None = None,
+        applied_at: datetime | None = None,
     ) -> Plan:
-        """What became of a plan: ``applied``, ``rejected`` or ``failed``."""
-        body = {"status": str(PlanStatus(status)), "message": message}
+        """What became of a plan: ``applied``, ``rejected`` or ``failed``.
+
+        ``applied_at`` (default: Brain's now) is when the change took effect; Brain's
+        cooldowns count from it, on the job's clock (its sample timestamps).
+        """
+        body: dict[str, Any] = {"status": str(PlanStatus(status)), "message": message}
+        if applied_at is not None:
+            body["applied_at"] = applied_at.isoformat()
         found = self._call("POST", f"{API}/jobs/{uid}/plans/{plan_id}/status", json=body)
         return Plan.model_validate(found)
 

@@ -153,6 +153,8 @@ class ScalePlan(Base):
     status_message: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    # When the job master applied it (its report's time); cooldowns count from here.
+    applied_at: Mapped[datetime | None]
 
 
 # --- Job summaries -------------------------------------------------------------------

@@ -96,6 +96,7 @@ class PlanView:
     optimizers: tuple[str, ...] = ()
     source_event_id: int | None = None
     status_message: str | None = None
+    applied_at: datetime | None = None
 
 
 @dataclass(frozen=True)

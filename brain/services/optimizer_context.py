@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
-from brain.domain import PlanStatus, Stage, utcnow
+from brain.domain import PlanStatus, Stage, as_utc, utcnow
 from brain.optimizing.context import (
     EventView,
     NodeView,
@@ -31,7 +31,9 @@ def build_context(
     """The job, its nodes, a recent window of samples, events, plans and (at create) history.
 
     Sample windows end at the job's latest stored point rather than at the wall clock,
-    so that loaded-after-the-fact history is optimized the same way as live data.
+    so that loaded-after-the-fact history is optimized the same way as live data; for
+    the same reason ``now`` is the job's time: its latest sample (the wall clock only
+    before the first one). Cooldowns and extrapolations run on that clock.
     """
     nodes = list(session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id)))
     names = {n.id: n.name for n in nodes}
@@ -52,9 +54,9 @@ def build_context(
         )
     return OptimizerContext(
         stage=stage,
-        now=utcnow(),
+        now=job_time(session, job),
         job=view,
-        nodes=tuple(_node_view(n) for n in nodes),
+        nodes=tuple(_node_view(n) for n in nodes if _live(n) or n.name == node),
         samples=tuple(_recent_node_samples(session, job, names, settings.sample_window_s)),
         speed=tuple(_recent_speed(session, job, settings.speed_window_s)),
         events=tuple(_events(session, job)),
@@ -63,6 +65,24 @@ def build_context(
         node_max=settings.node_max,
         node=node,
     )
+
+
+def job_time(session: Session, job: Job) -> datetime:
+    """The time of the job's latest node or speed sample; the wall clock without any."""
+    latest = [
+        session.scalar(select(func.max(NodeSample.ts)).where(NodeSample.job_id == job.id)),
+        session.scalar(select(func.max(SpeedSample.ts)).where(SpeedSample.job_id == job.id)),
+    ]
+    found = [as_utc(ts) for ts in latest if ts is not None]
+    return max(found) if found else utcnow()
+
+
+# Nodes in these states no longer run: they neither count nor hold a stage back.
+GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
+
+
+def _live(node: Node) -> bool:
+    return node.status not in GONE_NODE_STATUSES
 
 
 def _node_view(node: Node) -> NodeView:
@@ -151,4 +171,5 @@ def _plan_view(plan: ScalePlan) -> PlanView:
         optimizers=tuple(body.optimizers),
         source_event_id=plan.source_event_id,
         status_message=plan.status_message,
+        applied_at=plan.applied_at,
     )

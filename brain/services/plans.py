@@ -9,6 +9,7 @@ something supersedes the job's older proposed ones; an empty one does not.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select, update
@@ -22,6 +23,7 @@ from brain.errors import Conflict, InvalidInput, NotFound
 from brain.optimizing import Optimizer, OptimizerRegistry, Proposal, Reason
 from brain.optimizing.guard import combine, effective_roles, enforce_bounds
 from brain.optimizing.proposal import PlanBody
+from brain.services.desired_state import apply_plan
 from brain.services.optimizer_context import build_context
 
 log = logging.getLogger(__name__)
@@ -221,9 +223,18 @@ def latest_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlan
 
 
 def set_status(
-    session: Session, job: Job, plan_id: int, status: PlanStatus, message: str | None
+    session: Session,
+    job: Job,
+    plan_id: int,
+    status: PlanStatus,
+    message: str | None,
+    applied_at: datetime | None = None,
 ) -> ScalePlan:
-    """Record what the job master did with a plan; repeating the same report is a no-op."""
+    """Record what the job master did with a plan; repeating the same report is a no-op.
+
+    An applied plan becomes the job's desired state (``desired_state.apply_plan``), and
+    its ``applied_at`` (the report's time, else now) starts the optimizers' cooldowns.
+    """
     plan = get_plan(session, job, plan_id)
     if plan.status == status.value:
         return plan
@@ -234,5 +245,8 @@ def set_status(
     plan.status = status.value
     plan.status_message = message
     plan.updated_at = utcnow()
+    if status == PlanStatus.applied:
+        plan.applied_at = applied_at or plan.updated_at
+        apply_plan(session, job, plan.body)
     session.flush()
     return plan

@@ -1,0 +1,57 @@
+"""An applied plan becomes the job's desired state, which the next optimization starts from.
+
+Role specs take the plan's values (count and sizes), every node of a resized role and
+every migrated node takes its new request, and removed nodes stop counting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from brain.db.models import Job, Node
+from brain.domain import RoleSpec, utcnow
+from brain.optimizing.proposal import PlanBody
+
+NODE_REMOVED = "removed"
+_SIZES = ("cpu", "memory_mib", "gpu")
+
+
+def apply_plan(session: Session, job: Job, body: PlanBody) -> None:
+    nodes = list(session.scalars(select(Node).where(Node.job_id == job.id)))
+    roles = dict(job.roles or {})
+    for role, spec in body.roles.items():
+        roles[role] = _merged(roles.get(role, RoleSpec()), spec)
+        for node in (n for n in nodes if n.role == role):
+            for size in _SIZES:
+                value = getattr(spec, size)
+                if value is not None:
+                    setattr(node, size, value)
+    by_name = {n.name: n for n in nodes}
+    for change in body.migrate:
+        node = by_name.get(change.name or "")
+        if node is None:
+            continue
+        for size in _SIZES:
+            value = getattr(change, size)
+            if value is not None:
+                setattr(node, size, value)
+    for change in body.remove:
+        node = by_name.get(change.name or "")
+        if node is not None:
+            node.status = NODE_REMOVED
+    # A new dict, so the JSON column sees the change.
+    job.roles = roles
+    job.updated_at = utcnow()
+    session.flush()
+
+
+def _merged(current: RoleSpec, planned: RoleSpec) -> RoleSpec:
+    given = {
+        f.name: getattr(planned, f.name)
+        for f in fields(RoleSpec)
+        if getattr(planned, f.name) is not None
+    }
+    return replace(current, **given)
