@@ -80,7 +80,9 @@ async def latest_plan(
     after: Annotated[int, Query(ge=0, description="The id of the last plan the caller has.")] = 0,
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a newer plan.")] = 0,
 ):
-    """Training agents call this in a loop with the last id they saw."""
+    """Training agents call this in a loop with the last id they saw: the oldest plan
+    after it that was not superseded, so every pending change (an OOM fix included) is
+    seen in order."""
     deadline = time.monotonic() + wait
     factory = request.app.state.session_factory
     while True:
@@ -96,7 +98,7 @@ async def latest_plan(
 def _newest_after(factory, uid: str, after: int) -> PlanOut | None:
     with factory() as session:
         job = jobs.get_job(session, uid)
-        plan = plans.latest_plan_after(session, job.id, after)
+        plan = plans.next_plan_after(session, job.id, after)
         return None if plan is None else PlanOut.of(plan, uid)
 
 

@@ -96,12 +96,15 @@ def enforce_bounds(
         role: _bounded_role(role, spec, node_max, reasons) for role, spec in proposal.roles.items()
     }
     roles = _fit_limits(roles, job, nodes, reasons)
+    launch = [_bounded_change("launch", c, node_max, reasons) for c in proposal.launch]
+    migrate = [_bounded_change("migrate", c, node_max, reasons) for c in proposal.migrate]
+    launch, migrate = _fit_node_changes(roles, launch, migrate, job, nodes, reasons)
     return replace(
         proposal,
         roles=roles,
-        launch=[_bounded_change("launch", c, node_max, reasons) for c in proposal.launch],
+        launch=launch,
         remove=list(proposal.remove),
-        migrate=[_bounded_change("migrate", c, node_max, reasons) for c in proposal.migrate],
+        migrate=migrate,
         ps_hosts=list(proposal.ps_hosts),
         reasons=reasons,
     )
@@ -260,6 +263,97 @@ def _fit_limits(
             )
         )
     return fitted
+
+
+def _fit_node_changes(
+    roles: dict[str, RoleSpec],
+    launch: list[NodeChange],
+    migrate: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    reasons: list[Reason],
+) -> tuple[list[NodeChange], list[NodeChange]]:
+    """Launches and migrations within what the roles leave of the job's limits.
+
+    A migration's growth is cut to the headroom left (a reason says so), or dropped
+    when nothing is left; a launch that does not fit is dropped. Shrinking is free.
+    """
+    used = _node_level_totals(roles, job, nodes)
+    sizes = {n.name: n for n in nodes}
+    fitted_migrate = []
+    for change in migrate:
+        node = sizes.get(change.name or "")
+        current = {f: (getattr(node, f) if node else 0.0) for f in _SIZE_FIELDS}
+        fitted = _within_headroom(change, current, used, job.limits, "migrate", reasons)
+        if fitted is not None:
+            fitted_migrate.append(fitted)
+    fitted_launch = []
+    for change in launch:
+        empty = dict.fromkeys(_SIZE_FIELDS, 0.0)
+        fitted = _within_headroom(change, empty, used, job.limits, "launch", reasons)
+        if fitted == change:
+            fitted_launch.append(fitted)
+        else:  # a smaller node than asked for is not what the optimizer meant
+            reasons.append(
+                Reason(GUARD, f"dropped the launch of a {change.role}: it does not fit the limits")
+            )
+    return fitted_launch, fitted_migrate
+
+
+def _within_headroom(
+    change: NodeChange,
+    current: dict[str, float],
+    used: dict[str, float],
+    limits: Limits,
+    kind: str,
+    reasons: list[Reason],
+) -> NodeChange | None:
+    """``change`` with each growth cut to the headroom left; None if it no longer changes
+    anything. ``used`` is charged with what is granted."""
+    values: dict[str, float | None] = {}
+    for f in _SIZE_FIELDS:
+        wanted, limit = getattr(change, f), getattr(limits, f)
+        if wanted is None or limit is None or wanted <= current[f]:
+            values[f] = wanted
+            continue
+        granted = min(wanted, current[f] + max(limit - used[f], 0.0))
+        if granted < wanted - _EPSILON:
+            outcome = f"granted {granted:g}" if granted > current[f] + _EPSILON else "gave it up"
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"{kind} {change.name or change.role}: {f} {current[f]:g} -> {wanted:g} "
+                    f"would exceed the job's {f} limit {limit:g} ({used[f]:g} requested): "
+                    f"{outcome}",
+                    evidence={"wanted": wanted, "current": current[f], "requested": used[f]},
+                    threshold={f"limit_{f}": limit},
+                )
+            )
+        values[f] = max(granted, current[f])
+        used[f] += values[f] - current[f]
+    if all(values[f] is None or abs(values[f] - current[f]) <= _EPSILON for f in _SIZE_FIELDS):
+        return None
+    return replace(change, **values)
+
+
+def _node_level_totals(
+    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
+) -> dict[str, float]:
+    """The job's total request once ``roles`` apply: existing nodes keep their own
+    request (a node migrated earlier may differ from its role) unless the role is
+    resized; nodes beyond them are new ones of the role's size."""
+    totals = dict.fromkeys(_SIZE_FIELDS, 0.0)
+    for role, spec in effective_roles(roles, job, nodes).items():
+        planned = roles.get(role, RoleSpec())
+        existing = sorted((n for n in nodes if n.role == role), key=lambda n: n.index)
+        count = spec.count or 0
+        for f in _SIZE_FIELDS:
+            role_size = getattr(spec, f) or 0.0
+            resized = getattr(planned, f) is not None
+            kept = existing[:count]
+            own = sum(role_size if resized else (getattr(n, f) or role_size) for n in kept)
+            totals[f] += own + max(count - len(kept), 0) * role_size
+    return totals
 
 
 def _limits_dict(limits: Limits) -> dict[str, float]:

@@ -174,11 +174,14 @@ def _store(
             if has_actions:
                 # Only a plan that changes something replaces pending proposals; a "nothing
                 # to change" answer must not cancel a proposal the job master has yet to
-                # apply.
+                # apply, and an OOM fix (a plan answering an event) stays pending until it
+                # is applied.
                 session.execute(
                     update(ScalePlan)
                     .where(
-                        ScalePlan.job_id == job.id, ScalePlan.status == PlanStatus.proposed.value
+                        ScalePlan.job_id == job.id,
+                        ScalePlan.status == PlanStatus.proposed.value,
+                        ScalePlan.source_event_id.is_(None),
                     )
                     .values(status=PlanStatus.superseded.value, updated_at=now)
                 )
@@ -213,11 +216,17 @@ def list_plans(
     return list(session.scalars(stmt.order_by(ScalePlan.id.desc()).limit(limit)))
 
 
-def latest_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlan | None:
+def next_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlan | None:
+    """The oldest plan after ``after_id`` that was not superseded: an agent walking the
+    ids sees every pending change in order (an OOM fix is never skipped)."""
     return session.scalar(
         select(ScalePlan)
-        .where(ScalePlan.job_id == job_id, ScalePlan.id > after_id)
-        .order_by(ScalePlan.id.desc())
+        .where(
+            ScalePlan.job_id == job_id,
+            ScalePlan.id > after_id,
+            ScalePlan.status != PlanStatus.superseded.value,
+        )
+        .order_by(ScalePlan.id)
         .limit(1)
     )
 

@@ -92,3 +92,47 @@ def test_applied_role_counts_are_the_job_roles(client):
     _apply(client, plan, at=60)
     job = client.get("/api/v1/jobs/j").json()
     assert job["roles"]["worker"] == {"count": 4, "cpu": 4, "memory_mib": 8192, "gpu": 0}
+
+
+def _limit_bound_job(client, limit_cpu: float) -> None:
+    roles = {
+        "ps": {"count": 1, "cpu": 8, "memory_mib": 8192},
+        "worker": {"count": 3, "cpu": 4, "memory_mib": 8192},
+    }
+    body = job_body(roles=roles, status="running", limits={"cpu": limit_cpu})
+    client.put("/api/v1/jobs/j", json=body)
+    _samples(client, PS0, 0, [7.9] * 13)  # hot: 7.9 / 0.6 = 13.2 cores wanted
+
+
+def test_a_migration_never_breaks_the_job_limit(client):
+    _limit_bound_job(client, limit_cpu=20)  # 8 + 3 x 4 = 20: no headroom
+    plan = _optimize(client, optimizers=["hot_ps"])
+    assert plan["migrate"] == []
+    guard = [r for r in plan["reasons"] if r["optimizer"] == "guard"]
+    assert "gave it up" in guard[0]["message"] and guard[0]["threshold"] == {"limit_cpu": 20}
+
+
+def test_a_migration_gets_the_headroom_left(client):
+    _limit_bound_job(client, limit_cpu=22)  # 2 cores of headroom: 8 -> 10, not 13.2
+    plan = _optimize(client, optimizers=["hot_ps"])
+    assert [(m["name"], m["cpu"]) for m in plan["migrate"]] == [(PS0, 10)]
+    assert any("granted 10" in r["message"] for r in plan["reasons"])
+
+
+def test_a_newer_plan_never_drops_a_pending_oom_fix(client):
+    _job(client)
+    _samples(client, W0, 0, [3.0] * 4)
+    client.post("/api/v1/jobs/j/events", json=[{"ts": _ts(30), "kind": "oom", "node": W0}])
+    oom = _optimize(client, "oom", node=W0)
+    _samples(client, PS0, 0, [3.9] * 13)
+    running = _optimize(client, optimizers=["hot_ps"])
+    assert running["migrate"] and running["id"] > oom["id"]
+    # Both stay pending; an agent walking the long-poll sees the OOM fix, then the other.
+    statuses = {p["id"]: p["status"] for p in client.get("/api/v1/jobs/j/plans").json()}
+    assert statuses == {oom["id"]: "proposed", running["id"]: "proposed"}
+    first = client.get("/api/v1/jobs/j/plans/latest", params={"after": 0}).json()
+    second = client.get("/api/v1/jobs/j/plans/latest", params={"after": first["id"]}).json()
+    assert (first["id"], second["id"]) == (oom["id"], running["id"])
+    _apply(client, oom, at=60)
+    # A replayed OOM report returns the fix, applied.
+    assert _optimize(client, "oom", node=W0)["status"] == "applied"
