@@ -190,18 +190,23 @@ def effective_roles(
     roles: Mapping[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
 ) -> dict[str, RoleSpec]:
     """The roles as they would run: proposed values where set, current ones elsewhere."""
-    names = list(dict.fromkeys([*job.roles, *(n.role for n in nodes), *roles]))
+    # Roles only the proposal has are completed like the others (count 0 without nodes).
+    names = dict.fromkeys([*job.roles, *(n.role for n in nodes), *roles])
+    return overlay_roles({name: current_role(name, job, nodes) for name in names}, roles)
+
+
+def overlay_roles(
+    current: Mapping[str, RoleSpec], proposed: Mapping[str, RoleSpec]
+) -> dict[str, RoleSpec]:
+    """Every role of either side, field by field the proposed value, else the current one."""
     result = {}
-    for name in names:
-        current, proposed = current_role(name, job, nodes), roles.get(name, RoleSpec())
-        result[name] = RoleSpec(
-            **{
-                f.name: getattr(current, f.name)
-                if getattr(proposed, f.name) is None
-                else getattr(proposed, f.name)
-                for f in fields(RoleSpec)
-            }
-        )
+    for name in dict.fromkeys([*current, *proposed]):
+        now, new = current.get(name, RoleSpec()), proposed.get(name, RoleSpec())
+        values = {}
+        for f in fields(RoleSpec):
+            value = getattr(new, f.name)
+            values[f.name] = getattr(now, f.name) if value is None else value
+        result[name] = RoleSpec(**values)
     return result
 
 

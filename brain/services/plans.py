@@ -1,17 +1,15 @@
 """Run a stage's optimizers for a job and keep the resulting ScalePlan.
 
-The service gathers the context (the optimizers never touch the store), resolves
-which optimizers run with which settings (defaults < configuration < request),
-merges and bounds their proposals, and stores the plan. A newer plan that changes
+The service gathers the context (the optimizers never touch the store), runs the
+stage's pipeline on it (``brain.optimizing.pipeline.run_stage``: select, configure,
+propose, combine, bound) and stores the plan. A newer plan that changes
 something supersedes the job's older proposed ones; an empty one does not.
 """
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 
-from pydantic import BaseModel, ValidationError
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -20,67 +18,18 @@ from brain.config import Settings
 from brain.db.models import Event, Job, ScalePlan
 from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
-from brain.optimizing import Optimizer, OptimizerRegistry, Proposal, Reason
-from brain.optimizing.guard import combine, effective_roles, enforce_bounds
+from brain.optimizing import OptimizerRegistry, Proposal
+from brain.optimizing.guard import effective_roles
+from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
 from brain.services.desired_state import apply_plan
 from brain.services.optimizer_context import build_context
-
-log = logging.getLogger(__name__)
 
 # Status changes a job master may report; superseded is Brain's own.
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     PlanStatus.proposed: {PlanStatus.applied, PlanStatus.rejected, PlanStatus.failed},
     PlanStatus.applied: {PlanStatus.failed},
 }
-
-
-def select_optimizers(
-    registry: OptimizerRegistry, stage: Stage, requested: list[str] | None, settings: Settings
-) -> list[Optimizer]:
-    """The optimizers to run: the request's list, else the configured one for the stage."""
-    names = requested if requested is not None else settings.stage_optimizers.get(stage, [])
-    chosen: list[Optimizer] = []
-    for position, name in enumerate(names):
-        optimizer = registry.get(name)
-        field = f"optimizers.{position}" if requested is not None else "stage_optimizers"
-        if optimizer is None:
-            if requested is None:  # a configured optimizer that failed to load
-                log.warning("configured optimizer %s is not loaded; skipping it", name)
-                continue
-            raise InvalidInput(f"no optimizer named {name!r}; see GET /api/v1/optimizers", field)
-        if stage not in optimizer.stages:
-            raise InvalidInput(f"optimizer {name!r} does not serve stage {stage.value!r}", field)
-        chosen.append(optimizer)
-    return chosen
-
-
-def resolve_settings(
-    optimizers: list[Optimizer], configured: dict[str, dict], requested: dict[str, dict]
-) -> dict[str, BaseModel]:
-    """Validated settings per optimizer: defaults, then configuration, then the request."""
-    running = {o.name for o in optimizers}
-    for name in requested:
-        if name not in running:
-            raise InvalidInput(
-                f"settings given for {name!r}, which does not run", f"settings.{name}"
-            )
-    resolved: dict[str, BaseModel] = {}
-    for optimizer in optimizers:
-        values = {**configured.get(optimizer.name, {}), **requested.get(optimizer.name, {})}
-        prefix = f"settings.{optimizer.name}"
-        unknown = sorted(set(values) - set(optimizer.Settings.model_fields))
-        if unknown:
-            raise InvalidInput(
-                f"{optimizer.name} has no setting {unknown[0]!r}", f"{prefix}.{unknown[0]}"
-            )
-        try:
-            resolved[optimizer.name] = optimizer.Settings.model_validate(values)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
-            raise InvalidInput(f"{where}: {error['msg']}", f"{prefix}.{where}") from exc
-    return resolved
 
 
 def optimize(
@@ -100,19 +49,16 @@ def optimize(
         answered = _plan_for_latest_oom(session, job, node)
         if answered is not None:  # a replayed report: the event already has its plan
             return answered
-    optimizers = select_optimizers(registry, stage, optimizer_names, settings)
-    resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
     context = build_context(session, job, stage, settings, node=node)
-    proposals = [(o.name, _run(o, context, resolved[o.name])) for o in optimizers]
-    merged = combine(proposals)
-    bounded = enforce_bounds(merged, context.job, context.nodes, context.node_max)
+    result = run_stage(registry, stage, context, settings, optimizer_names, overrides)
+    bounded = result.proposal
     if bounded.source_event_id is not None:
         existing = session.scalar(
             select(ScalePlan).where(ScalePlan.source_event_id == bounded.source_event_id)
         )
         if existing is not None:  # this event already has its answer
             return existing
-    body = plan_body(bounded, [o.name for o in optimizers], context)
+    body = plan_body(bounded, result.optimizers, context)
     return _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
 
 
@@ -125,14 +71,6 @@ def _plan_for_latest_oom(session: Session, job: Job, node: str) -> ScalePlan | N
         .scalar_subquery()
     )
     return session.scalar(select(ScalePlan).where(ScalePlan.source_event_id == latest_oom))
-
-
-def _run(optimizer: Optimizer, context, settings: BaseModel) -> Proposal:
-    try:
-        return optimizer.propose(context, settings)
-    except Exception as exc:  # one broken optimizer must not sink the others
-        log.exception("optimizer %s failed on job %s", optimizer.name, context.job.uid)
-        return Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}; ignored")])
 
 
 def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> PlanBody:

@@ -2,14 +2,13 @@
 
 The would-be job is a synthetic ``JobView``: the keys asked about, with the roles,
 strategy and limits of the most recent related run (none without history). The
-optimizers configured for the create stage propose; their proposals are combined and
-bounded exactly as for a real job; what they leave open keeps the last run's value.
+create stage's pipeline runs on it exactly as for a real job (the same
+``run_stage``); what the optimizers leave open keeps the last run's value.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -27,13 +26,11 @@ from brain.domain import (
     Strategy,
     utcnow,
 )
-from brain.optimizing import JobView, OptimizerContext, OptimizerRegistry, Proposal, Reason
-from brain.optimizing.guard import combine, enforce_bounds
+from brain.optimizing import JobView, OptimizerContext, OptimizerRegistry, Reason
+from brain.optimizing.guard import overlay_roles
+from brain.optimizing.pipeline import run_stage
 from brain.services.jobs import default_group_key
-from brain.services.plans import resolve_settings, select_optimizers
 from brain.summaries.history import find_related
-
-log = logging.getLogger(__name__)
 
 # Runs from which a suggestion is considered measured rather than tentative.
 CONFIDENT_RUNS = 3
@@ -139,62 +136,31 @@ def suggest(
     context = OptimizerContext(
         stage=Stage.create, now=now, job=job, history=related.jobs, node_max=settings.node_max
     )
-    proposal = enforce_bounds(
-        combine(_proposals(registry, settings, context)), job, (), settings.node_max
-    )
+    proposal = run_stage(registry, Stage.create, context, settings).proposal
     runs = [BasisRun(h.job.uid, h.job.name, h.job.finished_at) for h in related.jobs]
     return Suggestion(
-        roles=_roles(job.roles, proposal),
+        roles=_roles(overlay_roles(job.roles, proposal.roles)),
         basis=_basis(related.match, runs, query, settings.history_window_days),
         reasons=list(proposal.reasons),
     )
 
 
-def _proposals(
-    registry: OptimizerRegistry, settings: Settings, context: OptimizerContext
-) -> list[tuple[str, Proposal]]:
-    """Each configured create-stage optimizer's proposal, with the configured settings."""
-    optimizers = select_optimizers(registry, Stage.create, None, settings)
-    resolved = resolve_settings(optimizers, settings.optimizer_settings, {})
-    proposals = []
-    for optimizer in optimizers:
-        try:
-            proposal = optimizer.propose(context, resolved[optimizer.name])
-        except Exception as exc:  # one broken optimizer must not cost the whole answer
-            log.exception("optimizer %s failed on a suggestion", optimizer.name)
-            proposal = Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}")])
-        proposals.append((optimizer.name, proposal))
-    return proposals
-
-
-def _roles(last_run: dict[str, RoleSpec], proposal: Proposal) -> list[RoleSuggestion]:
-    """Proposed values where the optimizers have one, the last run's elsewhere."""
+def _roles(roles: dict[str, RoleSpec]) -> list[RoleSuggestion]:
+    """The roles in the usual order (ps, chief, worker, evaluator, then by name)."""
     names = sorted(
-        set(last_run) | set(proposal.roles),
-        key=lambda r: (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER), r),
+        roles, key=lambda r: (ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER), r)
     )
-    result = []
-    for role in names:
-        base, proposed = last_run.get(role, RoleSpec()), proposal.roles.get(role, RoleSpec())
-        merged = RoleSpec(
-            **{
-                f.name: getattr(base, f.name)
-                if getattr(proposed, f.name) is None
-                else getattr(proposed, f.name)
-                for f in fields(RoleSpec)
-            }
+    return [
+        RoleSuggestion(
+            role=role,
+            count=roles[role].count,
+            cpu_request=roles[role].cpu,
+            cpu_limit=roles[role].cpu_limit,
+            memory_mib=roles[role].memory_mib,
+            gpu=roles[role].gpu,
         )
-        result.append(
-            RoleSuggestion(
-                role=role,
-                count=merged.count,
-                cpu_request=merged.cpu,
-                cpu_limit=merged.cpu_limit,
-                memory_mib=merged.memory_mib,
-                gpu=merged.gpu,
-            )
-        )
-    return result
+        for role in names
+    ]
 
 
 def _basis(match: str | None, runs: list[BasisRun], query: SuggestionQuery, days: int) -> Basis:

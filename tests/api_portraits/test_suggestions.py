@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from brain.domain import RoleSpec
 from brain.summaries import summarize_job
 from optimizers.startup import StartupSettings
 from tests.summaries.builders import add_node, add_points, at, make_job, recent_hour
 
 ROLES = {
-    "ps": {"count": 2, "cpu": 8, "memory_mib": 16384, "gpu": 0},
-    "worker": {"count": 4, "cpu": 8, "memory_mib": 32768, "gpu": 1},
+    "ps": RoleSpec(count=2, cpu=8, memory_mib=16384, gpu=0),
+    "worker": RoleSpec(count=4, cpu=8, memory_mib=32768, gpu=1),
 }
 
 

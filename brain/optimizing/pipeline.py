@@ -1,0 +1,109 @@
+"""One stage's optimizer run, the same for a job's plan and for a suggestion.
+
+``run_stage`` selects the stage's optimizers (the request's list, else the configured
+one), resolves their settings (defaults < configuration < request), runs each on the
+context (a failing optimizer becomes a reason, not an error), combines the proposals
+and bounds the result. It is pure: the caller builds the context and stores the result.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+
+from brain.config import Settings
+from brain.domain import Stage
+from brain.errors import InvalidInput
+from brain.optimizing.context import OptimizerContext
+from brain.optimizing.guard import combine, enforce_bounds
+from brain.optimizing.proposal import Proposal, Reason
+from brain.optimizing.registry import Optimizer, OptimizerRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """The bounded, combined proposal and the optimizers that made it, in run order."""
+
+    proposal: Proposal
+    optimizers: list[str]
+
+
+def run_stage(
+    registry: OptimizerRegistry,
+    stage: Stage,
+    context: OptimizerContext,
+    settings: Settings,
+    requested: list[str] | None = None,
+    overrides: Mapping[str, dict] | None = None,
+) -> StageResult:
+    """Select, configure, run, combine and bound the optimizers of ``stage``.
+
+    Raises ``InvalidInput`` (naming ``optimizers.N`` or ``settings.<optimizer>.<field>``)
+    for an unknown optimizer, one that does not serve ``stage``, or a bad setting.
+    """
+    optimizers = select_optimizers(registry, stage, requested, settings)
+    resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
+    proposals = [(o.name, _propose(o, context, resolved[o.name])) for o in optimizers]
+    bounded = enforce_bounds(combine(proposals), context.job, context.nodes, context.node_max)
+    return StageResult(bounded, [o.name for o in optimizers])
+
+
+def select_optimizers(
+    registry: OptimizerRegistry, stage: Stage, requested: list[str] | None, settings: Settings
+) -> list[Optimizer]:
+    """The optimizers to run: the request's list, else the configured one for the stage."""
+    names = requested if requested is not None else settings.stage_optimizers.get(stage, [])
+    chosen: list[Optimizer] = []
+    for position, name in enumerate(names):
+        optimizer = registry.get(name)
+        field = f"optimizers.{position}" if requested is not None else "stage_optimizers"
+        if optimizer is None:
+            if requested is None:  # a configured optimizer that failed to load
+                log.warning("configured optimizer %s is not loaded; skipping it", name)
+                continue
+            raise InvalidInput(f"no optimizer named {name!r}; see GET /api/v1/optimizers", field)
+        if stage not in optimizer.stages:
+            raise InvalidInput(f"optimizer {name!r} does not serve stage {stage.value!r}", field)
+        chosen.append(optimizer)
+    return chosen
+
+
+def resolve_settings(
+    optimizers: list[Optimizer], configured: Mapping[str, dict], requested: Mapping[str, dict]
+) -> dict[str, BaseModel]:
+    """Validated settings per optimizer: defaults, then configuration, then the request."""
+    running = {o.name for o in optimizers}
+    for name in requested:
+        if name not in running:
+            raise InvalidInput(
+                f"settings given for {name!r}, which does not run", f"settings.{name}"
+            )
+    resolved: dict[str, BaseModel] = {}
+    for optimizer in optimizers:
+        values = {**configured.get(optimizer.name, {}), **requested.get(optimizer.name, {})}
+        prefix = f"settings.{optimizer.name}"
+        unknown = sorted(set(values) - set(optimizer.Settings.model_fields))
+        if unknown:
+            raise InvalidInput(
+                f"{optimizer.name} has no setting {unknown[0]!r}", f"{prefix}.{unknown[0]}"
+            )
+        try:
+            resolved[optimizer.name] = optimizer.Settings.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise InvalidInput(f"{where}: {error['msg']}", f"{prefix}.{where}") from exc
+    return resolved
+
+
+def _propose(optimizer: Optimizer, context: OptimizerContext, settings: BaseModel) -> Proposal:
+    try:
+        return optimizer.propose(context, settings)
+    except Exception as exc:  # one broken optimizer must not sink the others
+        log.exception("optimizer %s failed on job %s", optimizer.name, context.job.uid)
+        return Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}; ignored")])

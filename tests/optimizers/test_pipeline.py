@@ -1,0 +1,124 @@
+"""One pipeline for plans and suggestions: select, configure, propose, combine, bound."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, Field
+
+from brain.config import Settings
+from brain.domain import Limits, Resources, RoleSpec, Stage
+from brain.errors import InvalidInput
+from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal, Reason
+from brain.optimizing.guard import overlay_roles
+from brain.optimizing.pipeline import run_stage
+from tests.optimizers.builders import NOW, job
+
+NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)
+
+
+class WorkerSize:
+    """Proposes workers of ``cpu`` cores (and 1000 MiB)."""
+
+    name = "worker_size"
+    stages = frozenset({Stage.create, Stage.running})
+
+    class Settings(BaseModel):
+        cpu: float = Field(4, ge=0, le=1000, description="Cores per worker.")
+
+    def propose(self, context, settings):
+        return Proposal(
+            roles={"worker": RoleSpec(cpu=settings.cpu, memory_mib=1000)},
+            reasons=[Reason(self.name, f"workers get {settings.cpu} cores")],
+        )
+
+
+class Broken:
+    """Always fails."""
+
+    name = "broken"
+    stages = frozenset({Stage.create})
+
+    class Settings(BaseModel):
+        pass
+
+    def propose(self, context, settings):
+        raise RuntimeError("boom")
+
+
+def registry() -> OptimizerRegistry:
+    return OptimizerRegistry([WorkerSize(), Broken()])
+
+
+def context(stage: Stage = Stage.create, limits: Limits | None = None) -> OptimizerContext:
+    roles = {"worker": RoleSpec(count=4, cpu=2, memory_mib=800)}
+    return OptimizerContext(
+        stage=stage, now=NOW, job=job(roles=roles, limits=limits), node_max=NODE_MAX
+    )
+
+
+def test_settings_layer_defaults_configuration_request_and_bounds_apply():
+    settings = Settings(
+        stage_optimizers={"create": ["worker_size"]},
+        optimizer_settings={"worker_size": {"cpu": 6}},
+    )
+    configured = run_stage(registry(), Stage.create, context(), settings)
+    assert configured.optimizers == ["worker_size"]
+    assert configured.proposal.roles["worker"].cpu == 6  # configuration over the default 4
+    requested = run_stage(
+        registry(), Stage.create, context(), settings, overrides={"worker_size": {"cpu": 40}}
+    )
+    # The request (40) wins over the configuration, then the node maximum (16) caps it.
+    assert requested.proposal.roles["worker"].cpu == 16
+    assert "capped worker.cpu from 40.0 to the largest node's 16" in [
+        r.message for r in requested.proposal.reasons
+    ]
+
+
+def test_job_limits_cost_workers_in_the_pipeline():
+    # 4 workers x 6 cores = 24 > 20: the guard keeps 3 (18 cores).
+    settings = Settings(stage_optimizers={"create": ["worker_size"]})
+    result = run_stage(
+        registry(),
+        Stage.create,
+        context(limits=Limits(cpu=20)),
+        settings,
+        overrides={"worker_size": {"cpu": 6}},
+    )
+    assert result.proposal.roles["worker"].count == 3
+
+
+def test_a_failing_optimizer_is_a_reason_and_the_others_still_count():
+    settings = Settings(stage_optimizers={"create": ["broken", "worker_size"]})
+    result = run_stage(registry(), Stage.create, context(), settings)
+    assert result.optimizers == ["broken", "worker_size"]
+    assert result.proposal.reasons[0] == Reason(
+        "broken", "optimizer failed: RuntimeError('boom'); ignored"
+    )
+    assert result.proposal.roles["worker"].cpu == 4
+
+
+@pytest.mark.parametrize(
+    ("requested", "overrides", "field"),
+    [
+        (["nope"], {}, "optimizers.0"),
+        (["broken"], {}, None),  # broken serves create only
+        (["worker_size"], {"worker_size": {"gpu": 1}}, "settings.worker_size.gpu"),
+        (["worker_size"], {"worker_size": {"cpu": -1}}, "settings.worker_size.cpu"),
+        (["worker_size"], {"broken": {}}, "settings.broken"),
+    ],
+)
+def test_bad_selections_and_settings_name_their_field(requested, overrides, field):
+    stage = Stage.running if requested == ["broken"] else Stage.create
+    with pytest.raises(InvalidInput) as raised:
+        run_stage(registry(), stage, context(stage), Settings(), requested, overrides)
+    assert raised.value.field == (field or "optimizers.0")
+
+
+def test_overlay_takes_proposed_values_else_current_over_both_sides_roles():
+    current = {"ps": RoleSpec(count=2, cpu=8), "worker": RoleSpec(count=4, cpu=2, gpu=1)}
+    proposed = {"worker": RoleSpec(cpu=3, gpu=0), "chief": RoleSpec(cpu=1)}
+    assert overlay_roles(current, proposed) == {
+        "ps": RoleSpec(count=2, cpu=8),
+        "worker": RoleSpec(count=4, cpu=3, gpu=0),  # a proposed 0 is a value, not "open"
+        "chief": RoleSpec(cpu=1),
+    }
