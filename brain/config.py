@@ -110,6 +110,24 @@ class Settings(BaseSettings):
     port: int = Field(8080, ge=1, le=65535, description="Port `brain serve` listens on.")
     log_level: str = Field("info", description="debug, info, warning or error.")
 
+    grpc_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Also serve DLRover's gRPC `brain.Brain` service on this port (DLRover's "
+        "default is 50001); unset serves REST only.",
+    )
+    grpc_workers: int = Field(
+        16, ge=1, le=256, description="Threads answering gRPC calls concurrently."
+    )
+    grpc_optimize_timeout_s: float = Field(
+        1.0,
+        gt=0,
+        le=30,
+        description="A DLRover optimize call not answered within this many seconds gets no "
+        "plan (the master calls without a deadline and blocks meanwhile).",
+    )
+
     max_batch_points: int = Field(
         10_000, ge=1, description="Most points (node + speed) accepted in one samples batch."
     )

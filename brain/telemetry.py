@@ -43,3 +43,17 @@ class Telemetry:
             ["kind"],
             registry=self.registry,
         )
+        self.grpc_requests = Counter(
+            "brain_grpc_requests",
+            "DLRover gRPC calls served, by method and outcome (ok, no_plan, invalid, "
+            "timeout, error).",
+            ["method", "outcome"],
+            registry=self.registry,
+        )
+        self.grpc_latency = Histogram(
+            "brain_grpc_request_duration_seconds",
+            "DLRover gRPC call latency by method.",
+            ["method"],
+            registry=self.registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+        )

@@ -18,6 +18,9 @@ def test_compose_wires_postgres_prometheus_and_brain():
     assert brain["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert brain["environment"]["BRAIN_DATABASE_URL"].startswith("postgresql+psycopg://")
     assert "--migrate" in brain["command"]
+    # DLRover masters reach the gRPC service on their default port.
+    assert brain["environment"]["BRAIN_GRPC_PORT"] == "50001"
+    assert "127.0.0.1:50001:50001" in brain["ports"]
 
 
 def test_compose_refers_only_to_files_that_exist():

@@ -157,6 +157,18 @@ class ScalePlan(Base):
     applied_at: Mapped[datetime | None]
 
 
+class MasterReport(Base):
+    """The latest value of one kind of report a job master sent about its job (strategy,
+    hyper-parameters, model features, cumulative custom data), rewritten only on change."""
+
+    __tablename__ = "master_reports"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime]
+
+
 # --- Job summaries -------------------------------------------------------------------
 # What history queries and portraits read, so raw samples can be aged out. Units are in
 # the column names; "requested" resource-hours count a node's request over its run time,

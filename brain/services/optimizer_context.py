@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
-from brain.domain import PlanStatus, Stage, as_utc, utcnow
+from brain.domain import PlanStatus, RoleSpec, Stage, as_utc, utcnow
 from brain.optimizing.context import (
     EventView,
     NodeView,
@@ -18,6 +18,7 @@ from brain.optimizing.context import (
 )
 from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
+from brain.optimizing.guard import effective_roles
 from brain.services.views import job_view
 from brain.summaries.history import related_history
 
@@ -83,6 +84,12 @@ GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "ev
 
 def _live(node: Node) -> bool:
     return node.status not in GONE_NODE_STATUSES
+
+
+def current_roles(session: Session, job: Job) -> dict[str, RoleSpec]:
+    """Each role as it runs now: the job's role spec, completed from its live nodes."""
+    nodes = session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id))
+    return effective_roles({}, job_view(job), [_node_view(n) for n in nodes if _live(n)])
 
 
 def _node_view(node: Node) -> NodeView:

@@ -1,0 +1,97 @@
+"""Start and stop the gRPC server beside the REST API, in the same process.
+
+``attach`` is an app hook (entry point ``brain.app_hooks``): inside ``brain serve`` it
+starts the server when ``BRAIN_GRPC_PORT`` is set, on the app's own engine, optimizer
+registry and telemetry, so both protocols share one database and one pipeline. The
+standard gRPC health service answers for ``brain.Brain``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import grpc
+from dlrover.proto import brain_pb2_grpc
+from fastapi import FastAPI
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.grpc.servicer import BrainServicer
+from brain.config import Settings
+from brain.optimizing import OptimizerRegistry
+from brain.summaries.store import summarize_uids
+from brain.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+SERVICE = "brain.Brain"
+STOP_GRACE_S = 5
+
+
+@dataclass
+class RunningServer:
+    server: grpc.Server
+    port: int
+    servicer: BrainServicer
+    health: health.HealthServicer
+    summaries: ThreadPoolExecutor
+
+    def stop(self) -> None:
+        self.health.enter_graceful_shutdown()
+        self.server.stop(STOP_GRACE_S).wait()
+        self.servicer.close()
+        self.summaries.shutdown(wait=True)
+
+
+def start(
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+    registry: OptimizerRegistry,
+    telemetry: Telemetry,
+    port: int,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+) -> RunningServer:
+    """Serve ``brain.Brain`` on ``settings.host:port`` (0 picks a free port).
+
+    ``interceptors`` is where a credential check on the call metadata goes.
+    """
+    # Summaries of finished jobs run after the answer, one at a time, so the master's
+    # exit report returns at once.
+    summaries = ThreadPoolExecutor(1, thread_name_prefix="brain-grpc-summary")
+    servicer = BrainServicer(
+        session_factory,
+        registry,
+        settings,
+        telemetry,
+        summarize=lambda uid: summaries.submit(summarize_uids, session_factory, [uid]),
+    )
+    server = grpc.server(
+        ThreadPoolExecutor(settings.grpc_workers, thread_name_prefix="brain-grpc"),
+        interceptors=list(interceptors),
+    )
+    brain_pb2_grpc.add_BrainServicer_to_server(servicer, server)
+    health_servicer = health.HealthServicer()
+    for name in ("", SERVICE):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    bound = server.add_insecure_port(f"{settings.host}:{port}")
+    server.start()
+    log.info("gRPC %s listening on %s:%d", SERVICE, settings.host, bound)
+    return RunningServer(server, bound, servicer, health_servicer, summaries)
+
+
+def attach(app: FastAPI) -> None:
+    settings: Settings = app.state.settings
+    if settings.grpc_port is None:
+        return
+    running = start(
+        settings,
+        app.state.session_factory,
+        app.state.registry,
+        app.state.telemetry,
+        settings.grpc_port,
+    )
+    app.state.grpc_server = running
+    app.state.shutdown_hooks.append(running.stop)

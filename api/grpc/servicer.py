@@ -1,0 +1,336 @@
+"""The ``brain.Brain`` servicer: DLRover's three calls on Brain's services.
+
+Every call is stored like REST traffic (jobs, events, plans with ids and reasons) and
+counted in ``/metrics`` by method and outcome. Nothing raises out of a handler: bad or
+unknown input gets an empty, successful answer whose ``reason`` says why, and a log line
+(the master treats any error as "no plan" anyway, and has no deadline on its calls).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from dlrover.proto import brain_pb2, brain_pb2_grpc
+from google.protobuf import empty_pb2
+from google.protobuf.json_format import MessageToDict
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.grpc.replies import DLRoverPlan, to_dlrover
+from api.grpc.stages import WORKER_PHASE_KEY, BrainCall, Reply, UnknownRequest, translate
+from api.schemas.jobs import JobOut
+from brain.config import Settings
+from brain.db.models import Job, ScalePlan
+from brain.domain import Stage, Strategy, as_utc, utcnow
+from brain.errors import BrainError
+from brain.optimizing import OptimizerRegistry
+from brain.services import jobs, master_reports, plans
+from brain.services.nodes import NodeRef
+from brain.services.optimizer_context import current_roles
+from brain.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+# DLRover's ``Type`` report names the distribution strategy.
+STRATEGIES = {
+    "ParameterServerStrategy": Strategy.ps,
+    "CustomStrategy": Strategy.ps,
+    "AllreduceStrategy": Strategy.allreduce,
+}
+EXIT_SUCCEEDED = "Completed"
+# The master asks for the PS plan right after the worker one, both from the estimate
+# stage: one estimate answers both if it is this recent.
+ESTIMATE_REUSE_S = 600
+# Recently seen (uid, kind, payload): repeats are answered without touching the store.
+SEEN_REPORTS = 10_000
+
+
+@dataclass
+class Outcome:
+    value: str = "ok"
+
+
+@dataclass
+class Answer:
+    plan: DLRoverPlan | None
+    reason: str
+    plan_id: int | None = None
+    reasons: list[str] = field(default_factory=list)
+
+
+class BrainServicer(brain_pb2_grpc.BrainServicer):
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        registry: OptimizerRegistry,
+        settings: Settings,
+        telemetry: Telemetry,
+        summarize: Callable[[str], None],
+    ) -> None:
+        self._sessions = session_factory
+        self._registry = registry
+        self._settings = settings
+        self._telemetry = telemetry
+        self._summarize = summarize
+        # optimize runs here so that the handler can stop waiting at the deadline.
+        self._optimizers = ThreadPoolExecutor(
+            settings.grpc_workers, thread_name_prefix="brain-grpc-optimize"
+        )
+        self._seen: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
+        self._seen_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._optimizers.shutdown(wait=True)
+
+    # --- persist_metrics -------------------------------------------------------------
+
+    def persist_metrics(self, request, context):
+        with self._served("persist_metrics") as outcome:
+            outcome.value = self._persist(request)
+        return empty_pb2.Empty()
+
+    def _persist(self, metrics) -> str:
+        uid = metrics.job_meta.uuid
+        kind = metrics.WhichOneof("metrics")
+        if not uid:
+            log.warning("persist_metrics without job_meta.uuid (%s): ignored", kind)
+            return "invalid"
+        if kind is None:
+            return "ignored"
+        payload = getattr(metrics, kind)
+        raw = payload.encode() if isinstance(payload, str) else payload.SerializeToString()
+        key = (uid, kind, raw)
+        if self._seen_before(key):
+            return "ok"
+        # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
+        # bug); a fixed master would send the user.
+        user = metrics.job_meta.user or metrics.job_meta.cluster or None
+        finished = False
+        with self._transaction() as session:
+            job = master_reports.ensure_running_job(session, uid, user)
+            match kind:
+                case "type":
+                    master_reports.record_report(session, job, kind, {"type": payload})
+                    if payload in STRATEGIES:
+                        master_reports.set_strategy(session, job, STRATEGIES[payload])
+                case "training_hyper_params" | "model_feature":
+                    master_reports.record_report(session, job, kind, _as_dict(payload))
+                case "customized_data":
+                    data = _json_object(payload)
+                    if data is None:
+                        log.warning("job %s: customized_data is not a JSON object: ignored", uid)
+                        return "invalid"
+                    master_reports.record_report(session, job, kind, data, cumulative=True)
+                case "job_exit_reason":
+                    exit = master_reports.JobExit(
+                        succeeded=payload == EXIT_SUCCEEDED,
+                        reason=payload,
+                        oom=payload.endswith("OOM"),
+                    )
+                    finished = master_reports.record_exit(session, job, exit)
+                case _:
+                    # Runtime samples and dataset features never arrive from 0.6.1 (client
+                    # bugs); node load comes from the Prometheus collector instead.
+                    return "ignored"
+        self._remember(key)
+        if finished:
+            self._summarize(uid)
+        return "ok"
+
+    def _seen_before(self, key: tuple[str, str, bytes]) -> bool:
+        with self._seen_lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return True
+            return False
+
+    def _remember(self, key: tuple[str, str, bytes]) -> None:
+        with self._seen_lock:
+            self._seen[key] = None
+            while len(self._seen) > SEEN_REPORTS:
+                self._seen.popitem(last=False)
+
+    # --- optimize --------------------------------------------------------------------
+
+    def optimize(self, request, context):
+        with self._served("optimize") as outcome:
+            answer = self._answer_in_time(request, outcome)
+            return _response(request, answer)
+
+    def _answer_in_time(self, request, outcome: Outcome) -> Answer:
+        expired = threading.Event()
+        future = self._optimizers.submit(self._answer, request, expired)
+        try:
+            answer = future.result(timeout=self._settings.grpc_optimize_timeout_s)
+        except FutureTimeout:
+            expired.set()
+            outcome.value = "timeout"
+            log.warning(
+                "optimize %s for %s took over %.1f s: answered with no plan",
+                request.type,
+                request.jobs[0].uid if request.jobs else "?",
+                self._settings.grpc_optimize_timeout_s,
+            )
+            return Answer(None, "Brain did not answer in time; no plan")
+        if answer.plan is None or answer.plan.is_empty:
+            outcome.value = "no_plan" if answer.plan_id is not None else "invalid"
+        return answer
+
+    def _answer(self, request, expired: threading.Event) -> Answer:
+        uid = request.jobs[0].uid if request.jobs else ""
+        if not uid:
+            log.warning("optimize %r without a job uid: no plan", request.type)
+            return Answer(None, "no job uid in the request")
+        phase = request.config.customized_config.get(WORKER_PHASE_KEY)
+        oom_pods = [name for name, pod in request.jobs[0].state.pods.items() if pod.is_oom]
+        try:
+            call = translate(request.type, phase, sorted(oom_pods))
+        except UnknownRequest as exc:
+            log.warning("optimize for job %s: %s; no plan", uid, exc)
+            return Answer(None, f"{exc}; no plan")
+        try:
+            with self._transaction() as session:
+                answer = self._plan(session, uid, call)
+                if expired.is_set() and answer.plan_id is not None:
+                    plan = session.get(ScalePlan, answer.plan_id)
+                    plan.status_message = "computed after the gRPC deadline; the master got no plan"
+                return answer
+        except BrainError as exc:
+            log.warning("optimize %s for job %s: %s; no plan", request.type, uid, exc)
+            return Answer(None, f"{exc}; no plan")
+
+    def _plan(self, session: Session, uid: str, call: BrainCall) -> Answer:
+        if call.stage == Stage.create:
+            job = master_reports.ensure_running_job(session, uid, None)
+        else:
+            job = jobs.find_job(session, uid)
+            if job is None:
+                log.warning("optimize for job %s, which Brain never saw: no plan", uid)
+                return Answer(None, f"Brain has never seen job {uid}; no plan")
+        node = None
+        if call.oom_pod is not None:
+            pod = call.oom_pod
+            master_reports.record_node_oom(session, job, NodeRef(pod.name, pod.role, pod.index))
+            node = pod.name
+        plan = self._reusable_estimate(session, job, call) or self._optimize(
+            session, job, call, node
+        )
+        if plan is None:
+            return Answer(None, f"no {call.stage.value} optimizer configured for this request")
+        dlrover_plan = to_dlrover(plan.body, call.reply, current_roles(session, job), call.oom_pod)
+        reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]
+        log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
+        return Answer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons)
+
+    def _optimize(self, session: Session, job: Job, call: BrainCall, node: str | None):
+        names = None
+        if call.optimizers is not None:
+            configured = self._settings.stage_optimizers.get(call.stage.value, [])
+            names = [name for name in configured if name in call.optimizers]
+            if not names:
+                return None
+        return plans.optimize(
+            session,
+            job,
+            self._registry,
+            self._settings,
+            call.stage,
+            optimizer_names=names,
+            node=node,
+        )
+
+    def _reusable_estimate(self, session: Session, job: Job, call: BrainCall) -> ScalePlan | None:
+        if call.stage != Stage.estimate or call.reply != Reply.ps:
+            return None
+        for plan in plans.list_plans(session, job, limit=5):
+            recent = (utcnow() - as_utc(plan.created_at)).total_seconds() < ESTIMATE_REUSE_S
+            if plan.stage == Stage.estimate.value and recent:
+                return plan
+        return None
+
+    # --- get_job_metrics -------------------------------------------------------------
+
+    def get_job_metrics(self, request, context):
+        with self._served("get_job_metrics") as outcome:
+            with self._transaction() as session:
+                job = jobs.find_job(session, request.job_uuid)
+                if job is None:
+                    outcome.value = "invalid"
+                    return brain_pb2.JobMetricsResponse(
+                        response=brain_pb2.Response(
+                            success=False, reason=f"no job with uid {request.job_uuid!r}"
+                        )
+                    )
+                body = {
+                    "job": JobOut.of(job).model_dump(mode="json"),
+                    "reports": master_reports.reports(session, job),
+                }
+            return brain_pb2.JobMetricsResponse(
+                response=brain_pb2.Response(success=True), job_metrics=json.dumps(body)
+            )
+
+    # --- plumbing --------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Session]:
+        with self._sessions() as session:
+            yield session
+            session.commit()
+
+    @contextmanager
+    def _served(self, method: str) -> Iterator[Outcome]:
+        outcome = Outcome()
+        started = time.perf_counter()
+        try:
+            yield outcome
+        except Exception:
+            outcome.value = "error"
+            log.exception("gRPC %s failed", method)
+            raise
+        finally:
+            self._telemetry.grpc_requests.labels(method, outcome.value).inc()
+            self._telemetry.grpc_latency.labels(method).observe(time.perf_counter() - started)
+
+
+def _response(request, answer: Answer):
+    response = brain_pb2.OptimizeResponse(
+        response=brain_pb2.Response(success=answer.plan is not None, reason=answer.reason)
+    )
+    if answer.plan is None or answer.plan.is_empty:
+        return response
+    message = response.job_optimize_plans.add()
+    message.timestamp = int(time.time())
+    message.job.uid = request.jobs[0].uid
+    # The master prints the whole plan message in its log: say where it came from.
+    message.job.state.customized_data["brain_plan_id"] = str(answer.plan_id)
+    message.job.state.customized_data["reasons"] = " | ".join(answer.reasons)
+    resource = message.resource
+    for role, group in answer.plan.groups.items():
+        entry = resource.task_group_resources[role]
+        entry.count = group.count
+        entry.resource.cpu = group.cpu
+        entry.resource.memory = group.memory_bytes
+    for name, size in answer.plan.pods.items():
+        resource.pod_resources[name].cpu = size.cpu
+        resource.pod_resources[name].memory = size.memory_bytes
+    return response
+
+
+def _as_dict(message) -> dict:
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+def _json_object(text: str) -> dict | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,106 @@
+"""What a DLRover ``optimize`` request asks for, in Brain's terms.
+
+The DLRover 0.6.1 master walks its own stages (``job_stage_create``, then
+``job_stage_worker_initial`` / ``job_stage_ps_initial`` / ``job_stage_ps_running`` /
+``job_stage_worker_running``, the worker phase in ``customized_config``); OOM-killed pods
+come as ``state.pods[name].is_oom``. Each maps onto one Brain stage and the roles whose
+answer the master reads there. Only the first job of a request matters; it is known by
+its uid alone (the master sends no name or user here).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from brain.domain import ROLE_PS, ROLE_WORKER, Stage
+
+WORKER_PHASE_KEY = "optimizer.worker.optimize-phase"
+# DLRover names pods <job>-edljob-<role>-<id>; the master itself parses them this way.
+POD_NAME = re.compile(r"^(?P<job>.+)-edljob-(?P<role>[a-z]+)-(?P<index>\d+)$")
+
+
+class DLRoverStage(StrEnum):
+    create = "job_stage_create"
+    worker_initial = "job_stage_worker_initial"
+    ps_initial = "job_stage_ps_initial"
+    ps_running = "job_stage_ps_running"
+    worker_running = "job_stage_worker_running"
+    # The name older masters and DLRover's Go Brain use for every running stage.
+    running = "job_stage_running"
+
+
+class Reply(StrEnum):
+    """What the master reads from the answer, hence what Brain sends."""
+
+    create = "create"  # worker and ps groups, always both
+    worker_oom = "worker_oom"  # the worker group's memory only
+    pod_oom = "pod_oom"  # pod_resources[pod] memory only
+    workers = "workers"  # the worker group
+    ps = "ps"  # the ps group and migrations
+    any = "any"  # worker and ps groups and migrations
+
+
+@dataclass(frozen=True)
+class OomPod:
+    name: str
+    role: str
+    index: int
+
+
+@dataclass(frozen=True)
+class BrainCall:
+    """One optimize request, translated: run ``stage`` with ``optimizers`` (``None``: the
+    stage's configured ones, else the configured ones among these) and reply ``reply``."""
+
+    stage: Stage
+    reply: Reply
+    optimizers: frozenset[str] | None = None
+    oom_pod: OomPod | None = None
+
+
+class UnknownRequest(ValueError):
+    """A request Brain has no plan for (unknown stage, no job, unparseable pod); the
+    message says why."""
+
+
+# The running stage split the way the master asks: PS-side optimizers for its PS stage,
+# worker tuning for its worker stages.
+PS_SIDE = frozenset({"hot_ps", "oom_risk"})
+WORKER_SIDE = frozenset({"worker_tuning"})
+
+
+def translate(stage: str, phase: str | None, oom_pods: list[str]) -> BrainCall:
+    """The Brain call for one DLRover request; raises ``UnknownRequest``."""
+    try:
+        dlrover_stage = DLRoverStage(stage)
+    except ValueError:
+        raise UnknownRequest(f"unknown stage {stage!r}") from None
+    if oom_pods:
+        pod = parse_pod(oom_pods[0])
+        if dlrover_stage == DLRoverStage.create and pod.role != ROLE_PS:
+            return BrainCall(Stage.oom, Reply.worker_oom, oom_pod=pod)
+        if dlrover_stage == DLRoverStage.ps_initial:
+            return BrainCall(Stage.oom, Reply.pod_oom, oom_pod=pod)
+        raise UnknownRequest(f"OOM pods in stage {stage!r}, which the master never sends")
+    match dlrover_stage:
+        case DLRoverStage.create:
+            return BrainCall(Stage.create, Reply.create)
+        case DLRoverStage.worker_initial if phase in (None, "", "initial"):
+            return BrainCall(Stage.estimate, Reply.workers)
+        case DLRoverStage.worker_initial | DLRoverStage.worker_running:
+            return BrainCall(Stage.running, Reply.workers, optimizers=WORKER_SIDE)
+        case DLRoverStage.ps_initial:
+            return BrainCall(Stage.estimate, Reply.ps)
+        case DLRoverStage.ps_running:
+            return BrainCall(Stage.running, Reply.ps, optimizers=PS_SIDE)
+        case _:
+            return BrainCall(Stage.running, Reply.any)
+
+
+def parse_pod(name: str) -> OomPod:
+    match = POD_NAME.match(name)
+    if match is None or match["role"] not in (ROLE_PS, ROLE_WORKER, "chief", "evaluator"):
+        raise UnknownRequest(f"pod {name!r} is not named <job>-edljob-<role>-<index>")
+    return OomPod(name=name, role=match["role"], index=int(match["index"]))

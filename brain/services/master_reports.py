@@ -1,0 +1,135 @@
+"""What a job master reports about its job besides samples: that it runs, its strategy,
+hyper-parameters, model features, cumulative custom data, OOM-killed nodes and how the
+job ended. Protocol-neutral; DLRover's gRPC ``persist_metrics`` and ``optimize`` use it.
+
+Masters repeat themselves (every worker sends the same hyper-parameters; custom data is
+re-sent whole on every rendezvous poll), so every write here happens only on change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from brain.db.models import Event, Job, MasterReport
+from brain.domain import EventKind, JobStatus, Strategy, utcnow
+from brain.services import events, nodes
+from brain.services.jobs import default_group_key, find_job
+
+UNKNOWN_USER = "unknown"
+
+
+@dataclass(frozen=True)
+class JobExit:
+    """How a master said its job ended."""
+
+    succeeded: bool
+    reason: str
+    # The job died of memory (e.g. DLRover's WorkerOOM / PSOOM): also an ``oom`` event.
+    oom: bool = False
+
+
+def ensure_running_job(session: Session, uid: str, user: str | None) -> Job:
+    """The job ``uid``, created on the first report of a master Brain was never told about.
+
+    Such a job is named after its uid (the name can be set later with PUT) and belongs
+    to ``user`` if the master gives one. A pending job whose master reports is running.
+    """
+    job = find_job(session, uid)
+    now = utcnow()
+    if job is None:
+        owner = user or UNKNOWN_USER
+        job = Job(
+            uid=uid,
+            name=uid,
+            user=owner,
+            group_key=default_group_key(owner, uid),
+            strategy=Strategy.ps.value,
+            roles={},
+            status=JobStatus.running.value,
+            created_at=now,
+            updated_at=now,
+            started_at=now,
+        )
+        session.add(job)
+        session.flush()
+    elif job.status == JobStatus.pending.value:
+        job.status = JobStatus.running.value
+        job.started_at = job.started_at or now
+        job.updated_at = now
+        session.flush()
+    return job
+
+
+def set_strategy(session: Session, job: Job, strategy: Strategy) -> bool:
+    if job.strategy == strategy.value:
+        return False
+    job.strategy = strategy.value
+    job.updated_at = utcnow()
+    session.flush()
+    return True
+
+
+def record_report(
+    session: Session, job: Job, kind: str, body: dict[str, Any], cumulative: bool = False
+) -> bool:
+    """Keep the latest ``body`` of this kind of report; ``cumulative`` bodies are merged
+    into what was kept (a master re-sending its whole dict adds only its new keys).
+    Returns whether anything was written."""
+    report = session.get(MasterReport, (job.id, kind))
+    merged = {**report.body, **body} if report is not None and cumulative else body
+    if report is not None and report.body == merged:
+        return False
+    if report is None:
+        session.add(MasterReport(job_id=job.id, kind=kind, body=merged, updated_at=utcnow()))
+    else:
+        report.body = merged
+        report.updated_at = utcnow()
+    session.flush()
+    return True
+
+
+def reports(session: Session, job: Job) -> dict[str, dict[str, Any]]:
+    """Every kind of report kept for the job, by kind."""
+    rows = session.scalars(select(MasterReport).where(MasterReport.job_id == job.id))
+    return {row.kind: row.body for row in rows}
+
+
+def record_exit(session: Session, job: Job, exit: JobExit) -> bool:
+    """Finish the job as the master says; returns whether it changed (then summarize it)."""
+    status = JobStatus.succeeded if exit.succeeded else JobStatus.failed
+    reason = None if exit.succeeded else exit.reason
+    if job.status == status.value and job.exit_reason == reason:
+        return False
+    now = utcnow()
+    job.status = status.value
+    job.exit_reason = reason
+    job.finished_at = job.finished_at or now
+    job.updated_at = now
+    if exit.oom:
+        events.record_events(
+            session, job, [events.EventInput(ts=now, kind=EventKind.oom, detail=exit.reason)]
+        )
+    session.flush()
+    return True
+
+
+def record_node_oom(session: Session, job: Job, node: nodes.NodeRef) -> None:
+    """One ``oom`` event per OOM-killed node, however often the master asks about it.
+
+    Job masters such as DLRover give every relaunched pod a new name, so a node name is
+    killed by OOM at most once; unknown nodes are created with their role's request.
+    """
+    nodes.ensure_nodes(session, job, [node])
+    seen = session.scalar(
+        select(Event.id).where(
+            Event.job_id == job.id, Event.kind == EventKind.oom.value, Event.node_name == node.name
+        )
+    )
+    if seen is None:
+        events.record_events(
+            session, job, [events.EventInput(ts=utcnow(), kind=EventKind.oom, node=node.name)]
+        )

@@ -1,0 +1,98 @@
+"""Jobs, histories and DLRover master objects for the drop-in tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from dlrover.python.common.constants import DistributionStrategy, NodeType, PlatformType
+from dlrover.python.common.node import NodeGroupResource, NodeResource
+from dlrover.python.scheduler.job import JobArgs, NodeArgs
+from fastapi.testclient import TestClient
+
+MIB = 2**20
+JOB_NAME = "dropin"
+JOB_UID = "6d1f7c9e-0b1a-4d8e-9f3a-2c5e7a9b1d40"
+
+
+def pod(role: str, index: int, job: str = JOB_NAME) -> str:
+    """DLRover's pod name for a node."""
+    return f"{job}-edljob-{role}-{index}"
+
+
+class ElasticJobArgs(JobArgs):
+    """What the master parses from an ElasticJob on Kubernetes (``optimizeMode: cluster``):
+    here ``worker`` replicas and size, and ``ps`` as given (count 0 / size 0 = unset)."""
+
+    def __init__(
+        self,
+        worker: tuple[int, float, int] = (3, 2, 4096),
+        ps: tuple[int, float, int] = (0, 0, 0),
+        uid: str = JOB_UID,
+    ):
+        super().__init__(PlatformType.KUBERNETES, "default", JOB_NAME)
+        self.worker, self.ps = worker, ps
+        self.job_uuid = uid
+        self.optimize_mode = "cluster"
+        self.distribution_strategy = DistributionStrategy.PS
+
+    def initilize(self):
+        count, cpu, memory = self.worker
+        self.node_args[NodeType.WORKER] = NodeArgs(
+            NodeGroupResource(count, NodeResource(cpu, memory)), True, 3, 0, ""
+        )
+        count, cpu, memory = self.ps
+        self.node_args[NodeType.PS] = NodeArgs(
+            NodeGroupResource(count, NodeResource(cpu, memory)), True, 3, 0, "all"
+        )
+
+
+def job_body(name: str = "ctr-train", **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "user": "alice",
+        "dataset": "clicks",
+        "strategy": "ps",
+        "roles": {
+            "ps": {"count": 2, "cpu": 8, "memory_mib": 12288},
+            "worker": {"count": 3, "cpu": 4, "memory_mib": 8192},
+        },
+    }
+    body.update(overrides)
+    return body
+
+
+def ts(minutes_ago: float) -> str:
+    moment = datetime.now(UTC) - timedelta(minutes=minutes_ago)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def point(name: str, at: str, cpu: float, memory_mib: float) -> dict[str, Any]:
+    role, index = name.rsplit("-", 2)[-2:]
+    return {
+        "name": name,
+        "role": role,
+        "index": int(index),
+        "ts": at,
+        "cpu": cpu,
+        "memory_mib": memory_mib,
+    }
+
+
+def finished_run(
+    rest: TestClient, uid: str, days_ago: int, ps_use: list[tuple[float, float]], worker_use
+) -> None:
+    """A succeeded ``ctr-train`` run of alice: per PS and worker node one (cpu, memory_mib)
+    load held over ten one-minute samples; it is summarized when it finishes."""
+    start = datetime.now(UTC) - timedelta(days=days_ago)
+    body = job_body(status="running", started_at=start.isoformat())
+    assert rest.put(f"/api/v1/jobs/{uid}", json=body).status_code == 201
+    points = []
+    for role, use in (("ps", ps_use), ("worker", worker_use)):
+        for index, (cpu, memory) in enumerate(use):
+            for minute in range(10):
+                at = (start + timedelta(minutes=minute)).isoformat()
+                points.append(point(pod(role, index, uid), at, cpu, memory))
+    assert rest.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": points}).status_code == 200
+    finish = {"status": "succeeded", "finished_at": (start + timedelta(minutes=10)).isoformat()}
+    assert rest.patch(f"/api/v1/jobs/{uid}", json=finish).status_code == 200

@@ -1,0 +1,133 @@
+"""Brain's gRPC server in-process (same app as REST) and the real DLRover 0.6.1 master code
+pointed at it, with only the Kubernetes API calls replaced by in-memory fakes (the way
+DLRover's own tests run its master)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import grpc
+import pytest
+from dlrover.python.brain import client as brain_client
+from dlrover.python.common import comm
+from dlrover.python.common.global_context import Context
+from dlrover.python.scheduler.kubernetes import k8sClient
+from fastapi.testclient import TestClient
+from kubernetes import client as k8s
+
+from api.app import create_app
+from api.grpc.server import attach
+from brain.config import Settings
+from tests.ports import free_port
+
+
+@dataclass
+class Replies:
+    """Every optimize answer the master received, as sent on the wire."""
+
+    optimize: list = field(default_factory=list)
+    requests: list = field(default_factory=list)
+
+
+class _Recorder(grpc.UnaryUnaryClientInterceptor):
+    def __init__(self, replies: Replies) -> None:
+        self.replies = replies
+
+    def intercept_unary_unary(self, continuation, details, request):
+        outcome = continuation(details, request)
+        if details.method.endswith("/optimize"):
+            self.replies.requests.append(request)
+            self.replies.optimize.append(outcome.result())
+        return outcome
+
+
+@dataclass
+class Brain:
+    rest: TestClient
+    addr: str
+    replies: Replies
+
+
+def _serve(settings: Settings, monkeypatch) -> Iterator[Brain]:
+    port = free_port()
+    settings = settings.model_copy(update={"grpc_port": port})
+    replies = Replies()
+    with TestClient(create_app(settings, on_startup=[attach])) as rest:
+        addr = f"127.0.0.1:{port}"
+        # The master's own channel (its options and retry policy), readiness-checked as
+        # build_brain_client does; the recording interceptor only watches the answers.
+        monkeypatch.setenv("DLROVER_BRAIN_SERVICE_ADDR", addr)
+        raw = comm.build_grpc_channel(addr)
+        assert comm.grpc_server_ready(raw), "the DLRover channel could not reach Brain"
+        channel = grpc.intercept_channel(raw, _Recorder(replies))
+        monkeypatch.setattr(
+            brain_client.GlobalBrainClient, "BRAIN_CLIENT", brain_client.BrainClient(channel)
+        )
+        yield Brain(rest, addr, replies)
+        raw.close()
+
+
+@pytest.fixture
+def brain(settings, monkeypatch) -> Iterator[Brain]:
+    """Brain on PostgreSQL serving REST (TestClient) and gRPC (a loopback port)."""
+    yield from _serve(settings, monkeypatch)
+
+
+@pytest.fixture
+def brain_sqlite(sqlite_url, monkeypatch) -> Iterator[Brain]:
+    yield from _serve(Settings(database_url=sqlite_url), monkeypatch)
+
+
+@pytest.fixture
+def dlrover_context(monkeypatch) -> Context:
+    """The master's process-wide context, restored after the test."""
+    context = Context.singleton_instance()
+    for name in (
+        "auto_ps_enabled",
+        "auto_worker_enabled",
+        "seconds_interval_to_change_ps",
+        "relaunch_always",
+    ):
+        monkeypatch.setattr(context, name, getattr(context, name))
+    return context
+
+
+@dataclass
+class FakeKubernetes:
+    """What the master asked Kubernetes to do: custom resources (ScalePlan CRs) posted."""
+
+    custom_resources: list[dict] = field(default_factory=list)
+
+    def scale_plans(self) -> list[dict]:
+        return [r for r in self.custom_resources if r.get("kind") == "ScalePlan"]
+
+
+@pytest.fixture
+def fake_k8s(monkeypatch) -> FakeKubernetes:
+    """k8sClient with every API call the master makes answered in memory."""
+    fake = FakeKubernetes()
+    instance = k8sClient.singleton_instance("default")
+
+    def create_custom_resource(group, version, plural, body):
+        fake.custom_resources.append(body)
+        return True
+
+    def no_pods(label_selector):
+        return k8s.V1PodList(items=[], metadata=k8s.V1ListMeta(resource_version="1"))
+
+    calls = {
+        "create_custom_resource": create_custom_resource,
+        "list_namespaced_pod": no_pods,
+        "get_custom_resource": lambda *a, **k: None,
+        "delete_custom_resource": lambda *a, **k: True,
+        "create_pod": lambda *a, **k: True,
+        "delete_pod": lambda *a, **k: True,
+        "create_service": lambda *a, **k: True,
+        "patch_service": lambda *a, **k: True,
+        "get_service": lambda *a, **k: None,
+        "get_pod": lambda *a, **k: None,
+    }
+    for name, fn in calls.items():
+        monkeypatch.setattr(instance, name, fn, raising=False)
+    return fake
