@@ -87,7 +87,7 @@ def _create_groups(plan: PlanBody, current: Mapping[str, RoleSpec]) -> dict[str,
     """Worker and ps, always both. The master turns one of the create-stage workers into
     the chief (with the worker size) when the job has no chief replica, so the worker
     group is sized for the larger of chief and worker and counts the chief too."""
-    proposed = {role: _spec(plan, role) for role in (ROLE_WORKER, ROLE_CHIEF, ROLE_PS)}
+    proposed = {role: plan.roles.get(role) for role in (ROLE_WORKER, ROLE_CHIEF, ROLE_PS)}
 
     def known(role: str) -> RoleSpec:
         return _fill(proposed[role], current.get(role, RoleSpec()))
@@ -129,14 +129,14 @@ def _groups(
     groups = {}
     for role in roles:
         now = current.get(role, RoleSpec())
-        spec = _spec(plan, role)
+        spec = plan.roles.get(role)
         delta = sum(1 for c in plan.launch if c.role == role) - sum(
             1 for c in plan.remove if c.role == role
         )
         if spec is None and delta == 0:
             continue
         spec = _fill(spec, now)
-        count = (spec.count or 0) + (delta if _spec(plan, role) is None else 0)
+        count = (spec.count or 0) + (delta if plan.roles.get(role) is None else 0)
         group = Group(count, whole_cores(spec.cpu), memory_bytes(spec.memory_mib))
         if group.count > 0 and group.cpu > 0 and group.memory_bytes > 0:
             groups[role] = group
@@ -150,10 +150,6 @@ def _pods(migrations: list[NodeChange]) -> dict[str, PodSize]:
         if change.name and size.cpu > 0 and size.memory_bytes > 0:
             pods[change.name] = size
     return pods
-
-
-def _spec(plan: PlanBody, role: str) -> RoleSpec | None:
-    return plan.roles.get(role)
 
 
 def _fill(spec: RoleSpec | None, current: RoleSpec) -> RoleSpec:
