@@ -12,6 +12,7 @@ import pytest
 from dlrover.python.brain import client as brain_client
 from dlrover.python.common import comm
 from dlrover.python.common.global_context import Context
+from dlrover.python.master.stats.reporter import BrainReporter
 from dlrover.python.scheduler.kubernetes import k8sClient
 from fastapi.testclient import TestClient
 from kubernetes import client as k8s
@@ -19,6 +20,7 @@ from kubernetes import client as k8s
 from api.app import create_app
 from api.grpc.server import attach
 from brain.config import Settings
+from tests.dlrover.builders import JOB_NAME, JOB_UID
 from tests.ports import free_port
 
 
@@ -64,6 +66,9 @@ def _serve(settings: Settings, monkeypatch) -> Iterator[Brain]:
         monkeypatch.setattr(
             brain_client.GlobalBrainClient, "BRAIN_CLIENT", brain_client.BrainClient(channel)
         )
+        # The master's metrics reporter is a process singleton holding the client it was
+        # built with: each test builds its own.
+        monkeypatch.setattr(BrainReporter, "_instance", None)
         yield Brain(rest, addr, replies)
         raw.close()
 
@@ -98,6 +103,15 @@ class FakeKubernetes:
     """What the master asked Kubernetes to do: custom resources (ScalePlan CRs) posted."""
 
     custom_resources: list[dict] = field(default_factory=list)
+    # The ElasticJob the master reads back (its scaler needs the uid for owner references).
+    elastic_job: dict = field(
+        default_factory=lambda: {
+            "apiVersion": "elastic.iml.github.io/v1alpha1",
+            "kind": "ElasticJob",
+            "metadata": {"name": JOB_NAME, "namespace": "default", "uid": JOB_UID},
+            "spec": {"optimizeMode": "cluster", "distributionStrategy": "ParameterServerStrategy"},
+        }
+    )
 
     def scale_plans(self) -> list[dict]:
         return [r for r in self.custom_resources if r.get("kind") == "ScalePlan"]
@@ -119,7 +133,7 @@ def fake_k8s(monkeypatch) -> FakeKubernetes:
     calls = {
         "create_custom_resource": create_custom_resource,
         "list_namespaced_pod": no_pods,
-        "get_custom_resource": lambda *a, **k: None,
+        "get_custom_resource": lambda *a, **k: fake.elastic_job,
         "delete_custom_resource": lambda *a, **k: True,
         "create_pod": lambda *a, **k: True,
         "delete_pod": lambda *a, **k: True,
