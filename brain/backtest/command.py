@@ -7,6 +7,7 @@ the ``brain`` parser stays fast.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -135,7 +136,25 @@ def _filters_given(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def missing_extra(chart: bool) -> list[str]:
+    """The packages of the ``backtest`` extra this run needs and cannot import."""
+    missing = []
+    for name in ("pandas", "matplotlib") if chart else ("pandas",):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def run(args: argparse.Namespace) -> int:
+    missing = missing_extra(chart=args.chart is not None)
+    if missing:
+        print(
+            f"brain backtest needs {' and '.join(missing)}: pip install 'brain[backtest]'",
+            file=sys.stderr,
+        )
+        return 2
     from brain.backtest import report
     from brain.backtest.progress import ProgressBar
     from brain.backtest.resources import RESOURCES, present
