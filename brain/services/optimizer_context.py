@@ -10,6 +10,8 @@ from sqlalchemy.orm import Session
 from brain.config import Settings
 from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
 from brain.domain import PlanStatus, RoleSpec, Stage, as_utc, utcnow
+from brain.history.related import related_history
+from brain.history.views import job_view
 from brain.optimizing.context import (
     EventView,
     NodeView,
@@ -19,8 +21,6 @@ from brain.optimizing.context import (
 from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
 from brain.optimizing.guard import effective_roles
-from brain.services.views import job_view
-from brain.summaries.history import related_history
 
 RECENT_EVENTS = 1000
 RECENT_PLANS = 100

@@ -26,11 +26,11 @@ from brain.domain import (
     Strategy,
     utcnow,
 )
+from brain.history.related import find_related
 from brain.optimizing import JobView, OptimizerContext, OptimizerRegistry, Reason
 from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
 from brain.services.jobs import default_group_key
-from brain.summaries.history import find_related
 
 # Runs from which a suggestion is considered measured rather than tentative.
 CONFIDENT_RUNS = 3

@@ -7,9 +7,15 @@ from datetime import timedelta
 import pytest
 
 from brain.domain import utcnow
+from brain.history.related import (
+    MATCH_GROUP,
+    MATCH_NAME,
+    MATCH_USER_DATASET,
+    find_related,
+    related_history,
+)
 from brain.services.retention import delete_old_samples
-from brain.summaries import related_history, summarize_job
-from brain.summaries.history import MATCH_GROUP, MATCH_NAME, MATCH_USER_DATASET, find_related
+from brain.summaries import summarize_job
 from tests.summaries.builders import flat_job, recent_hour
 
 WINDOW = {"window_days": 30, "limit": 10}

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from brain.db.models import Job, JobSummary, NodeSummary
 from brain.domain import JobStatus, Resources, utcnow
+from brain.history.views import job_view
 from brain.optimizing import HistoricalJob, NodeUsage
-from brain.services.views import job_view
 
 MATCH_USER_DATASET = "user+dataset"
 MATCH_GROUP = "group"
