@@ -163,8 +163,8 @@ class GpuCpuSuggestionOptimizer:
             suggestion = suggest_role(
                 spec.gpu, [run_usage(h.role_nodes(role)) for h in runs], settings
             )
+            # No opinion on the count: another optimizer (startup) may have sized it.
             proposal.roles[role] = RoleSpec(
-                count=spec.count,
                 cpu=suggestion.cpu_request,
                 cpu_limit=suggestion.cpu_limit,
                 gpu=suggestion.gpu,

@@ -93,7 +93,8 @@ def enforce_bounds(
     """
     reasons = list(proposal.reasons)
     roles = {
-        role: _bounded_role(role, spec, node_max, reasons) for role, spec in proposal.roles.items()
+        role: _bounded_role(role, spec, node_max, reasons)
+        for role, spec in _roles_the_job_has(proposal.roles, job, nodes, reasons).items()
     }
     roles = _fit_limits(roles, job, nodes, reasons)
     launch = [_bounded_change("launch", c, node_max, reasons) for c in proposal.launch]
@@ -108,6 +109,38 @@ def enforce_bounds(
         ps_hosts=list(proposal.ps_hosts),
         reasons=reasons,
     )
+
+
+def _roles_the_job_has(
+    roles: Mapping[str, RoleSpec], job: JobView, nodes: Sequence[NodeView], reasons: list[Reason]
+) -> dict[str, RoleSpec]:
+    """Roles the job declares or runs (all of them if it declares and runs none), without
+    a count of 0 it did not ask for: a master would create a replica type or kill a role."""
+    known = set(job.roles) | {n.role for n in nodes}
+    kept = {}
+    for role, spec in roles.items():
+        if known and role not in known:
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"dropped {role}: the job has no such role",
+                    evidence={"role": role, "job_roles": sorted(known)},
+                )
+            )
+            continue
+        declared = job.roles.get(role, RoleSpec()).count
+        if spec.count == 0 and declared != 0:
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"dropped {role}.count=0: the job asked for {declared} and a plan does not "
+                    "remove a whole role",
+                    evidence={"role": role, "declared_count": declared},
+                )
+            )
+            spec = replace(spec, count=None)
+        kept[role] = spec
+    return kept
 
 
 def _caps(node_max: Resources) -> dict[str, float]:

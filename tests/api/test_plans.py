@@ -172,15 +172,26 @@ def test_oom_event_is_answered_once(client):
     assert missing_node.json()["error"]["field"] == "node"
 
 
-def test_create_without_history_gives_the_defaults(client):
-    client.put("/api/v1/jobs/new", json=job_body(user="nobody", dataset="nothing"))
-    plan = client.post(
-        "/api/v1/jobs/new/optimize", json={"stage": "create", "optimizers": ["startup"]}
-    ).json()
+UNSIZED_ROLES = {"ps": {"count": 1}, "worker": {"count": 2}}
+
+
+def test_create_without_history_gives_the_defaults_to_unsized_roles(client):
+    body = job_body(user="nobody", dataset="nothing", roles=UNSIZED_ROLES)
+    client.put("/api/v1/jobs/new", json=body)
+    plan = client.post("/api/v1/jobs/new/optimize", json={"stage": "create"}).json()
     assert plan["roles"]["ps"]["count"] == 1
     assert (plan["roles"]["ps"]["cpu"], plan["roles"]["ps"]["memory_mib"]) == (8.0, 8192.0)
-    assert (plan["roles"]["chief"]["cpu"], plan["roles"]["chief"]["memory_mib"]) == (8.0, 8192.0)
+    # The job has no chief: no `chief: count 0` in its plan (the chief sizing is dropped).
+    assert set(plan["roles"]) == {"ps"}
+    assert any("no such role" in r["message"] for r in plan["reasons"])
     assert any("no related job" in r["message"] for r in plan["reasons"])
+
+
+def test_create_without_history_keeps_a_sized_request(client):
+    client.put("/api/v1/jobs/new", json=job_body(user="nobody", dataset="nothing"))
+    plan = client.post("/api/v1/jobs/new/optimize", json={"stage": "create"}).json()
+    assert plan["roles"] == {}  # the README example's 2 x 8-core PS stands
+    assert any("request stands" in r["message"] for r in plan["reasons"])
 
 
 def test_long_poll_returns_a_new_plan_or_204(client):
@@ -234,7 +245,7 @@ def test_k8s_rendering_is_a_valid_scaleplan(client):
 
 
 def test_k8s_rendering_of_roles_validates(client):
-    client.put("/api/v1/jobs/new", json=job_body(user="nobody"))
+    client.put("/api/v1/jobs/new", json=job_body(user="nobody", roles=UNSIZED_ROLES))
     plan = client.post(
         "/api/v1/jobs/new/optimize", json={"stage": "create", "optimizers": ["startup"]}
     ).json()

@@ -79,7 +79,8 @@ def test_with_history(client, three_runs):
     body = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()
 
     roles = _roles(body)
-    assert list(roles) == ["ps", "chief", "worker"]
+    # The past runs had no chief: no chief row (startup's chief sizing is dropped).
+    assert list(roles) == ["ps", "worker"]
     # startup: Σ PS mean CPU 3 + 3 = 6 over a single-PS peak of 4 cores -> 2 PS; peak total
     # PS memory 2 x 6144 / 2 x 1.2 = 7372.8 -> 7373 MiB. gpu_cpu: request mean 3 / 0.5 = 6,
     # limit max 4 / 0.5 = 8 cores.
@@ -89,14 +90,6 @@ def test_with_history(client, three_runs):
         "cpu_limit": 8,
         "memory_mib": 7373,
         "gpu": 0,
-    }
-    # startup: the largest worker usage, 5 cores and 12288 MiB.
-    assert roles["chief"] == {
-        "count": None,
-        "cpu_request": 5,
-        "cpu_limit": None,
-        "memory_mib": 12288,
-        "gpu": None,
     }
     # gpu_cpu: CPU 4 / 0.5 = 8 and 5 / 0.5 = 10; GPU 1 x max(0.45, 9000/40000) / 0.9 = 0.5,
     # rounded up to 1 GPU. Count and memory: the last run's.
@@ -159,15 +152,14 @@ def test_text_table(client, three_runs):
     assert by_param.headers["content-type"].startswith("text/plain")
     assert by_accept.text == by_param.text
     lines = by_param.text.splitlines()
-    assert lines[:4] == [
+    assert lines[:3] == [
         "role    count  cpu_request  cpu_limit  memory_mib  gpu",
         "ps          2            6          8        7373    0",
-        "chief       -            5          -       12288    -",
         "worker      4            8         10       32768    1",
     ]
-    assert lines[4].startswith("basis: confidence high: 3 past runs matched by group")
-    assert "bert-3" in lines[4]
-    assert len(lines) == 5
+    assert lines[3].startswith("basis: confidence high: 3 past runs matched by group")
+    assert "bert-3" in lines[3]
+    assert len(lines) == 4
 
 
 def test_text_without_history(client):

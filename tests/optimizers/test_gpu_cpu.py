@@ -87,7 +87,8 @@ def test_optimizer_worked_example_from_history():
         context(Stage.create, the_job, history=three_runs()), SETTINGS
     )
     # Same numbers as the core example, aggregated from NodeUsage: 2 GPUs, request 10, limit 16.
-    assert proposal.roles["worker"] == RoleSpec(count=4, cpu=10, cpu_limit=16, gpu=2)
+    # No opinion on the count (it used to restate the declared 4, overriding startup's).
+    assert proposal.roles["worker"] == RoleSpec(cpu=10, cpu_limit=16, gpu=2)
     [why] = proposal.reasons
     assert why.optimizer == "gpu_cpu"
     assert why.evidence["gpu_memory_util_max"] == 0.45

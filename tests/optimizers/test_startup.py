@@ -57,11 +57,23 @@ def test_history_beyond_the_setting_is_ignored():
     assert proposal.roles["ps"].cpu == 8
 
 
-def test_no_history_uses_defaults():
+def test_no_history_uses_defaults_for_what_the_job_left_unsized():
     proposal = StartupOptimizer().propose(context(Stage.create), SETTINGS)
     assert proposal.roles["ps"] == RoleSpec(count=1, cpu=8, memory_mib=8192)
     assert proposal.roles["chief"] == RoleSpec(cpu=8, memory_mib=8192)
     assert all("default" in r.message for r in proposal.reasons)
+
+
+def test_no_history_keeps_the_job_own_request():
+    declared = {
+        "ps": RoleSpec(count=1, cpu=2, memory_mib=4096),
+        "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
+        "worker": RoleSpec(count=1, cpu=4, memory_mib=8192),
+    }
+    proposal = StartupOptimizer().propose(context(Stage.create, job(roles=declared)), SETTINGS)
+    # Cold defaults (8 cores, 8192 MiB) used to replace the user's 2-core PS.
+    assert proposal.is_empty
+    assert [r.message.endswith("request stands") for r in proposal.reasons] == [True, True]
 
 
 def test_allreduce_job_sizes_only_workers():
