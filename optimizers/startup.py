@@ -43,10 +43,9 @@ class StartupOptimizer:
     the largest CPU any single PS used, gives the PS count; the peak total PS memory
     (sum of per-PS peaks, largest over jobs) is shared among them, times a margin.
     Chief: the largest CPU and memory any worker or chief used. Without history the
-    job's own request stands; the configured defaults apply only to what it left
-    unsized. Jobs without PS (allreduce) only get the chief part, applied to the
-    ``worker`` role when the job declares no chief (a plan never keeps a role the job
-    does not have: the guard drops it).
+    configured defaults apply. Jobs without PS (allreduce) only get the chief part. It goes
+    to the ``worker`` role when the job declares no chief (DLRover folds a worker into
+    the chief), so no plan sizes a role the job does not have.
     """
 
     name: ClassVar[str] = NAME
@@ -58,37 +57,17 @@ class StartupOptimizer:
         history = list(context.history[: settings.max_history_jobs])
         proposal = Proposal()
         if job.strategy == Strategy.ps:
-            _size_ps(history, settings, proposal, job.roles.get(ROLE_PS))
-        trainer = (
-            ROLE_CHIEF if job.strategy == Strategy.ps or ROLE_CHIEF in job.roles else ROLE_WORKER
-        )
-        _size_trainer(trainer, history, settings, proposal, job.roles.get(trainer))
+            _size_ps(history, settings, proposal)
+        # Without a chief replica a DLRover master makes one worker the chief, with the
+        # worker size: the chief's sizing is the workers'.
+        trainer = ROLE_CHIEF if ROLE_CHIEF in job.roles else ROLE_WORKER
+        _size_trainer(trainer, history, settings, proposal)
         return proposal
 
 
-def _sized(spec: RoleSpec | None) -> bool:
-    """The user asked for CPU and memory for this role."""
-    return spec is not None and bool(spec.cpu) and bool(spec.memory_mib)
-
-
-def _size_ps(
-    history: list[HistoricalJob],
-    settings: StartupSettings,
-    proposal: Proposal,
-    declared: RoleSpec | None,
-) -> None:
+def _size_ps(history: list[HistoricalJob], settings: StartupSettings, proposal: Proposal) -> None:
     with_ps = [h for h in history if h.role_nodes(ROLE_PS)]
     ps_cpu_peak = max((n.cpu_max for h in with_ps for n in h.role_nodes(ROLE_PS)), default=0.0)
-    if ps_cpu_peak <= 0 and _sized(declared):
-        proposal.reasons.append(
-            reason(
-                NAME,
-                f"no related job with PS usage among {len(history)} considered: the job's "
-                "own PS request stands",
-                evidence={"related_jobs": len(history)},
-            )
-        )
-        return
     if ps_cpu_peak <= 0:
         proposal.roles[ROLE_PS] = RoleSpec(
             count=settings.default_ps_count,
@@ -132,22 +111,9 @@ def _size_ps(
 
 
 def _size_trainer(
-    role: str,
-    history: list[HistoricalJob],
-    settings: StartupSettings,
-    proposal: Proposal,
-    declared: RoleSpec | None,
+    role: str, history: list[HistoricalJob], settings: StartupSettings, proposal: Proposal
 ) -> None:
     trainers = [n for h in history for n in h.nodes if n.role in (ROLE_CHIEF, ROLE_WORKER)]
-    if not trainers and _sized(declared):
-        proposal.reasons.append(
-            reason(
-                NAME,
-                f"no related job with worker usage: the job's own {role} request stands",
-                evidence={"related_jobs": len(history)},
-            )
-        )
-        return
     if not trainers:
         proposal.roles[role] = RoleSpec(
             cpu=settings.default_chief_cpu, memory_mib=settings.default_chief_memory_mib

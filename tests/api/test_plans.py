@@ -181,17 +181,17 @@ def test_create_without_history_gives_the_defaults_to_unsized_roles(client):
     plan = client.post("/api/v1/jobs/new/optimize", json={"stage": "create"}).json()
     assert plan["roles"]["ps"]["count"] == 1
     assert (plan["roles"]["ps"]["cpu"], plan["roles"]["ps"]["memory_mib"]) == (8.0, 8192.0)
-    # The job has no chief: no `chief: count 0` in its plan (the chief sizing is dropped).
-    assert set(plan["roles"]) == {"ps"}
-    assert any("no such role" in r["message"] for r in plan["reasons"])
+    # The job has no chief: no `chief: count 0` in its plan; its workers get the chief's
+    # sizing (a DLRover master makes one of them the chief).
+    assert set(plan["roles"]) == {"ps", "worker"}
+    assert plan["roles"]["worker"] == {
+        "count": 2,
+        "cpu": 8.0,
+        "memory_mib": 8192.0,
+        "gpu": 0.0,
+        "cpu_limit": None,
+    }
     assert any("no related job" in r["message"] for r in plan["reasons"])
-
-
-def test_create_without_history_keeps_a_sized_request(client):
-    client.put("/api/v1/jobs/new", json=job_body(user="nobody", dataset="nothing"))
-    plan = client.post("/api/v1/jobs/new/optimize", json={"stage": "create"}).json()
-    assert plan["roles"] == {}  # the README example's 2 x 8-core PS stands
-    assert any("request stands" in r["message"] for r in plan["reasons"])
 
 
 def test_long_poll_returns_a_new_plan_or_204(client):

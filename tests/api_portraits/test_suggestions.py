@@ -79,7 +79,7 @@ def test_with_history(client, three_runs):
     body = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()
 
     roles = _roles(body)
-    # The past runs had no chief: no chief row (startup's chief sizing is dropped).
+    # The past runs had no chief: no chief row; startup's chief sizing is the workers'.
     assert list(roles) == ["ps", "worker"]
     # startup: Σ PS mean CPU 3 + 3 = 6 over a single-PS peak of 4 cores -> 2 PS; peak total
     # PS memory 2 x 6144 / 2 x 1.2 = 7372.8 -> 7373 MiB. gpu_cpu: request mean 3 / 0.5 = 6,
@@ -92,12 +92,13 @@ def test_with_history(client, three_runs):
         "gpu": 0,
     }
     # gpu_cpu: CPU 4 / 0.5 = 8 and 5 / 0.5 = 10; GPU 1 x max(0.45, 9000/40000) / 0.9 = 0.5,
-    # rounded up to 1 GPU. Count and memory: the last run's.
+    # rounded up to 1 GPU. Memory: startup's largest worker use, 12288 MiB. Count: the
+    # last run's.
     assert roles["worker"] == {
         "count": 4,
         "cpu_request": 8,
         "cpu_limit": 10,
-        "memory_mib": 32768,
+        "memory_mib": 12288,
         "gpu": 1,
     }
     basis = body["basis"]
@@ -114,8 +115,8 @@ def test_thin_history_says_so(client, session):
 
     assert body["basis"]["confidence"] == "low"
     assert "only 1 past run" in body["basis"]["note"]
-    # gpu_cpu needs 3 runs: the worker keeps the last run's request.
-    assert _roles(body)["worker"]["cpu_request"] == 8
+    # gpu_cpu needs 3 runs: the worker gets startup's largest worker use, 5 cores.
+    assert _roles(body)["worker"]["cpu_request"] == 5
     assert any("too thin" in r["message"] for r in body["reasons"])
 
 
@@ -128,7 +129,7 @@ def test_unknown_user_gets_defaults_and_a_note(client):
     roles = _roles(body)
     assert roles["ps"]["count"] == defaults.default_ps_count
     assert roles["ps"]["cpu_request"] == defaults.default_ps_cpu
-    assert roles["chief"]["memory_mib"] == defaults.default_chief_memory_mib
+    assert roles["worker"]["memory_mib"] == defaults.default_chief_memory_mib
     assert body["basis"] == {
         "match": None,
         "runs": [],
@@ -155,7 +156,7 @@ def test_text_table(client, three_runs):
     assert lines[:3] == [
         "role    count  cpu_request  cpu_limit  memory_mib  gpu",
         "ps          2            6          8        7373    0",
-        "worker      4            8         10       32768    1",
+        "worker      4            8         10       12288    1",
     ]
     assert lines[3].startswith("basis: confidence high: 3 past runs matched by group")
     assert "bert-3" in lines[3]

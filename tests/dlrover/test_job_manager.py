@@ -40,8 +40,8 @@ def test_create_scaleplan_has_the_sizes_of_brains_plan_from_three_past_runs(
     assert rest.put(f"/api/v1/jobs/{JOB_UID}", json=job_body()).status_code == 201
     rest_plan = rest.post(f"/api/v1/jobs/{JOB_UID}/optimize", json={"stage": "create"}).json()
     # startup: 6.4 / 4.0 -> 2 PS of 4.0 cores, 13000 / 2 x 1.2 = 7800 MiB each;
-    # chief 5.2 cores, 9000 MiB.
-    ps, chief = rest_plan["roles"]["ps"], rest_plan["roles"]["chief"]
+    # the job has no chief, so its workers get the chief sizing: 5.2 cores, 9000 MiB.
+    ps, chief = rest_plan["roles"]["ps"], rest_plan["roles"]["worker"]
     assert (ps["count"], ps["cpu"], ps["memory_mib"]) == (2, 4.0, 7800.0)
     assert (chief["cpu"], chief["memory_mib"]) == (5.2, 9000.0)
 

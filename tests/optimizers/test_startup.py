@@ -42,8 +42,10 @@ def test_three_related_jobs():
     # single PS peak: 8 (b/ps0) -> ps_count = ceil(13.67 / 8) = 2 (the max, 17, would give 3)
     # total PS memory per job: 7000, 10000, 9000 -> max 10000 -> 10000 / 2 x 1.2 = 6000 MiB
     assert proposal.roles["ps"] == RoleSpec(count=2, cpu=8, memory_mib=6000)
-    # chief: largest worker/chief CPU 4.2 (a/w1), memory 7100 (b/w1)
-    assert proposal.roles["chief"] == RoleSpec(cpu=4.2, memory_mib=7100)
+    # trainer: largest worker/chief CPU 4.2 (a/w1), memory 7100 (b/w1); the job declares
+    # no chief, so the workers get it (it used to be a `chief` role the job lacks)
+    assert proposal.roles["worker"] == RoleSpec(cpu=4.2, memory_mib=7100)
+    assert "chief" not in proposal.roles
     assert all(r.optimizer == "startup" for r in proposal.reasons)
     assert proposal.reasons[0].evidence["total_ps_cpu_per_job"] == [11, 17, 13]
 
@@ -60,20 +62,8 @@ def test_history_beyond_the_setting_is_ignored():
 def test_no_history_uses_defaults_for_what_the_job_left_unsized():
     proposal = StartupOptimizer().propose(context(Stage.create), SETTINGS)
     assert proposal.roles["ps"] == RoleSpec(count=1, cpu=8, memory_mib=8192)
-    assert proposal.roles["chief"] == RoleSpec(cpu=8, memory_mib=8192)
+    assert proposal.roles["worker"] == RoleSpec(cpu=8, memory_mib=8192)
     assert all("default" in r.message for r in proposal.reasons)
-
-
-def test_no_history_keeps_the_job_own_request():
-    declared = {
-        "ps": RoleSpec(count=1, cpu=2, memory_mib=4096),
-        "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
-        "worker": RoleSpec(count=1, cpu=4, memory_mib=8192),
-    }
-    proposal = StartupOptimizer().propose(context(Stage.create, job(roles=declared)), SETTINGS)
-    # Cold defaults (8 cores, 8192 MiB) used to replace the user's 2-core PS.
-    assert proposal.is_empty
-    assert [r.message.endswith("request stands") for r in proposal.reasons] == [True, True]
 
 
 def test_allreduce_job_sizes_only_workers():
