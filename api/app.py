@@ -7,10 +7,12 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
 import brain
+from api.auth import AUTH_RESPONSES, Authentication, current_principal, split_public, visible_job
+from api.body_limit import BodyLimit
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
 from api.routers import events, health, jobs, plans, portraits, samples, suggestions
@@ -19,6 +21,7 @@ from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.optimizing import load_registry
+from brain.services.tokens import AuthPolicy, TokenVerifier
 from brain.telemetry import Telemetry
 
 DESCRIPTION = """Brain stores the profiles of distributed training jobs (nodes, usage time
@@ -26,7 +29,12 @@ series, training speed, events) and turns them into resource plans.
 
 Units are in the field names: `cpu` in cores, `memory_mib` in MiB, `gpu` as a count
 (fractional allowed), utilizations as fractions 0..1, timestamps RFC 3339 (returned in UTC).
-Every error body is `{"error": {"code", "message", "field"}}`."""
+Every error body is `{"error": {"code", "message", "field"}}`.
+
+Authentication: `Authorization: Bearer <token>` with a token from `brain token create`
+(scopes read, write, admin; optionally limited to namespaces). 401 without a usable token,
+403 when its scope or namespaces do not allow the call. A server on loopback with no
+token created yet answers without one. Bodies above BRAIN_MAX_BODY_BYTES are a 413."""
 
 Startup = Callable[[FastAPI], None]
 log = logging.getLogger(__name__)
@@ -41,9 +49,11 @@ def create_app(
     one to start the Prometheus collector).
     """
 
+    settings = settings or Settings()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.settings = settings or Settings()
+        app.state.settings = settings
         app.state.engine = make_engine(app.state.settings.database_url)
         app.state.session_factory = make_session_factory(app.state.engine)
         app.state.schema_gate = SchemaGate(
@@ -55,6 +65,7 @@ def create_app(
         app.state.telemetry = Telemetry()
         app.state.registry = load_registry()
         app.state.health_reporters = {}
+        _start_auth(app, settings)
         app.state.shutdown_hooks = []
         for hook in on_startup or ():
             hook(app)
@@ -76,11 +87,36 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    # Outermost first: metrics see every answer; the schema guard precedes authentication
+    # (tokens live in the schema); both answer before the body is read.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(Authentication, public_paths=settings.auth_public_paths)
     app.add_middleware(SchemaGuard)
     app.add_middleware(RequestMetrics)
-    for module in (health, jobs, samples, events, plans, portraits, suggestions):
-        app.include_router(module.router)
+    public, protected = split_public(health.router, settings.auth_public_paths)
+    app.include_router(public)
+    app.include_router(protected, dependencies=[Depends(current_principal)], **GUARDED)
+    for module in (jobs, samples, events, plans, portraits, suggestions):
+        app.include_router(module.router, dependencies=[Depends(visible_job)], **GUARDED)
     return app
+
+
+# What every route behind authentication may answer besides its own responses.
+GUARDED: dict = {
+    "responses": {
+        **AUTH_RESPONSES,
+        413: {"description": "The body is larger than BRAIN_MAX_BODY_BYTES."},
+    }
+}
+
+
+def _start_auth(app: FastAPI, settings: Settings) -> None:
+    verifier = TokenVerifier(app.state.session_factory, ttl_s=settings.token_cache_s)
+    app.state.auth_policy = AuthPolicy(settings.auth, settings.host, verifier)
+    app.state.health_reporters["auth"] = app.state.auth_policy.report
+    report = app.state.auth_policy.report()
+    if report["status"] == "open":
+        log.warning("API authentication is off: %s", report["detail"])
 
 
 logging.getLogger("brain").addHandler(logging.NullHandler())

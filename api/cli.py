@@ -11,8 +11,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from brain.config import Settings
 from brain.db import migrate
-from brain.db.engine import make_engine
+from brain.db.engine import make_engine, make_session_factory
 from brain.plugins import APP_HOOKS_GROUP, load_callables
+from brain.services.tokens import AuthPolicy, TokenVerifier
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,9 @@ def register(commands) -> None:
         "serve",
         help="run the REST API (OpenAPI docs at /docs)",
         description="Serve the REST API. On the embedded SQLite default, pending migrations "
-        "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate).",
+        "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate). It refuses to "
+        "start on a database that is not migrated, and on an address other than loopback "
+        "while no API token exists (see `brain token`), unless BRAIN_AUTH=disabled.",
     )
     serve.add_argument("--host", help="listen address (default: BRAIN_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default: BRAIN_PORT, 8080)")
@@ -39,32 +42,36 @@ def _serve(args) -> int:
     from api.app import create_app
 
     settings = Settings()
+    # The app decides who needs a token from where it really listens.
+    settings = settings.model_copy(
+        update={"host": args.host or settings.host, "port": args.port or settings.port}
+    )
     if args.migrate or (args.migrate is None and settings.is_sqlite):
         migrate.upgrade(settings.database_url)
-    problem = _schema_problem(settings.database_url)
+    problem = _startup_problem(settings)
     if problem:
         print(f"brain serve: not starting: {problem}", file=sys.stderr)
         return 1
     hooks = list(load_callables(APP_HOOKS_GROUP).values())
     app = create_app(settings, on_startup=hooks)
-    uvicorn.run(
-        app,
-        host=args.host or settings.host,
-        port=args.port or settings.port,
-        log_level=settings.log_level.lower(),
-    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower())
     return 0
 
 
-def _schema_problem(database_url: str) -> str | None:
-    """Why the schema does not fit this code, or None. An unreachable database is no
-    reason to refuse: the server starts, and /readyz and 503 answers tell."""
-    engine = make_engine(database_url)
+def _startup_problem(settings: Settings) -> str | None:
+    """Why serving would be wrong: a schema that does not fit this code, or an address
+    beyond loopback with no API token. An unreachable database is no reason to refuse:
+    the server starts, /readyz and 503 answers tell, and beyond loopback every request
+    will need a token anyway."""
+    engine = make_engine(settings.database_url)
     try:
-        status = migrate.schema_status(engine, migrate.head_revision(database_url))
+        status = migrate.schema_status(engine, migrate.head_revision(settings.database_url))
+        if not status.up_to_date:
+            return status.problem()
+        verifier = TokenVerifier(make_session_factory(engine), ttl_s=0)
+        return AuthPolicy(settings.auth, settings.host, verifier).refuses_to_start()
     except SQLAlchemyError as exc:
         log.warning("database unreachable at start (%s); serving anyway", type(exc).__name__)
         return None
     finally:
         engine.dispose()
-    return None if status.up_to_date else status.problem()

@@ -8,13 +8,23 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from brain.errors import BrainError, Conflict, InvalidInput, NotFound, TooLarge
+from brain.errors import (
+    BrainError,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    Unauthorized,
+)
 
 STATUS_BY_ERROR: dict[type[BrainError], int] = {
     NotFound: 404,
     Conflict: 409,
     InvalidInput: 422,
     TooLarge: 413,
+    Unauthorized: 401,
+    Forbidden: 403,
 }
 
 
@@ -42,7 +52,9 @@ async def _brain_error(_request: Request, exc: BrainError) -> JSONResponse:
 
 
 async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+        exc.status_code, "http_error"
+    )
     return JSONResponse(
         status_code=exc.status_code,
         content=error_body(code, str(exc.detail)),

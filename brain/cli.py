@@ -17,6 +17,7 @@ from brain.domain import utcnow
 from brain.plugins import COMMANDS_GROUP, load_callables
 from brain.services.retention import delete_old_samples
 from brain.summaries.command import add_parser as add_summarize_parser
+from brain.token_command import add_parser as add_token_parser
 
 DESCRIPTION = """Brain: resource optimization for distributed ML training.
 
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_backtest_parser(commands)
     add_summarize_parser(commands)
+    add_token_parser(commands)
     for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
         register(commands)
     return parser

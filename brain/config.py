@@ -5,6 +5,7 @@ Nothing here is built at import time: callers create ``Settings()`` when they st
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from pydantic import Field, SecretStr
@@ -97,6 +98,14 @@ class CollectorSettings(BaseSettings):
     )
 
 
+class AuthMode(StrEnum):
+    """``BRAIN_AUTH``: when callers need an API token."""
+
+    auto = "auto"  # required, except on loopback while no token exists
+    required = "required"  # required, even on loopback
+    disabled = "disabled"  # never (explicitly chosen)
+
+
 class Settings(BaseSettings):
     """Brain's effective configuration. Every field is ``BRAIN_<FIELD>`` in the environment."""
 
@@ -128,6 +137,27 @@ class Settings(BaseSettings):
         "plan (the master calls without a deadline and blocks meanwhile).",
     )
 
+    auth: AuthMode = Field(
+        AuthMode.auto,
+        description="auto: bearer tokens required, except on a loopback address while no token "
+        "exists (and `brain serve` elsewhere refuses to start without one); required: always; "
+        "disabled: no authentication.",
+    )
+    auth_public_paths: list[str] = Field(
+        default_factory=lambda: ["/healthz", "/readyz", "/metrics"],
+        description="Paths answered without a token (JSON list); /docs, /redoc and "
+        "/openapi.json always are.",
+    )
+    token_cache_s: float = Field(
+        10,
+        ge=0,
+        description="Seconds a token check is cached; a revoked token stops working within this.",
+    )
+    max_body_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body in bytes (413 before it is parsed).",
+    )
     max_batch_points: int = Field(
         10_000, ge=1, description="Most points (node + speed) accepted in one samples batch."
     )

@@ -28,3 +28,15 @@ class InvalidInput(BrainError):
 
 class TooLarge(BrainError):
     code = "payload_too_large"
+
+
+class Unauthorized(BrainError):
+    """No token, or one that is unknown, expired or revoked."""
+
+    code = "unauthorized"
+
+
+class Forbidden(BrainError):
+    """A valid token whose scope or namespaces do not allow the request."""
+
+    code = "forbidden"

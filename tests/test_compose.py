@@ -21,6 +21,9 @@ def test_compose_wires_postgres_prometheus_and_brain():
     # DLRover masters reach the gRPC service on their default port.
     assert brain["environment"]["BRAIN_GRPC_PORT"] == "50001"
     assert "127.0.0.1:50001:50001" in brain["ports"]
+    # Authentication is off by default only because the port stays on the host's loopback.
+    assert brain["environment"]["BRAIN_AUTH"] == "${BRAIN_AUTH:-disabled}"
+    assert all(port.startswith("127.0.0.1:") for port in brain["ports"])
 
 
 def test_compose_refers_only_to_files_that_exist():

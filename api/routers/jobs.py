@@ -6,10 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
+from api.auth import CurrentPrincipal
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
 from brain.domain import JobStatus, utcnow
+from brain.errors import Forbidden
 from brain.services import jobs
 from brain.services.clock import reject_future
 from brain.summaries.store import summarize_uids
@@ -32,8 +34,14 @@ def put_job(
     background: BackgroundTasks,
     session: SessionDep,
     settings: SettingsDep,
+    principal: CurrentPrincipal,
 ) -> JobOut:
     """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated."""
+    if not principal.sees(spec.namespace):
+        raise Forbidden(
+            f"token {principal.name!r} may not write jobs in namespace {spec.namespace!r}",
+            field="namespace",
+        )
     reject_future(
         [
             ("created_at", spec.created_at),
@@ -87,6 +95,7 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
 @router.get("", response_model=JobPage, summary="List jobs, newest first")
 def list_jobs(
     session: SessionDep,
+    principal: CurrentPrincipal,
     user: str | None = None,
     status: JobStatus | None = None,
     name: str | None = None,
@@ -95,6 +104,14 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
     cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page.")] = None,
 ) -> JobPage:
-    filters = jobs.JobFilters(user=user, status=status, name=name, dataset=dataset, group_key=group)
+    """A namespace-restricted token lists only its namespaces' jobs."""
+    filters = jobs.JobFilters(
+        user=user,
+        status=status,
+        name=name,
+        dataset=dataset,
+        group_key=group,
+        namespaces=principal.namespaces,
+    )
     page, next_cursor = jobs.list_jobs(session, filters, limit, cursor)
     return JobPage(items=[JobOut.of(j) for j in page], next_cursor=next_cursor)

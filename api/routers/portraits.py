@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.orm import Session
 
+from api.auth import every_namespace
 from api.deps import SessionDep
 from api.errors import ERROR_RESPONSES
 from api.responses import model_json
@@ -47,7 +48,12 @@ OffsetQuery = Annotated[
 ]
 
 
-@router.get("", response_model=RankingOut, summary="Rank users, datasets, groups or GPU types")
+@router.get(
+    "",
+    response_model=RankingOut,
+    summary="Rank users, datasets, groups or GPU types",
+    dependencies=[Depends(every_namespace)],
+)
 def ranking(
     session: SessionDep,
     by: Annotated[RankingBy, Query(description="What to rank.")] = RankingBy.user,
@@ -112,7 +118,12 @@ def job_nodes(
     )
 
 
-@router.get("/users/{user}", response_model=OwnerPortraitOut, summary="A user's portrait")
+@router.get(
+    "/users/{user}",
+    response_model=OwnerPortraitOut,
+    summary="A user's portrait",
+    dependencies=[Depends(every_namespace)],
+)
 def user_portrait(
     user: str,
     session: SessionDep,
@@ -128,7 +139,12 @@ def user_portrait(
     return _owner_portrait(session, "user", user, days, sort, top, offset)
 
 
-@router.get("/groups/{group:path}", response_model=OwnerPortraitOut, summary="A group's portrait")
+@router.get(
+    "/groups/{group:path}",
+    response_model=OwnerPortraitOut,
+    summary="A group's portrait",
+    dependencies=[Depends(every_namespace)],
+)
 def group_portrait(
     group: str,
     session: SessionDep,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
+from api.auth import every_namespace
 from api.deps import RegistryDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.suggestions import SuggestionOut
@@ -31,6 +32,7 @@ class Format(StrEnum):
 
 @router.get(
     "",
+    dependencies=[Depends(every_namespace)],
     response_model=SuggestionOut,
     summary="What a new run should request, per role",
     responses={

@@ -293,3 +293,21 @@ class NodeSummary(UsageStatsColumns, ResourceHoursColumns, Base):
     last_sample_at: Mapped[datetime | None]
     run_seconds: Mapped[float] = mapped_column(Double)
     sampled_seconds: Mapped[float] = mapped_column(Double)
+
+
+class ApiToken(Base):
+    """A bearer token for the API. The secret is never stored, only its SHA-256."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    # The secret's first characters, so `brain token list` can show which one is which.
+    prefix: Mapped[str] = mapped_column(String(16))
+    scope: Mapped[str] = mapped_column(String(8))  # a brain.services.tokens.TokenScope
+    # Namespaces whose jobs the token may touch; null means every namespace.
+    namespaces: Mapped[list[str] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]

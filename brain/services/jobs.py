@@ -49,6 +49,8 @@ class JobFilters:
     name: str | None = None
     dataset: str | None = None
     group_key: str | None = None
+    # Only jobs in these namespaces (a namespace-restricted token); None: every job.
+    namespaces: frozenset[str] | None = None
 
 
 def default_group_key(user: str, name: str) -> str:
@@ -172,6 +174,8 @@ def list_jobs(
         query = query.where(Job.dataset == filters.dataset)
     if filters.group_key is not None:
         query = query.where(Job.group_key == filters.group_key)
+    if filters.namespaces is not None:
+        query = query.where(Job.namespace.in_(sorted(filters.namespaces)))
     if cursor:
         created_at, job_id = decode_cursor(cursor)
         query = query.where(

@@ -1,0 +1,313 @@
+"""API tokens: create, list and revoke them, and check a presented secret.
+
+Only the SHA-256 of a secret is stored. A secret is 32 random bytes, so there is nothing
+to guess and a fast hash is the right one (password stretching protects guessable
+secrets, at a cost per check that would put every request over a millisecond). A check
+is a hash and a dictionary hit: ``TokenVerifier`` caches what the database said about a
+hash for ``ttl_s`` seconds, so a revocation takes effect within that time.
+
+Transport-neutral on purpose: the REST API passes the ``Authorization: Bearer`` value,
+a gRPC server passes the same token from its call metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from brain.config import AuthMode
+from brain.db.models import ApiToken, Job
+from brain.domain import utcnow
+from brain.errors import Conflict, NotFound, Unauthorized
+
+SECRET_PREFIX = "brain_"
+
+
+class TokenScope(StrEnum):
+    """What a token may do; each scope includes the ones before it."""
+
+    read = "read"  # GET: jobs, samples, plans, portraits, suggestions
+    write = "write"  # also register and change jobs, push samples and events, optimize
+    admin = "admin"  # everything, including what only an administrator may do
+
+    def covers(self, needed: TokenScope) -> bool:
+        order = list(TokenScope)
+        return order.index(self) >= order.index(needed)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a token's name, scope and namespaces (None: every namespace)."""
+
+    name: str
+    scope: TokenScope
+    namespaces: frozenset[str] | None
+    expires_at: datetime | None = None
+
+    def allows(self, needed: TokenScope) -> bool:
+        return self.scope.covers(needed)
+
+    def sees(self, namespace: str | None) -> bool:
+        """Whether a job in ``namespace`` is visible (a job without one is not, to a
+        namespace-restricted token)."""
+        return self.namespaces is None or namespace in self.namespaces
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+# Whoever calls while authentication is off.
+OPEN_ACCESS = Principal(name="(authentication off)", scope=TokenScope.admin, namespaces=None)
+
+
+@dataclass(frozen=True)
+class NewToken:
+    token: ApiToken
+    secret: str  # shown once, never stored
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_token(
+    session: Session,
+    name: str,
+    scope: TokenScope,
+    namespaces: Iterable[str] | None = None,
+    expires_at: datetime | None = None,
+    now: datetime | None = None,
+) -> NewToken:
+    if session.scalar(select(ApiToken.id).where(ApiToken.name == name)) is not None:
+        raise Conflict(f"a token named {name!r} exists; pick another name", field="name")
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(
+        name=name,
+        secret_sha256=hash_secret(secret),
+        prefix=secret[: len(SECRET_PREFIX) + 6],
+        scope=TokenScope(scope).value,
+        namespaces=sorted(set(namespaces)) if namespaces else None,
+        created_at=now or utcnow(),
+        expires_at=expires_at,
+    )
+    session.add(token)
+    session.flush()
+    return NewToken(token=token, secret=secret)
+
+
+def list_tokens(session: Session) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id)))
+
+
+def revoke_token(session: Session, name: str, now: datetime | None = None) -> ApiToken:
+    """Revoke by name; the row stays (who had access, until when). Revoking twice is fine."""
+    token = session.scalar(select(ApiToken).where(ApiToken.name == name))
+    if token is None:
+        raise NotFound(f"no token named {name!r}", field="name")
+    if token.revoked_at is None:
+        token.revoked_at = now or utcnow()
+    return token
+
+
+def _usable(now: datetime):
+    return (
+        ApiToken.revoked_at.is_(None),
+        or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+    )
+
+
+def count_usable_tokens(session: Session, now: datetime | None = None) -> int:
+    return session.scalar(select(func.count()).where(*_usable(now or utcnow()))) or 0
+
+
+def find_principal(session: Session, secret: str, now: datetime | None = None) -> Principal | None:
+    """The principal of a usable token with this secret, or None."""
+    token = session.scalar(
+        select(ApiToken).where(
+            ApiToken.secret_sha256 == hash_secret(secret), *_usable(now or utcnow())
+        )
+    )
+    if token is None:
+        return None
+    return Principal(
+        name=token.name,
+        scope=TokenScope(token.scope),
+        namespaces=None if token.namespaces is None else frozenset(token.namespaces),
+        expires_at=token.expires_at,
+    )
+
+
+def job_visible(session: Session, principal: Principal, uid: str) -> bool:
+    """False for an existing job in a namespace the principal may not see (callers answer
+    as for a missing job, so a restricted token cannot probe other namespaces)."""
+    if principal.namespaces is None:
+        return True
+    found = session.execute(select(Job.namespace).where(Job.uid == uid)).first()
+    return found is None or principal.sees(found.namespace)
+
+
+@dataclass
+class _Entry:
+    principal: Principal | None
+    fetched_at: float
+
+
+class TokenVerifier:
+    """Checks secrets against the database through a short-lived cache.
+
+    ``cached`` answers from memory only (for an event loop that must not block);
+    ``verify`` falls back to the database. Unknown secrets are cached too, so a client
+    trying random tokens costs one query per secret and TTL, not one per request.
+    """
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        ttl_s: float = 10.0,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._session_factory = session_factory
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+        self._usable_count: _Entry | None = None
+        self._count_value = 0
+        self._lock = threading.Lock()
+
+    def knows(self, secret: str) -> bool:
+        """Whether ``verify(secret)`` would answer from memory."""
+        entry = self._entries.get(hash_secret(secret))
+        return entry is not None and time.monotonic() - entry.fetched_at <= self._ttl_s
+
+    def knows_whether_tokens_exist(self) -> bool:
+        """Whether ``tokens_exist()`` would answer from memory."""
+        count = self._usable_count
+        return count is not None and time.monotonic() - count.fetched_at <= self._ttl_s
+
+    def cached(self, secret: str) -> tuple[bool, Principal | None]:
+        """(known, principal): whether the cache could answer, and its answer."""
+        entry = self._entries.get(hash_secret(secret))
+        if entry is None or time.monotonic() - entry.fetched_at > self._ttl_s:
+            return False, None
+        return True, self._unexpired(entry.principal)
+
+    def verify(self, secret: str) -> Principal | None:
+        known, principal = self.cached(secret)
+        if known:
+            return principal
+        with self._session_factory() as session:
+            principal = find_principal(session, secret, self._clock())
+        if len(self._entries) >= self.MAX_ENTRIES:
+            self._entries.clear()
+        self._entries[hash_secret(secret)] = _Entry(principal, time.monotonic())
+        return principal
+
+    def tokens_exist(self) -> bool:
+        """Whether any usable token exists (cached for the TTL as well)."""
+        with self._lock:
+            stale = (
+                self._usable_count is None
+                or time.monotonic() - self._usable_count.fetched_at > self._ttl_s
+            )
+            if stale:
+                with self._session_factory() as session:
+                    self._count_value = count_usable_tokens(session, self._clock())
+                self._usable_count = _Entry(None, time.monotonic())
+            return self._count_value > 0
+
+    def forget(self) -> None:
+        """Drop everything cached (tests; or after creating or revoking in-process)."""
+        with self._lock:
+            self._entries.clear()
+            self._usable_count = None
+
+    def _unexpired(self, principal: Principal | None) -> Principal | None:
+        if principal is None or principal.expired(self._clock()):
+            return None
+        return principal
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class AuthPolicy:
+    """Whether a caller needs a token, from ``BRAIN_AUTH``, the listen address and
+    whether tokens exist; the same rules for every transport."""
+
+    def __init__(self, mode: AuthMode, host: str, verifier: TokenVerifier) -> None:
+        self.mode = AuthMode(mode)
+        self.host = host
+        self.verifier = verifier
+
+    def open_reason(self) -> str | None:
+        """Why no token is needed right now, or None when one is."""
+        if self.mode is AuthMode.disabled:
+            return "BRAIN_AUTH=disabled: every caller may do everything"
+        loopback_auto = self.mode is AuthMode.auto and is_loopback(self.host)
+        if loopback_auto and not self.verifier.tokens_exist():
+            return (
+                f"no API token exists and Brain listens on loopback ({self.host}): every "
+                "local caller may do everything; `brain token create` turns tokens on"
+            )
+        return None
+
+    def answers_from_memory(self, secret: str | None) -> bool:
+        """Whether ``authenticate`` would answer without the database (for event loops)."""
+        if self.mode is AuthMode.disabled:
+            return True
+        loopback_auto = self.mode is AuthMode.auto and is_loopback(self.host)
+        if loopback_auto and not self.verifier.knows_whether_tokens_exist():
+            return False
+        return secret is None or self.verifier.knows(secret)
+
+    def authenticate(self, secret: str | None) -> Principal:
+        """The caller presenting ``secret`` (None: no token); raises Unauthorized."""
+        if self.open_reason() is not None:
+            return OPEN_ACCESS
+        if secret is None:
+            raise Unauthorized("send an API token: `Authorization: Bearer <token>`")
+        principal = self.verifier.verify(secret)
+        if principal is None:
+            raise Unauthorized("the token is unknown, expired or revoked")
+        return principal
+
+    def refuses_to_start(self) -> str | None:
+        """Why a server must not start (listening beyond loopback with no token), or None."""
+        if self.mode is AuthMode.disabled or is_loopback(self.host):
+            return None
+        if self.verifier.tokens_exist():
+            return None
+        return (
+            f"Brain would listen on {self.host} and no API token exists, so anyone who can "
+            "reach it could change anything. Create one with `brain token create --name NAME "
+            "--scope admin`, or set BRAIN_AUTH=disabled to serve without authentication"
+        )
+
+    def report(self) -> dict[str, str]:
+        """The /readyz entry."""
+        try:
+            reason = self.open_reason()
+        except SQLAlchemyError as exc:
+            return {"status": "unknown", "detail": f"tokens unreadable: {type(exc).__name__}"}
+        if reason is None:
+            return {"status": "enforced", "detail": "bearer tokens required"}
+        return {"status": "open", "detail": reason}

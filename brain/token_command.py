@@ -1,0 +1,130 @@
+"""``brain token create | list | revoke``: manage API tokens in BRAIN_DATABASE_URL."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import datetime, timedelta
+
+from brain.config import Settings
+from brain.db.engine import make_engine, make_session_factory
+from brain.domain import utcnow
+from brain.errors import BrainError
+from brain.services.tokens import TokenScope, create_token, list_tokens, revoke_token
+
+DURATION = re.compile(r"^(\d+)([dhm])$")
+UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+def add_parser(commands) -> None:
+    token = commands.add_parser(
+        "token",
+        help="create, list and revoke API tokens",
+        description="API tokens for the REST API (`Authorization: Bearer <token>`). Only a "
+        "hash of each secret is stored: the secret is printed once, at creation.",
+    )
+    actions = token.add_subparsers(title="token commands", metavar="TOKEN_COMMAND", required=True)
+
+    create = actions.add_parser(
+        "create",
+        help="create a token and print its secret (once)",
+        description="Create a token. Scopes: read (GETs, portraits, suggestions), write "
+        "(also jobs, samples, events, optimize, plan status), admin (everything). The secret "
+        "goes to stdout, alone on its line; keep it, it cannot be shown again.",
+    )
+    create.add_argument("--name", required=True, help="unique name, e.g. the job master's")
+    create.add_argument("--scope", required=True, choices=[s.value for s in TokenScope])
+    create.add_argument(
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        metavar="NS",
+        help="only jobs in this namespace (repeat for several); others answer 404",
+    )
+    create.add_argument(
+        "--expires",
+        type=_expiry,
+        help="lifetime such as 90d, 12h, 30m, or an RFC 3339 time (default: never)",
+    )
+    create.set_defaults(handler=_create)
+
+    listing = actions.add_parser("list", help="list tokens (never their secrets)")
+    listing.set_defaults(handler=_list)
+
+    revoke = actions.add_parser("revoke", help="revoke a token by name")
+    revoke.add_argument("name")
+    revoke.set_defaults(handler=_revoke)
+
+
+def _expiry(text: str) -> datetime:
+    match = DURATION.match(text)
+    if match:
+        return utcnow() + timedelta(**{UNITS[match[2]]: int(match[1])})
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 90d, 12h, 30m or a time") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: give the time with its offset, e.g. Z")
+    return moment
+
+
+def _in_session(work):
+    engine = make_engine(Settings().database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            result = work(session)
+            session.commit()
+            return result
+    finally:
+        engine.dispose()
+
+
+def _create(args) -> int:
+    try:
+        new = _in_session(
+            lambda s: create_token(s, args.name, args.scope, args.namespaces, args.expires)
+        )
+    except BrainError as exc:
+        print(f"brain token create: {exc.message}", file=sys.stderr)
+        return 1
+    print(new.secret)
+    print(
+        f"token {args.name!r} created ({_describe(new.token)}); the line above is its secret, "
+        "shown this once: send it as `Authorization: Bearer <secret>`",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _list(_args) -> int:
+    tokens = _in_session(list_tokens)
+    now = utcnow()
+    print(f"{'name':24} {'prefix':14} {'state':8} {'scope':6} namespaces / created / expires")
+    for token in tokens:
+        if token.revoked_at is not None:
+            state = "revoked"
+        elif token.expires_at is not None and token.expires_at <= now:
+            state = "expired"
+        else:
+            state = "active"
+        print(f"{token.name:24} {token.prefix + '…':14} {state:8} {_describe(token)}")
+    return 0
+
+
+def _revoke(args) -> int:
+    try:
+        token = _in_session(lambda s: revoke_token(s, args.name))
+    except BrainError as exc:
+        print(f"brain token revoke: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"token {token.name!r} revoked at {token.revoked_at.isoformat()}")
+    return 0
+
+
+def _describe(token) -> str:
+    namespaces = ",".join(token.namespaces) if token.namespaces else "every namespace"
+    expires = token.expires_at.isoformat() if token.expires_at else "never"
+    created = token.created_at.isoformat()
+    return f"{token.scope:6} {namespaces}; created {created}; expires {expires}"

@@ -1,0 +1,129 @@
+"""API tokens: the `brain token` commands, hash-only storage, the verifier's cache and
+`brain serve`'s refusal to listen beyond loopback without a token (PostgreSQL)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import select, text
+
+from brain.cli import main
+from brain.config import AuthMode
+from brain.db.engine import make_session_factory
+from brain.db.models import ApiToken
+from brain.services.tokens import (
+    AuthPolicy,
+    TokenScope,
+    TokenVerifier,
+    create_token,
+    revoke_token,
+)
+from tests.ports import free_port
+
+
+def brain(*args: str, url: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "brain.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BRAIN_DATABASE_URL": url, **env},
+        timeout=60,
+    )
+
+
+def test_create_list_revoke_and_only_a_hash_is_stored(pg_url, db, monkeypatch, capsys):
+    monkeypatch.setenv("BRAIN_DATABASE_URL", pg_url)
+
+    def token(*args: str) -> subprocess.CompletedProcess:
+        """`brain token ...` in this process (the commands' own code, without a
+        subprocess's start-up)."""
+        code = main(["token", *args])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    created = token(
+        "create", "--name", "ci", "--scope", "write", "--namespace", "ml",
+        "--namespace", "etl", "--expires", "90d",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    secret = created.stdout.strip()
+    assert secret.startswith("brain_") and len(secret) > 40
+    assert "shown this once" in created.stderr and secret not in created.stderr
+
+    with db.connect() as conn:
+        rows = conn.execute(text("SELECT * FROM api_tokens")).mappings().all()
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["secret_sha256"] == hashlib.sha256(secret.encode()).hexdigest()
+    assert all(secret not in str(value) for value in row.values())
+    assert (row["scope"], sorted(row["namespaces"])) == ("write", ["etl", "ml"])
+    days = (row["expires_at"] - row["created_at"]).total_seconds() / 86400
+    assert days == pytest.approx(90, abs=0.01)
+
+    listed = token("list")
+    assert "ci" in listed.stdout and "active" in listed.stdout and "etl,ml" in listed.stdout
+    assert secret not in listed.stdout
+
+    again = token("create", "--name", "ci", "--scope", "read")
+    assert again.returncode == 1 and "exists" in again.stderr
+
+    assert token("revoke", "ci").returncode == 0
+    assert "revoked" in token("list").stdout
+    missing = token("revoke", "nope")
+    assert missing.returncode == 1 and "no token named 'nope'" in missing.stderr
+
+
+def test_verifier_answers_from_its_cache_until_the_ttl(db):
+    factory = make_session_factory(db)
+    with factory() as session:
+        secret = create_token(session, "m", TokenScope.read, ["ml"]).secret
+        session.commit()
+    cached, uncached = TokenVerifier(factory, ttl_s=3600), TokenVerifier(factory, ttl_s=0)
+    principal = cached.verify(secret)
+    assert (principal.name, principal.scope, principal.namespaces) == ("m", "read", {"ml"})
+    assert cached.knows(secret) and not cached.knows("brain_other")
+    assert uncached.verify(secret) == principal
+    with factory() as session:
+        revoke_token(session, "m")
+        session.commit()
+    assert cached.verify(secret) == principal  # served from memory, no query
+    assert uncached.verify(secret) is None  # a TTL of 0 sees the revocation at once
+    cached.forget()
+    assert cached.verify(secret) is None
+    with factory() as session:
+        assert session.scalar(select(ApiToken.revoked_at)) is not None
+
+
+def test_scopes_include_the_ones_below():
+    assert TokenScope.admin.covers(TokenScope.write) and TokenScope.write.covers(TokenScope.read)
+    assert not TokenScope.read.covers(TokenScope.write)
+    assert not TokenScope.write.covers(TokenScope.admin)
+
+
+@pytest.mark.parametrize(
+    ("mode", "host", "refused"),
+    [
+        (AuthMode.auto, "0.0.0.0", True),
+        (AuthMode.auto, "10.1.2.3", True),
+        (AuthMode.required, "::", True),
+        (AuthMode.disabled, "0.0.0.0", False),
+        (AuthMode.auto, "127.0.0.1", False),
+        (AuthMode.auto, "::1", False),
+        (AuthMode.auto, "localhost", False),
+    ],
+)
+def test_policy_refuses_to_start_beyond_loopback_without_tokens(db, mode, host, refused):
+    policy = AuthPolicy(mode, host, TokenVerifier(make_session_factory(db), ttl_s=0))
+    assert (policy.refuses_to_start() is not None) == refused
+
+
+def test_brain_serve_refuses_a_non_loopback_address_without_tokens(pg_url, db):
+    # 192.0.2.1 (TEST-NET-1) cannot be bound here, so nothing ever listens beyond loopback.
+    result = brain("serve", "--host", "192.0.2.1", "--port", str(free_port()), url=pg_url)
+    assert result.returncode == 1
+    assert "not starting" in result.stderr and "no API token exists" in result.stderr
+    assert "brain token create" in result.stderr and "BRAIN_AUTH=disabled" in result.stderr
