@@ -1,7 +1,7 @@
 """API tokens: name, SHA-256 of the secret, scope, namespaces, expiry, revocation.
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-23 19:05:00.000000
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 import brain.db.types
 
-revision: str = "0004"
-down_revision: str | None = "0003"
+revision: str = "0005"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
