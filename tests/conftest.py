@@ -21,11 +21,12 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
 
 from api.app import create_app
 from brain.config import Settings
 from brain.db import migrate
-from brain.db.engine import make_engine
+from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import Base
 from tests.throwaway_pg import throwaway_postgres
 
@@ -104,6 +105,18 @@ def db(pg_engine) -> Iterator[Engine]:
     with pg_engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     yield pg_engine
+
+
+@pytest.fixture
+def session_factory(db) -> sessionmaker[Session]:
+    return make_session_factory(db)
+
+
+@pytest.fixture
+def session(session_factory) -> Iterator[Session]:
+    """A session on the emptied, migrated PostgreSQL database."""
+    with session_factory() as session:
+        yield session
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 PS0, W0 = "j-edljob-ps-0", "j-edljob-worker-0"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 
 def test_events_round_trip_and_retry(client):

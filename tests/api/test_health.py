@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from brain.config import Settings
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 from tests.ports import free_port
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.helpers import job_body
+from tests.builders import job_body
 
 
 def test_put_creates_then_updates_idempotently(client):

@@ -9,7 +9,7 @@ from api.app import create_app
 from brain.db.engine import make_session_factory
 from brain.db.models import Job, JobSummary
 from brain.summaries.refresher import attach, refresh_once
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 ROLES = {
     "ps": {"count": 2, "cpu": 8, "memory_mib": 8192},

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 # DLRover's ScalePlan CRD (Apache-2.0; provenance in tests/fixtures/README.md).
 CRD = Path(__file__).resolve().parents[1] / "fixtures" / "scaleplan-crd.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 
 def _batch() -> dict:

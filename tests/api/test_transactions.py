@@ -17,10 +17,9 @@ from sqlalchemy.orm import Session
 from api.app import create_app
 from api.deps import SessionDep
 from brain.db.models import Job
-from brain.domain import utcnow
 from brain.errors import InvalidInput
 from brain.services import jobs
-from tests.api.helpers import job_body
+from tests.builders import job_body, make_job, recent_hour
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,18 +41,8 @@ def test_routers_and_services_neither_commit_nor_roll_back():
     assert [call for path in paths for call in _transaction_calls(path)] == []
 
 
-def _job(uid: str) -> Job:
-    now = utcnow()
-    return Job(
-        uid=uid,
-        name="n",
-        user="u",
-        group_key="u/n",
-        strategy="ps",
-        status="pending",
-        created_at=now,
-        updated_at=now,
-    )
+def _job(session: Session, uid: str) -> None:
+    make_job(session, uid, start=recent_hour())
 
 
 def _count_jobs(engine) -> int:
@@ -69,12 +58,11 @@ def probe(settings) -> Iterator[tuple[TestClient, list[int]]]:
     seen_by_background: list[int] = []
 
     def write_then_fail(session: SessionDep) -> dict:
-        session.add(_job("half-done"))
-        session.flush()
+        _job(session, "half-done")
         raise InvalidInput("refused after writing", field="uid")
 
     def write(session: SessionDep, request: Request, background: BackgroundTasks) -> dict:
-        session.add(_job("done"))
+        _job(session, "done")
         factory = request.app.state.session_factory
         background.add_task(lambda: seen_by_background.append(_count_with(factory)))
         return {"ok": True}
@@ -127,12 +115,11 @@ def test_losing_the_create_race_updates_and_keeps_the_rest_of_the_transaction(db
     """Two PUTs of a new uid: the loser's insert fails on the unique uid; only its
     savepoint is undone, so its earlier writes stay and it updates the winner's job."""
     with Session(db) as winner, winner.begin():
-        winner.add(_job("race"))
-    monkeypatch.setattr(jobs, "find_job", _missing_once(jobs.find_job))
+        _job(winner, "race")
 
     with Session(db) as loser, loser.begin():
-        loser.add(_job("earlier-write"))
-        loser.flush()
+        _job(loser, "earlier-write")
+        monkeypatch.setattr(jobs, "find_job", _missing_once(jobs.find_job))
         spec = jobs.JobInput(name="renamed", user="u", strategy="ps")
         job, created = jobs.upsert_job(loser, "race", spec)
         assert created is False
@@ -140,7 +127,7 @@ def test_losing_the_create_race_updates_and_keeps_the_rest_of_the_transaction(db
 
     with Session(db) as check:
         names = dict(check.execute(select(Job.uid, Job.name)).all())
-    assert names == {"race": "renamed", "earlier-write": "n"}
+    assert names == {"race": "renamed", "earlier-write": "resnet"}
 
 
 def _missing_once(find_job):

@@ -14,7 +14,7 @@ from api.app import create_app
 from api.schema_guard import SchemaGate
 from brain.config import Settings
 from brain.db import migrate
-from tests.api.helpers import job_body
+from tests.builders import job_body
 from tests.ports import free_port
 
 

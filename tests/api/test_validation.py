@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import func, select
 
 from brain.db.models import Event, Job, Node, NodeSample, SpeedSample
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 TS = "2026-03-01T00:00:00Z"
 

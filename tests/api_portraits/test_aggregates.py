@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from brain.summaries import summarize_job
-from tests.summaries.builders import flat_job, recent_hour
+from tests.builders import flat_job, recent_hour
 
 approx = pytest.approx
 

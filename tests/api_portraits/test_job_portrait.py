@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from brain.summaries import summarize_job
-from tests.summaries.builders import flat_job, hand_job, recent_hour
+from tests.builders import flat_job, hand_job, recent_hour
 
 approx = pytest.approx
 

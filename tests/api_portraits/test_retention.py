@@ -8,7 +8,7 @@ from brain.db.models import Job, NodeSample
 from brain.domain import utcnow
 from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
-from tests.summaries.builders import flat_job, hand_job, recent_hour
+from tests.builders import flat_job, hand_job, recent_hour
 
 PORTRAITS = (
     "/api/v1/portraits/jobs/hand-1",

@@ -7,7 +7,7 @@ import pytest
 from brain.domain import RoleSpec
 from brain.summaries import summarize_job
 from optimizers.startup import StartupSettings
-from tests.summaries.builders import add_node, add_points, at, make_job, recent_hour
+from tests.builders import add_node, add_points, at, make_job, recent_hour
 
 ROLES = {
     "ps": RoleSpec(count=2, cpu=8, memory_mib=16384, gpu=0),

@@ -17,9 +17,10 @@ from brain.backtest.command import add_parser
 from brain.backtest.db_source import DatabaseRuns
 from brain.backtest.trace import RUN_COLUMNS, TraceError
 from brain.domain import JobStatus, RoleSpec
-from brain.services.jobs import JobFilters, JobInput, upsert_job
+from brain.services.jobs import JobFilters
 from brain.services.samples import NodePoint, ingest
 from brain.summaries import summarize_job
+from tests.builders import make_job
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 PS_JOB_ROLES = {
@@ -48,21 +49,20 @@ def add_job(
 ) -> None:
     """A job whose nodes (``<role>-<index>``) used ``usage`` (cpu, memory_mib) one sample a
     minute, summarized as the service does when it ends."""
-    finished = JobStatus(status).finished
     with Session(engine) as session:
-        job, _ = upsert_job(
+        job = make_job(
             session,
             uid,
-            JobInput(
-                name=uid.rsplit("-", 1)[0],
-                user=user,
-                group_key=group,
-                roles=PS_JOB_ROLES if roles is None else roles,
-                status=JobStatus(status),
-                created_at=start - timedelta(minutes=5),
-                started_at=start if started else None,
-                finished_at=start + timedelta(hours=hours) if finished else None,
-            ),
+            name=uid.rsplit("-", 1)[0],
+            user=user,
+            dataset=None,
+            group_key=group,
+            roles=PS_JOB_ROLES if roles is None else roles,
+            status=status,
+            created_at=start - timedelta(minutes=5),
+            start=start,
+            started=started,
+            hours=hours,
         )
         points = []
         for node, samples in usage.items():
@@ -184,13 +184,7 @@ def test_a_request_of_zero_is_not_given(db):
 
 def test_unsummarized_jobs_are_pointed_out(db):
     with Session(db) as session:
-        upsert_job(
-            session,
-            "late-1",
-            JobInput(
-                name="late", user="alice", status=JobStatus.succeeded, finished_at=T0, started_at=T0
-            ),
-        )
+        make_job(session, "late-1", name="late", dataset=None, start=T0, hours=0)
         session.commit()
     with pytest.raises(TraceError, match="1 of them have no summary yet: run `brain summarize`"):
         DatabaseRuns(database_url(db)).load()

@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 import requests
-from sqlalchemy.orm import Session
 
 from brain.config import CollectorSettings, Settings
-from brain.db.engine import make_session_factory
 from brain.domain import JobStatus, RoleSpec
-from brain.services.jobs import JobInput, upsert_job
+from tests.builders import make_job
 from tests.collectors.cluster import Cluster
 from tests.ports import free_port
 
@@ -181,11 +179,6 @@ def app_settings(database_url: str, collector: CollectorSettings) -> Settings:
     return Settings(database_url=database_url, collector=collector)
 
 
-@pytest.fixture
-def session_factory(db):
-    return make_session_factory(db)
-
-
 def register_job(
     session_factory,
     name: str,
@@ -197,19 +190,17 @@ def register_job(
 ) -> str:
     uid = uid or f"uid-{name}"
     with session_factory() as session:
-        session: Session
-        upsert_job(
+        make_job(
             session,
             uid,
-            JobInput(
-                name=name,
-                user="alice",
-                namespace=namespace,
-                status=status,
-                started_at=started_at,
-                created_at=started_at,
-                roles={"ps": RoleSpec(count=1, cpu=2), "worker": RoleSpec(count=2, cpu=4)},
-            ),
+            name=name,
+            dataset=None,
+            namespace=namespace,
+            status=status,
+            start=started_at,
+            created_at=started_at,
+            hours=None,
+            roles={"ps": RoleSpec(count=1, cpu=2), "worker": RoleSpec(count=2, cpu=4)},
         )
         session.commit()
     return uid

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from brain.db.models import Job, JobSummary
 from brain.summaries.command import add_parser
-from tests.summaries.builders import flat_job, recent_hour
+from tests.builders import flat_job, recent_hour
 
 
 def _run(monkeypatch, pg_url, *argv: str) -> int:

@@ -12,7 +12,7 @@ from brain.domain import utcnow
 from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
 from brain.summaries.hours import Hours
-from tests.summaries.builders import add_points, at, flat_job, hand_job, recent_hour
+from tests.builders import add_points, at, flat_job, hand_job, recent_hour
 
 approx = pytest.approx
 

@@ -16,7 +16,7 @@ from brain.history.related import (
 )
 from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
-from tests.summaries.builders import flat_job, recent_hour
+from tests.builders import flat_job, recent_hour
 
 WINDOW = {"window_days": 30, "limit": 10}
 

@@ -9,7 +9,7 @@ from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import NodeSummary, RoleSummary
 from brain.summaries import summarize_job
 from brain.summaries.portraits import job_portrait
-from tests.summaries.builders import hand_job
+from tests.builders import hand_job
 
 approx = pytest.approx
 

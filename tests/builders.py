@@ -1,8 +1,11 @@
-"""Jobs with nodes, samples, events and plans, written through the services."""
+"""The one place tests build jobs: request bodies for the API (``job_body``,
+``node_point``), and jobs with nodes, samples, events and plans written through the
+services (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -10,6 +13,36 @@ from brain.db.models import Job, ScalePlan
 from brain.domain import RoleSpec, utcnow
 from brain.optimizing.proposal import PlanBody
 from brain.services import events, jobs, nodes, samples
+
+
+def job_body(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": "ctr-train",
+        "user": "alice",
+        "dataset": "clicks-2026",
+        "strategy": "ps",
+        "limits": {"cpu": 64, "memory_mib": 262144},
+        "roles": {
+            "ps": {"count": 2, "cpu": 8, "memory_mib": 16384},
+            "worker": {"count": 4, "cpu": 4, "memory_mib": 8192},
+        },
+        "total_steps": 100000,
+    }
+    body.update(overrides)
+    return body
+
+
+def node_point(name: str, ts: str, cpu: float, memory_mib: float, **extra: Any) -> dict[str, Any]:
+    role, index = name.rsplit("-", 2)[-2:]
+    return {
+        "name": name,
+        "role": role,
+        "index": int(index),
+        "ts": ts,
+        "cpu": cpu,
+        "memory_mib": memory_mib,
+        **extra,
+    }
 
 
 def recent_hour(days_ago: float = 3) -> datetime:
@@ -26,7 +59,7 @@ def make_job(
     uid: str,
     *,
     start: datetime,
-    hours: float = 1.0,
+    hours: float | None = 1.0,
     user: str = "alice",
     name: str = "resnet",
     dataset: str | None = "imagenet",
@@ -34,9 +67,14 @@ def make_job(
     status: str = "succeeded",
     strategy: str = "ps",
     gpu_type: str | None = None,
+    namespace: str | None = None,
     roles: dict | None = None,
+    created_at: datetime | None = None,
+    started: bool = True,
 ) -> Job:
-    finished = status in ("succeeded", "failed", "stopped")
+    """A job started at ``start`` (unless not ``started``); a finished one ends ``hours``
+    later (``hours=None``: its end is not recorded)."""
+    finished = status in ("succeeded", "failed", "stopped") and hours is not None
     job, _ = jobs.upsert_job(
         session,
         uid,
@@ -48,8 +86,10 @@ def make_job(
             status=status,
             strategy=strategy,
             gpu_type=gpu_type,
+            namespace=namespace,
             roles=roles or {},
-            started_at=start,
+            created_at=created_at,
+            started_at=start if started else None,
             finished_at=start + timedelta(hours=hours) if finished else None,
         ),
     )
