@@ -17,7 +17,7 @@ from brain.db.engine import make_session_factory
 from brain.db.models import Job
 from brain.domain import utcnow
 from brain.services.tokens import TokenScope, create_token, revoke_token
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from brain.config import Settings
-from tests.api.helpers import job_body
+from tests.builders import job_body
 
 LIMIT = 4096
 
