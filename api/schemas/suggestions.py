@@ -31,7 +31,7 @@ class BasisRunOut(BaseModel):
 class BasisOut(BaseModel):
     match: str | None = Field(
         description="How the runs were found: `user+dataset`, else `group`, else `name`; "
-        "null when none was."
+        "`user` when the user was the only key given; null when none was."
     )
     runs: list[BasisRunOut] = Field(description="Related succeeded runs used, newest first.")
     window_days: int = Field(description="How far back runs were searched.")

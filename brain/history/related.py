@@ -16,6 +16,7 @@ from brain.optimizing import HistoricalJob, NodeUsage
 MATCH_USER_DATASET = "user+dataset"
 MATCH_GROUP = "group"
 MATCH_NAME = "name"
+MATCH_USER = "user"
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ def related_history(
 
     Related means, by the first rule that finds any job: the same ``user`` and
     ``dataset``; else the same ``group_key``; else the same ``name`` (any user). A rule
-    whose inputs are ``None`` is skipped. Only jobs that succeeded, finished within
+    whose inputs are ``None`` is skipped. When ``user`` is the only key given, related
+    means the same user (any job of theirs). Only jobs that succeeded, finished within
     ``window_days`` before ``before`` (default: now) and have a summary count; with
     ``gpu_type`` only jobs on that GPU type. Each job's ``nodes`` are its node summaries
     (nodes without samples left out), so this works after raw samples were deleted.
@@ -81,6 +83,9 @@ def find_related(
         rules.append((MATCH_GROUP, [JobSummary.group_key == group_key]))
     if name is not None:
         rules.append((MATCH_NAME, [JobSummary.name == name]))
+    if user is not None and not rules:
+        # Only the user is known (a suggestion asked by user alone): their own runs.
+        rules.append((MATCH_USER, [JobSummary.user == user]))
     window = [
         JobSummary.status == JobStatus.succeeded.value,
         JobSummary.ended_at >= before - timedelta(days=window_days),

@@ -176,3 +176,15 @@ def test_needs_something_to_look_up(client):
 
     assert response.status_code == 422
     assert response.json()["error"]["field"] == "user"
+
+
+def test_a_user_alone_is_matched_by_their_own_runs(client, three_runs):
+    body = client.get("/api/v1/suggestions", params={"user": "carol"}).json()
+
+    basis = body["basis"]
+    assert (basis["match"], basis["confidence"]) == ("user", "high")
+    assert [r["uid"] for r in basis["runs"]] == ["bert-3", "bert-2", "bert-1"]
+    # the same runs as by group, so the same sizes (worked out in test_with_history)
+    assert _roles(body)["ps"]["memory_mib"] == 7373
+    nobody = client.get("/api/v1/suggestions", params={"user": "dave"}).json()
+    assert nobody["basis"]["note"].startswith("no succeeded run of user dave in the last")
