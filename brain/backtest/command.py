@@ -23,7 +23,14 @@ run really used: share of runs under-provisioned (memory peak above it: OOM; CPU
 p95 above it: throttled; GPU memory peak above the share: out of GPU memory), mean
 slack of the others, allocated/used, and allocated resource-hours against the
 request as given. Runs with fewer than --min-history earlier runs are reported
-apart (cold start)."""
+apart (cold start).
+
+Out-of-time validation: with --tune-on and --score-on, every knob (the simple rules'
+margin, learned_margin's safety) is chosen on the runs of the tuning period and its
+figures are reported on the runs of the scored period; every figure printed is then
+a scored-period figure, and the curves and dominance count are the scored period's.
+Without them all figures are in-sample. Runs of either period are still sized from
+all their earlier runs, as the service would."""
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -93,6 +100,28 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--margin", type=float, default=1.15, help="the simple rules' margin (default 1.15)"
     )
+    periods = parser.add_argument_group(
+        "out-of-time validation",
+        "Periods as START..END (ISO dates or times, UTC, END excluded, either side may be "
+        "left out), YYYY-MM (a month) or YYYY-MM-DD (a day); a run belongs to the period "
+        "its start lies in.",
+    )
+    periods.add_argument(
+        "--tune-on", metavar="PERIOD", help="choose every knob on the runs of this period"
+    )
+    periods.add_argument(
+        "--score-on",
+        metavar="PERIOD",
+        help="report figures on the runs of this period only (must not overlap --tune-on)",
+    )
+    periods.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="RESOURCE=RATE",
+        help="under-provisioning a knob is tuned to (defaults memory=0.005, cpu=0.01, "
+        "gpu_memory=0.04): the cheapest knob value at or below it on the tuning period",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no timing")
     parser.set_defaults(handler=run)
     return parser
@@ -147,6 +176,32 @@ def missing_extra(chart: bool) -> list[str]:
     return missing
 
 
+def _validation(args: argparse.Namespace):
+    """The tuning period, the scored period and the targets the arguments give."""
+    from brain.backtest.periods import parse_period
+    from brain.backtest.resources import BY_NAME
+    from brain.backtest.tuning import DEFAULT_TARGETS
+
+    tune_on = parse_period(args.tune_on) if args.tune_on else None
+    score_on = parse_period(args.score_on) if args.score_on else None
+    if tune_on is not None and score_on is None:
+        raise ValueError("--tune-on needs --score-on (the period the figures are reported on)")
+    if tune_on is not None and tune_on.overlaps(score_on):
+        raise ValueError(f"--tune-on {tune_on.text} overlaps --score-on {score_on.text}")
+    targets = dict(DEFAULT_TARGETS)
+    for given in args.target:
+        resource, _, rate = given.partition("=")
+        if resource not in BY_NAME:
+            raise ValueError(f"--target {given}: resource is one of {', '.join(BY_NAME)}")
+        try:
+            targets[resource] = float(rate)
+        except ValueError:
+            raise ValueError(f"--target {given}: the rate must be a number") from None
+        if not 0 <= targets[resource] <= 1:
+            raise ValueError(f"--target {given}: the rate is a fraction 0..1")
+    return tune_on, score_on, targets
+
+
 def run(args: argparse.Namespace) -> int:
     missing = missing_extra(chart=args.chart is not None)
     if missing:
@@ -182,8 +237,19 @@ def run(args: argparse.Namespace) -> int:
         columns = ", ".join(f"{r.peak} with {r.request}" for r in RESOURCES)
         print(f"brain backtest: no resource to judge; the trace needs {columns}", file=sys.stderr)
         return 2
+    try:
+        tune_on, score_on, targets = _validation(args)
+    except ValueError as exc:
+        print(f"brain backtest: {exc}", file=sys.stderr)
+        return 2
     options = Options(
-        min_history=args.min_history, k=args.k, margin=args.margin, sweep=args.chart is not None
+        min_history=args.min_history,
+        k=args.k,
+        margin=args.margin,
+        sweep=args.chart is not None,
+        tune_on=tune_on,
+        score_on=score_on,
+        targets=targets,
     )
 
     def progress(label: str, total: int) -> ProgressBar:
@@ -193,17 +259,22 @@ def run(args: argparse.Namespace) -> int:
     if args.chart is not None:
         from brain.backtest.chart import draw
 
-        draw(outcome.rows, outcome.curves, args.chart, f"backtest of {source.name}")
+        title = f"backtest of {source.name}, {report.scope(options)}"
+        draw(outcome.rows, outcome.curves, args.chart, title)
     if args.json:
         meta = {
             "source": source.name,
             "runs": outcome.runs,
             "workloads": outcome.workloads,
             "min_history": args.min_history,
+            "tune_on": args.tune_on,
+            "score_on": args.score_on,
+            "scored_runs": outcome.scored_runs,
+            "in_sample": tune_on is None,
         }
-        print(json.dumps(report.to_json(outcome.rows, outcome.curves, meta), indent=2))
+        print(json.dumps(report.to_json(outcome, meta), indent=2))
     else:
-        print(report.to_table(outcome.rows, args.min_history))
+        print(report.to_table(outcome, options))
     if not args.quiet:
         elapsed = time.perf_counter() - started
         print(

@@ -34,7 +34,7 @@ class Sweep:
     family: str
     knob: str
     values: tuple[float, ...]
-    make: Callable[[float], Recommender]
+    make: Callable[[float], Recommender] | None  # None: sizes computed in one batch
 
 
 def _gpu_cpu(registry: OptimizerRegistry) -> Recommender | None:

@@ -12,6 +12,7 @@ For the runs a figure covers (those with a known peak and request):
   request as given, as the service would keep it.
 
 Runs with fewer than ``min_history`` earlier runs are counted apart, as cold start.
+Figures cover the runs of one period when a mask is given (out-of-time validation).
 """
 
 from __future__ import annotations
@@ -96,16 +97,21 @@ def figures(
     )
 
 
-def evaluate(table: pd.DataFrame, result: Replay, min_history: int) -> list[Row]:
-    """One row per (recommender, resource) of ``result``, in replay order."""
+def evaluate(
+    table: pd.DataFrame, result: Replay, min_history: int, within: np.ndarray | None = None
+) -> list[Row]:
+    """One row per (recommender, resource) of ``result``, in replay order, over the runs
+    ``within`` selects (all by default)."""
     warm = result.history_len >= min_history
+    if within is None:
+        within = np.ones(len(table), dtype=bool)
     hours = table["duration_h"].to_numpy(dtype=float)
     rows = []
     for (name, resource_name), sizes in result.sizes.items():
         resource = BY_NAME[resource_name]
         peak = table[resource.peak].to_numpy(dtype=float)
         request = table[resource.request].to_numpy(dtype=float)
-        known = ~np.isnan(peak) & ~np.isnan(request)
+        known = ~np.isnan(peak) & ~np.isnan(request) & within
         fallback = np.isnan(sizes)
         filled = np.where(fallback, request, sizes)
         per_part = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from brain.backtest.metrics import Curve, Figures, Row
+from brain.backtest.metrics import Figures, Row
+from brain.backtest.runner import Options, Outcome
 
 COLUMNS = (
     # header, width, how to print a Figures
@@ -25,24 +26,90 @@ LEGEND = (
 )
 
 
-def to_json(rows: list[Row], curves: list[Curve], meta: dict[str, Any]) -> dict[str, Any]:
-    """``meta`` (source, runs, min_history...), one entry per recommender and resource, and
-    the knob curves when they were swept."""
+def scope(options: Options) -> str:
+    """Which runs the figures cover and where the knobs were chosen."""
+    if options.tune_on is not None and options.score_on is not None:
+        return (
+            f"out of time: knobs tuned on {options.tune_on.text}, scored on {options.score_on.text}"
+        )
+    if options.score_on is not None:
+        return f"scored on {options.score_on.text}, knobs at their defaults"
+    return "in-sample: all runs, knobs at their defaults"
+
+
+def to_json(outcome: Outcome, meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` (source, runs, periods...), one entry per recommender and resource, and
+    the knob curves, choices and dominance counts when knobs were swept."""
     result = meta | {
         "recommenders": [
             {"name": row.name, "resource": row.resource}
             | asdict(row.warm)
             | {"cold_start": asdict(row.cold_start)}
-            for row in rows
+            for row in outcome.rows
         ]
     }
-    if curves:
-        result["curves"] = [asdict(curve) for curve in curves]
+    if outcome.curves:
+        result["curves"] = [asdict(curve) for curve in outcome.curves]
+    if outcome.choices:
+        result["choices"] = [asdict(choice) | {"name": choice.name} for choice in outcome.choices]
+    if outcome.dominance:
+        result["dominance"] = [asdict(d) for d in outcome.dominance]
+    if outcome.calibration:
+        result["calibration"] = [asdict(row) | {"ratio": row.ratio} for row in outcome.calibration]
+    if outcome.model is not None:
+        result["learned_model"] = {
+            "period_start": outcome.model.period_start,
+            "period_end": outcome.model.period_end,
+            "runs": outcome.model.runs,
+        }
     return result
 
 
-def to_table(rows: list[Row], min_history: int) -> str:
-    """Rows grouped by resource, warm figures then the cold-start ones."""
+def to_table(outcome: Outcome, options: Options) -> str:
+    """A scope line, rows grouped by resource (warm figures then the cold-start ones), the
+    knobs chosen on the tuning period and the dominance counts."""
+    lines = [scope(options), ""]
+    lines += _figures(outcome.rows, options.min_history)
+    if outcome.choices:
+        lines += ["", "knobs chosen on the tuning period (cheapest at or below the target):"]
+        for c in outcome.choices:
+            lines.append(
+                f"  {c.resource}: {c.family} {c.knob}={c.value:g} (target {_percent(c.target, 2)}"
+                f"; tuning {_percent(c.tuned.under_rate, 2)} at {_ratio(c.tuned.alloc_used)}"
+                f", scored {_percent(c.scored.under_rate, 2)} at {_ratio(c.scored.alloc_used)})"
+            )
+    for d in outcome.dominance:
+        lines.append(
+            f"dominance on {d.resource}: {d.challenger}'s sweep beats {d.beaten}/{d.total} "
+            "points of the simple rules' sweeps on both axes"
+            + (f" (not: {', '.join(d.unbeaten)})" if d.unbeaten else "")
+        )
+    if outcome.calibration:
+        lines += ["", *_calibration(outcome)]
+    lines += ["", *LEGEND]
+    return "\n".join(lines)
+
+
+def _calibration(outcome: Outcome) -> list[str]:
+    model = outcome.model
+    lines = [
+        f"learned_peak trained on {model.runs} runs ({model.period_start} .. "
+        f"{model.period_end}); stated risk against observed, per decile of stated risk "
+        "(scored runs x every risk of the sweep):",
+        f"  {'resource':10} {'decile':>6} {'sizings':>8} {'stated':>17} {'mean':>7} "
+        f"{'observed':>8} {'obs/stated':>10}",
+    ]
+    for row in outcome.calibration:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        lines.append(
+            f"  {row.resource:10} {row.decile:>6} {row.sizings:>8} "
+            f"{_percent(row.stated_min, 2):>8}-{_percent(row.stated_max, 2):<8} "
+            f"{_percent(row.stated_mean, 2):>7} {_percent(row.observed, 2):>8} {ratio:>10}"
+        )
+    return lines
+
+
+def _figures(rows: list[Row], min_history: int) -> list[str]:
     name_width = max([len("recommender")] + [len(r.name) for r in rows])
     warm_header = "  ".join(h.rjust(w) for h, w, _ in COLUMNS)
     cold_header = "  ".join(h.rjust(w) for h, w, _ in COLD_COLUMNS)
@@ -58,8 +125,7 @@ def to_table(rows: list[Row], min_history: int) -> str:
                 f"{row.name:{name_width}}  {_cells(row.warm, COLUMNS)}  | "
                 f"{_cells(row.cold_start, COLD_COLUMNS)}"
             )
-    lines += ["", *LEGEND]
-    return "\n".join(lines)
+    return lines
 
 
 def _cells(figures: Figures, columns) -> str:

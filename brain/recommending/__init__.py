@@ -1,0 +1,7 @@
+"""The learned recommender: a calibrated forecast of each resource's next peak.
+
+- ``features``: what a workload's history says (pure numpy);
+- ``model``: the forecast, its fit and split-conformal calibration (``PeakModel``);
+- ``training``: examples from a history of runs, and ``train``;
+- ``store``: versioned model files (``brain train`` writes, ``brain serve`` reads).
+"""

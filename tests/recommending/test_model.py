@@ -1,0 +1,153 @@
+"""The learned recommender: features without leakage, conformal arithmetic, calibration,
+versioned storage."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from brain.backtest.trace import normalize
+from brain.optimizing.sizing import ResourceHistory
+from brain.recommending import features as feat
+from brain.recommending import store
+from brain.recommending.model import Forecast
+from brain.recommending.sizing import size_for
+from brain.recommending.training import runs_with_history, train
+
+
+def history(peaks, request=1000.0) -> ResourceHistory:
+    n = len(peaks)
+    return ResourceHistory(
+        peaks=peaks,
+        means=[p / 2 for p in peaks],
+        requests=[request] * n,
+        durations_h=[24.0] * n,
+        request=request,
+    )
+
+
+def test_features_are_relative_to_the_largest_recent_peak():
+    row = feat.features(history([100.0, 300.0, 200.0]), floor=0.0)
+    named = dict(zip(feat.NAMES, row, strict=True))
+    assert named["runs"] == 3
+    assert named["log_reference"] == pytest.approx(math.log(300))
+    assert named["last_rel"] == pytest.approx(math.log(200 / 300))
+    assert named["median_rel"] == pytest.approx(math.log(200 / 300))
+    assert named["min_rel"] == pytest.approx(math.log(100 / 300))
+    assert named["request_rel"] == pytest.approx(math.log(1000 / 300))
+    assert named["request_change"] == 0.0
+    # run 2 (300) outgrew run 1 (100); run 3 (200) did not: 1 of 2
+    assert named["outgrow_rate"] == 0.5
+    assert named["last_mean_over_peak"] == pytest.approx(0.5)
+    # no run: the request is the reference and the history features are missing
+    cold = dict(zip(feat.NAMES, feat.features(history([]), floor=0.0), strict=True))
+    assert cold["log_reference"] == pytest.approx(math.log(1000))
+    assert math.isnan(cold["last_rel"]) and cold["runs"] == 0
+    assert feat.features(history([], request=None), floor=0.0) is None
+
+
+def table(peaks_by_workload: dict[str, list[float]]) -> pd.DataFrame:
+    rows = [
+        {
+            "workload": w,
+            "day": str((pd.Timestamp("2024-01-01") + pd.Timedelta(days=d)).date()),
+            "samples": 288,
+            "req_cpu": 2.0,
+            "req_memory_mib": 5000.0,
+            "cpu_mean": 0.1,
+            "cpu_p95": 0.5,
+            "cpu_max": 0.6,
+            "mem_mean": p / 2,
+            "mem_max": p,
+        }
+        for w, peaks in peaks_by_workload.items()
+        for d, p in enumerate(peaks)
+    ]
+    return normalize(pd.DataFrame(rows))
+
+
+def test_a_run_is_sized_only_from_earlier_runs_of_its_workload():
+    runs = table({"a": [10.0, 20.0, 30.0, 40.0], "b": [1.0, 2.0]})
+    seen = {(r.index, tuple(r.history.peaks)) for r in runs_with_history(runs, "memory")}
+    assert seen == {
+        (0, ()),
+        (1, (10.0,)),
+        (2, (10.0, 20.0)),
+        (3, (10.0, 20.0, 30.0)),
+        (4, ()),
+        (5, (1.0,)),
+    }
+    # changing a run and everything after it changes nothing its forecast is built from
+    changed = table({"a": [10.0, 20.0, 999.0, 999.0], "b": [1.0, 2.0]})
+    before = {r.index: r.history for r in runs_with_history(runs, "memory")}
+    after = {r.index: r.history for r in runs_with_history(changed, "memory")}
+    assert all(before[i] == after[i] for i in (0, 1, 2))
+
+
+def test_size_and_risk_follow_the_calibration_errors():
+    # quantile 0 on the log scale, reference 100, floor 0: errors -0.1, 0, 0.1, 0.2
+    forecast = Forecast(100.0, 0.0, 0.0, np.array([-0.1, 0.0, 0.1, 0.2]))
+    # risk 0.4: the ceil(0.6 x 5) = 3rd smallest error, 0.1 -> 100 e^0.1
+    assert forecast.size_at_risk(0.4) == pytest.approx(100 * math.exp(0.1))
+    # one error (0.2) lies above it: (1 + 1) / 5
+    assert forecast.risk_of(100 * math.exp(0.1)) == pytest.approx(0.4)
+    assert forecast.risk_of(100 * math.exp(0.3)) == pytest.approx(0.2)  # never below 1/(n+1)
+    assert forecast.size_at_risk(0.1) is None  # 4 errors cannot promise 10%
+    # the size is rounded up, then capped at the request, and its risk restated
+    found = size_for(forecast, 0.4, request=108.0, cap_at_request=True, step=1.0)
+    assert (found.size, found.capped) == (108.0, True)  # 110.5 -> 111 > 108: capped
+    assert found.risk == pytest.approx(forecast.risk_of(108.0))
+    uncapped = size_for(forecast, 0.4, request=108.0, cap_at_request=False, step=1.0)
+    assert uncapped.size == 111.0
+    # no promise possible: the request stands
+    assert size_for(forecast, 0.1, request=500.0, cap_at_request=True, step=1.0).size == 500.0
+
+
+def synthetic(workloads: int, runs: int, seed: int) -> pd.DataFrame:
+    """Each workload has its own scale; peaks are that scale x a lognormal(0, 0.3) draw."""
+    rng = np.random.default_rng(seed)
+    return table(
+        {
+            f"w{seed}-{w}": list(rng.uniform(500, 4000) * rng.lognormal(0, 0.3, runs))
+            for w in range(workloads)
+        }
+    )
+
+
+def test_the_stated_risk_holds_on_runs_the_model_never_saw():
+    model = train(synthetic(150, 20, seed=1), now=datetime(2026, 1, 1, tzinfo=UTC))
+    fresh = synthetic(150, 20, seed=2)
+    runs = [r for r in runs_with_history(fresh, "memory") if len(r.history.peaks) >= 3]
+    forecasts = model.forecasts("memory", [r.history for r in runs])
+    peaks = np.array([r.peak for r in runs])
+    for risk in (0.2, 0.1, 0.05):
+        sizes = np.array([f.size_at_risk(risk) for f in forecasts])
+        observed = float((peaks > sizes).mean())
+        # 2,550 fresh runs: within a factor 1.5 of the stated risk
+        assert risk / 1.5 < observed < risk * 1.5, (risk, observed)
+
+
+def test_models_are_versioned_and_the_newest_is_loaded(tmp_path):
+    runs = synthetic(40, 10, seed=3)
+    older = train(runs, now=datetime(2026, 1, 1, tzinfo=UTC))
+    newer = train(runs, now=datetime(2026, 1, 2, tzinfo=UTC))
+    store.save(newer, tmp_path)
+    store.save(older, tmp_path)
+    found = store.newest(tmp_path)
+    assert found.version == "20260102T000000Z"
+    assert found.meta["runs"] == 400 and found.meta["period_start"] == "2024-01-01T00:00:00Z"
+    # every run is an example (a first run is sized from its request): 75% fit, 25% calibrate
+    assert found.meta["resources"]["memory"]["parts"] == {"fit": 300, "calibration": 100}
+    loaded = store.load_newest(tmp_path)
+    probe = history([1000.0, 1200.0, 900.0])
+    assert loaded.forecast("memory", probe).size_at_risk(0.05) == newer.forecast(
+        "memory", probe
+    ).size_at_risk(0.05)
+    # a broken newest model is not loaded: the caller falls back
+    found.model_path.write_bytes(b"not a pickle")
+    assert store.load_newest(tmp_path) is None
+    assert store.load_newest(tmp_path / "absent") is None
