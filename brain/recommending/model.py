@@ -143,6 +143,9 @@ def fit_resource(resource: str, examples: Examples, seed: int = 0) -> ResourceMo
     n = len(examples.y)
     if n < 50:
         return None
+    x = examples.x.copy()
+    # A feature no example has (GPU memory's mean use) would break the trees' binning.
+    x[:, np.isnan(x).all(axis=0)] = 0.0
     by_time = np.argsort(examples.order, kind="stable")
     fit, calibrate = by_time[: int(n * FIT_SHARE)], by_time[int(n * FIT_SHARE) :]
     trees = HistGradientBoostingRegressor(
@@ -155,8 +158,8 @@ def fit_resource(resource: str, examples: Examples, seed: int = 0) -> ResourceMo
     )
     # One thread: OpenMP threads fighting over two shared cores made a fit 20x slower.
     with threadpool_limits(1, user_api="openmp"):
-        trees.fit(examples.x[fit], examples.y[fit])
-        errors = examples.y[calibrate] - trees.predict(examples.x[calibrate])
+        trees.fit(x[fit], examples.y[fit])
+        errors = examples.y[calibrate] - trees.predict(x[calibrate])
     groups = np.array([history_bin(int(r)) for r in examples.runs[calibrate]])
     pooled = np.sort(errors)
     scores = []
