@@ -76,6 +76,7 @@ class CollectorSettings(BaseSettings):
         default_factory=dict,
         description="PromQL template overrides by signal (cpu, memory_mib, gpu_util, "
         "gpu_memory_mib, gpu_memory_total_mib, oom, node_free_cpu, node_free_memory_mib, "
+        "node_free_gpu, pending_pods, pending_cpu, pending_memory_mib, pending_gpu, "
         "pod_labels); JSON.",
     )
     prometheus_selector: str = Field(

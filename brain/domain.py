@@ -101,6 +101,25 @@ class Limits:
     gpu: float | None = None
 
 
+@dataclass(frozen=True)
+class ClusterState:
+    """Free capacity and pending demand of the cluster at ``ts``, as ``source`` (e.g.
+    ``prometheus``) saw it. ``None``: the source does not report it (no GPU nodes, no
+    kube-state-metrics). Free capacity is summed over ``nodes`` nodes; pending demand is
+    what pending pods request."""
+
+    source: str
+    ts: datetime
+    nodes: int
+    free_cpu: float | None = None
+    free_memory_mib: float | None = None
+    free_gpu: float | None = None
+    pending_pods: int | None = None
+    pending_cpu: float | None = None
+    pending_memory_mib: float | None = None
+    pending_gpu: float | None = None
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

@@ -9,7 +9,7 @@ fills in these placeholders:
     so it goes last inside braces: ``metric{container!="", $selector}``.
 ``$node_selector``
     ``BRAIN_PROMETHEUS_SELECTOR`` alone (or ``instance!=""`` when that is unset), for the
-    node-exporter context queries.
+    cluster queries (node-exporter, kube-state-metrics).
 ``$rate_window``
     ``BRAIN_PROMETHEUS_RATE_WINDOW`` (default ``2m``).
 ``$query``, ``$labels``, ``$label_selector``
@@ -38,10 +38,15 @@ from brain.config import CollectorSettings
 SAMPLE_SIGNALS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib", "gpu_memory_total_mib")
 # OOM kills, stored as events.
 OOM_SIGNAL = "oom"
-# Node-level free capacity, read for context only (reported, not stored).
+# The cluster's state, stored as its newest state: free capacity, one series per node
+# (summed), and what pending pods request, one series for the cluster.
 NODE_FREE_CPU = "node_free_cpu"
 NODE_FREE_MEMORY_MIB = "node_free_memory_mib"
-NODE_SIGNALS = (NODE_FREE_CPU, NODE_FREE_MEMORY_MIB)
+NODE_FREE_GPU = "node_free_gpu"
+PENDING_PODS = "pending_pods"
+PENDING_CPU = "pending_cpu"
+PENDING_MEMORY_MIB = "pending_memory_mib"
+PENDING_GPU = "pending_gpu"
 # The label join of label mapping.
 POD_LABELS = "pod_labels"
 
@@ -81,12 +86,43 @@ DEFAULT_TEMPLATES: dict[str, str] = {
         "0 * max by (namespace, pod, container) (kube_pod_container_status_restarts_total"
         "{$selector}))"
     ),
-    # node-exporter: idle cores and available memory per node, for context.
+    # node-exporter: idle cores and available memory per node.
     "node_free_cpu": (
         "sum by (instance) (rate(node_cpu_seconds_total"
         '{mode="idle", $node_selector}[$rate_window]))'
     ),
     "node_free_memory_mib": "sum by (instance) (node_memory_MemAvailable_bytes{$node_selector})",
+    # kube-state-metrics: GPUs a node offers minus those requested by its pods that have
+    # not finished (a pending pod bound to the node holds its GPUs too); a GPU node
+    # without such pods has all of them free (the "or").
+    "node_free_gpu": (
+        "clamp_min(sum by (node) (kube_node_status_allocatable"
+        '{resource="nvidia_com_gpu", $node_selector})'
+        " - on (node) (sum by (node) (kube_pod_container_resource_requests"
+        '{resource="nvidia_com_gpu", $node_selector}'
+        " * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase"
+        '{phase=~"Pending|Running", $node_selector}))'
+        " or on (node) 0 * sum by (node) (kube_node_status_allocatable"
+        '{resource="nvidia_com_gpu", $node_selector})), 0)'
+    ),
+    # kube-state-metrics: pending pods, and what they request (requests x 0/1 pending, so
+    # the answer is 0, not empty, when nothing is pending).
+    "pending_pods": 'sum(kube_pod_status_phase{phase="Pending", $node_selector})',
+    "pending_cpu": (
+        'sum(kube_pod_container_resource_requests{resource="cpu", $node_selector}'
+        " * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase"
+        '{phase="Pending", $node_selector}))'
+    ),
+    "pending_memory_mib": (
+        'sum(kube_pod_container_resource_requests{resource="memory", $node_selector}'
+        " * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase"
+        '{phase="Pending", $node_selector}))'
+    ),
+    "pending_gpu": (
+        'sum(kube_pod_container_resource_requests{resource="nvidia_com_gpu", $node_selector}'
+        " * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase"
+        '{phase="Pending", $node_selector}))'
+    ),
     # Label mapping: copy the job, role and index labels of the pod onto each series.
     POD_LABELS: (
         "($query) * on (namespace, pod) group_left ($labels) "
@@ -104,6 +140,11 @@ UNITS: dict[str, str] = {
     "oom": "count",
     "node_free_cpu": "cores",
     "node_free_memory_mib": "bytes",
+    "node_free_gpu": "count",
+    "pending_pods": "count",
+    "pending_cpu": "cores",
+    "pending_memory_mib": "bytes",
+    "pending_gpu": "count",
 }
 
 # Brain's unit = template unit / divisor (a division, so 40 % is exactly 0.4).
@@ -173,7 +214,7 @@ class QuerySet:
             )
         return query
 
-    def node_query(self, signal: str) -> str:
+    def cluster_query(self, signal: str) -> str:
         return self._render(signal)
 
     def _render(self, name: str, **extra: str) -> str:

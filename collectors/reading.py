@@ -1,6 +1,6 @@
-"""Asking Prometheus: the range queries of one group of jobs, and the cluster's free
-capacity. Everything of a group is read before anything is written, so a failure (a
-``PrometheusError`` from the client) leaves no half cycle."""
+"""Asking Prometheus: the range queries of one group of jobs, and the cluster's state
+(free capacity, pending demand). Everything of a group is read before anything is
+written, so a failure (a ``PrometheusError`` from the client) leaves no half cycle."""
 
 from __future__ import annotations
 
@@ -8,15 +8,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from brain.domain import ClusterState
 from collectors.client import PrometheusClient, Series
 from collectors.queries import (
     NODE_FREE_CPU,
+    NODE_FREE_GPU,
     NODE_FREE_MEMORY_MIB,
     OOM_SIGNAL,
+    PENDING_CPU,
+    PENDING_GPU,
+    PENDING_MEMORY_MIB,
+    PENDING_PODS,
     SAMPLE_SIGNALS,
     QuerySet,
     to_brain_unit,
 )
+
+# The source named in stored cluster states and in the ingest metrics.
+SOURCE = "prometheus"
 
 
 @dataclass(frozen=True)
@@ -30,12 +39,17 @@ class GroupAnswers:
 
 
 @dataclass(frozen=True)
-class ClusterCapacity:
-    """Free capacity summed over the cluster's nodes (node-exporter)."""
+class ClusterAnswers:
+    """The instant answers of the cluster signals: per node (free) or one series each
+    (pending)."""
 
-    nodes: int
-    free_cpu: float
-    free_memory_mib: float
+    free_cpu: Sequence[Series]
+    free_memory: Sequence[Series]
+    free_gpu: Sequence[Series]
+    pending_pods: Sequence[Series]
+    pending_cpu: Sequence[Series]
+    pending_memory: Sequence[Series]
+    pending_gpu: Sequence[Series]
 
 
 class SignalReader:
@@ -52,10 +66,17 @@ class SignalReader:
         before = start - timedelta(seconds=self.step_s)
         return GroupAnswers(samples=samples, oom=self._range(OOM_SIGNAL, before, end))
 
-    def free_capacity(self, at: datetime) -> ClusterCapacity:
-        return capacity_of(
-            self._instant(NODE_FREE_CPU, at), self._instant(NODE_FREE_MEMORY_MIB, at)
+    def cluster_state(self, at: datetime) -> ClusterState:
+        answers = ClusterAnswers(
+            free_cpu=self._instant(NODE_FREE_CPU, at),
+            free_memory=self._instant(NODE_FREE_MEMORY_MIB, at),
+            free_gpu=self._instant(NODE_FREE_GPU, at),
+            pending_pods=self._instant(PENDING_PODS, at),
+            pending_cpu=self._instant(PENDING_CPU, at),
+            pending_memory=self._instant(PENDING_MEMORY_MIB, at),
+            pending_gpu=self._instant(PENDING_GPU, at),
         )
+        return cluster_state_of(answers, at)
 
     def _range(self, signal: str, start: datetime, end: datetime) -> list[Series]:
         self.sent += 1
@@ -63,18 +84,28 @@ class SignalReader:
 
     def _instant(self, signal: str, at: datetime) -> list[Series]:
         self.sent += 1
-        return self.client.query(self.queries.node_query(signal), at)
+        return self.client.query(self.queries.cluster_query(signal), at)
 
 
-def capacity_of(free_cpu: Sequence[Series], free_memory: Sequence[Series]) -> ClusterCapacity:
-    """Sum the per-node answers (one series per node, told apart by ``instance``)."""
-    nodes = {s.labels.get("instance", "?") for s in [*free_cpu, *free_memory] if s.points}
-    return ClusterCapacity(
-        nodes=len(nodes),
-        free_cpu=round(_total(NODE_FREE_CPU, free_cpu), 3),
-        free_memory_mib=round(_total(NODE_FREE_MEMORY_MIB, free_memory), 1),
+def cluster_state_of(answers: ClusterAnswers, at: datetime) -> ClusterState:
+    """Sum the answers in Brain's units; ``None`` where nothing answered (the exporter is
+    missing). Nodes are node-exporter's, told apart by ``instance``."""
+    free = [*answers.free_cpu, *answers.free_memory]
+    pods = _total(PENDING_PODS, answers.pending_pods)
+    return ClusterState(
+        source=SOURCE,
+        ts=at,
+        nodes=len({s.labels.get("instance", "?") for s in free if s.points}),
+        free_cpu=_total(NODE_FREE_CPU, answers.free_cpu, 3),
+        free_memory_mib=_total(NODE_FREE_MEMORY_MIB, answers.free_memory, 1),
+        free_gpu=_total(NODE_FREE_GPU, answers.free_gpu, 3),
+        pending_pods=None if pods is None else int(pods),
+        pending_cpu=_total(PENDING_CPU, answers.pending_cpu, 3),
+        pending_memory_mib=_total(PENDING_MEMORY_MIB, answers.pending_memory, 1),
+        pending_gpu=_total(PENDING_GPU, answers.pending_gpu, 3),
     )
 
 
-def _total(signal: str, series_list: Sequence[Series]) -> float:
-    return sum(to_brain_unit(signal, s.points[0][1]) for s in series_list if s.points)
+def _total(signal: str, series_list: Sequence[Series], digits: int = 0) -> float | None:
+    values = [to_brain_unit(signal, s.points[0][1]) for s in series_list if s.points]
+    return round(sum(values), digits) if values else None

@@ -5,7 +5,8 @@ The cycle is put together from one module per concern:
 - ``brain.services.collection``: which jobs to collect, where their stored load ends,
   and the write (the collector's only way into the database);
 - ``collectors.windows``: each job's window on the step grid, and which jobs share queries;
-- ``collectors.reading``: the range queries of a group, the cluster's free capacity;
+- ``collectors.reading``: the range queries of a group; the cluster's state (free
+  capacity, pending demand), stored through ``brain.services.cluster``;
 - ``collectors.loads``: series tied to jobs and pods, in Brain's units, OOM kills found;
 - ``collectors.writing``: node points and ``oom`` events through the ingest path of
   pushed samples: insert-or-ignore on (node, ts), events idempotent on (job, kind, ts,
@@ -27,7 +28,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import CollectorSettings
-from brain.domain import utcnow
+from brain.domain import ClusterState, utcnow
+from brain.services.cluster import record_cluster_state
 from brain.services.collection import CollectableJob, jobs_to_collect, last_sample_times
 from brain.telemetry import Telemetry
 from collectors import writing
@@ -35,12 +37,10 @@ from collectors.client import PrometheusClient, PrometheusError
 from collectors.loads import PodLoad, map_group
 from collectors.mapping import JobIndex, SeriesMapper
 from collectors.queries import QuerySet, queries_from_settings
-from collectors.reading import ClusterCapacity, SignalReader
+from collectors.reading import SOURCE, SignalReader
 from collectors.windows import Window, WindowPlanner
 
 log = logging.getLogger(__name__)
-
-SOURCE = "prometheus"
 
 
 @dataclass
@@ -60,7 +60,7 @@ class CycleReport:
     queries: int = 0
     stopped: bool = False
     errors: list[str] = field(default_factory=list)
-    capacity: ClusterCapacity | None = None
+    cluster: ClusterState | None = None
 
     @property
     def ok(self) -> bool:
@@ -137,7 +137,7 @@ class Collector:
                 self._collect_group(group, end, index, reader, report, first_group=number == 0)
             if not report.stopped:
                 # Also proves that Prometheus answers when no job is running.
-                report.capacity = reader.free_capacity(end)
+                self._record_cluster(reader.cluster_state(end), report)
         except PrometheusError as exc:
             if exc.kind == "stopped":
                 report.stopped = True
@@ -195,6 +195,15 @@ class Collector:
         self.telemetry.ingested_points.labels(SOURCE, "stored").inc(result.stored)
         self.telemetry.ingested_points.labels(SOURCE, "duplicate").inc(result.duplicates)
         return True
+
+    def _record_cluster(self, state: ClusterState, report: CycleReport) -> None:
+        try:
+            with self.session_factory() as session, session.begin():
+                record_cluster_state(session, state)
+        except SQLAlchemyError as exc:
+            self._error(report, "database", f"writing cluster state: {exc.__class__.__name__}")
+            return
+        report.cluster = state
 
     def _error(self, report: CycleReport, kind: str, message: str) -> None:
         report.errors.append(message)

@@ -195,8 +195,8 @@ class CollectorService:
             events=last.events,
             unmatched_series=last.unmatched_series,
         )
-        if last.capacity is not None:
-            detail["cluster"] = asdict(last.capacity)
+        if last.cluster is not None:
+            detail["cluster"] = {**asdict(last.cluster), "ts": last.cluster.ts.isoformat()}
         return {"status": "ok", "detail": detail}
 
 

@@ -311,3 +311,21 @@ class ApiToken(Base):
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+
+
+class ClusterStateRow(Base):
+    """The newest cluster state of each source (one row per source, replaced each time):
+    free capacity and pending demand, see ``brain.domain.ClusterState``."""
+
+    __tablename__ = "cluster_states"
+
+    source: Mapped[str] = mapped_column(String(32), primary_key=True)
+    ts: Mapped[datetime]
+    nodes: Mapped[int] = mapped_column(Integer)
+    free_cpu: Mapped[float | None] = mapped_column(Double)
+    free_memory_mib: Mapped[float | None] = mapped_column(Double)
+    free_gpu: Mapped[float | None] = mapped_column(Double)
+    pending_pods: Mapped[int | None] = mapped_column(Integer)
+    pending_cpu: Mapped[float | None] = mapped_column(Double)
+    pending_memory_mib: Mapped[float | None] = mapped_column(Double)
+    pending_gpu: Mapped[float | None] = mapped_column(Double)

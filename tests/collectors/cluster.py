@@ -122,6 +122,38 @@ GHOST_SERIES = 3
 NODES = {"node-a:9100": (2, 0.75, 64 * 1024), "node-b:9100": (2, 0.75, 32 * 1024)}
 
 
+# kube-state-metrics' view of scheduling: the GPUs each node offers, and per pod its
+# phase, node and requests (cores, MiB, GPUs; no series for a zero request). By hand:
+# free GPUs = node-a 4 - 2 (alpha's running worker; the finished pod's GPU is free
+# again) + node-b 2 - 1 (a pending pod already bound to node-b) = 3; pending: gamma's two
+# pods, 4 + 2 cores, 8192 + 4096 MiB, 1 + 1 GPUs.
+KSM_INSTANCE = "kube-state-metrics:8080"
+ALLOCATABLE_GPUS = {"node-a": 4, "node-b": 2}
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    namespace: str
+    pod: str
+    phase: str
+    node: str | None
+    cpu: float
+    memory_mib: int
+    gpu: int = 0
+
+
+SCHEDULED = [
+    Scheduled("team-a", "alpha-edljob-ps-0", "Running", "node-a", 2, 4096),
+    Scheduled("team-a", "alpha-edljob-worker-0", "Running", "node-a", 4, 8192, gpu=2),
+    Scheduled("team-b", "done-edljob-worker-0", "Succeeded", "node-a", 1, 1024, gpu=1),
+    Scheduled("team-c", "gamma-edljob-worker-0", "Pending", None, 4, 8192, gpu=1),
+    Scheduled("team-c", "gamma-edljob-worker-1", "Pending", "node-b", 2, 4096, gpu=1),
+]
+EXPECTED_FREE_GPU = 3.0
+EXPECTED_PENDING = {"pods": 2, "cpu": 6.0, "memory_mib": 12288.0, "gpu": 2.0}
+
+
 class Cluster:
     def __init__(self, t0: int) -> None:
         assert t0 % 60 == 0
@@ -258,8 +290,36 @@ class Cluster:
             available.append(({"instance": instance}, lambda t, m=mem_mib: m * MIB))
         family("node_cpu_seconds_total", idle)
         family("node_memory_MemAvailable_bytes", available)
+        self._scheduling(family)
         lines.append("# EOF")
         return "\n".join(lines) + "\n"
+
+    @staticmethod
+    def _scheduling(family) -> None:
+        ksm = {"job": "kube-state-metrics", "instance": KSM_INSTANCE}
+        allocatable = [
+            (
+                {**ksm, "node": node, "resource": "nvidia_com_gpu", "unit": "integer"},
+                lambda t, n=n: n,
+            )
+            for node, n in ALLOCATABLE_GPUS.items()
+        ]
+        phases, requests = [], []
+        for spec in SCHEDULED:
+            pod = {**ksm, "namespace": spec.namespace, "pod": spec.pod}
+            for phase in PHASES:
+                value = 1 if phase == spec.phase else 0
+                phases.append(({**pod, "phase": phase}, lambda t, v=value: v))
+            container = {**pod, "container": "main", **({"node": spec.node} if spec.node else {})}
+            amounts = [("cpu", "core", spec.cpu), ("memory", "byte", spec.memory_mib * MIB)]
+            if spec.gpu:
+                amounts.append(("nvidia_com_gpu", "integer", spec.gpu))
+            for resource, unit, amount in amounts:
+                labels = {**container, "resource": resource, "unit": unit}
+                requests.append((labels, lambda t, a=amount: a))
+        family("kube_node_status_allocatable", allocatable)
+        family("kube_pod_status_phase", phases)
+        family("kube_pod_container_resource_requests", requests)
 
     def _counter(self, rate: float):
         return lambda t: 1000.0 + rate * (t - self.start)

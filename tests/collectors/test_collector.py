@@ -16,16 +16,18 @@ from api.app import create_app
 from brain.cli import main as brain_main
 from brain.config import CollectorSettings
 from brain.db.models import Event, Node, NodeSample
-from brain.domain import JobStatus
+from brain.domain import ClusterState, JobStatus
+from brain.services.cluster import latest_cluster_state
 from brain.services.jobs import get_job
 from brain.services.samples import SampleQuery, node_samples
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
 from collectors.lock import AdvisoryLock
-from collectors.reading import ClusterCapacity
 from collectors.scrape import Collector
 from collectors.service import CollectorService, attach
 from tests.collectors.cluster import (
+    EXPECTED_FREE_GPU,
+    EXPECTED_PENDING,
     GHOST_SERIES,
     JOB_PODS,
     OOM_BEFORE_T0,
@@ -42,6 +44,23 @@ JOB_AGE_S = 3600 - 7
 FIRST_BEFORE_T0 = 3585  # the first grid point after the start
 POINTS_PER_POD = FIRST_BEFORE_T0 // STEP + 1
 ALL_POINTS = 5 * POINTS_PER_POD
+
+
+def EXPECTED_STATE(cluster: Cluster) -> ClusterState:  # noqa: N802 - reads as a constant
+    """Node-exporter: 2 nodes x 2 idle cores at 0.75, 64 + 32 GiB available; GPUs and
+    pending demand from kube-state-metrics (worked out in cluster.py)."""
+    return ClusterState(
+        source="prometheus",
+        ts=cluster.t0_dt,
+        nodes=2,
+        free_cpu=3.0,
+        free_memory_mib=96 * 1024.0,
+        free_gpu=EXPECTED_FREE_GPU,
+        pending_pods=EXPECTED_PENDING["pods"],
+        pending_cpu=EXPECTED_PENDING["cpu"],
+        pending_memory_mib=EXPECTED_PENDING["memory_mib"],
+        pending_gpu=EXPECTED_PENDING["gpu"],
+    )
 
 
 def _collector(settings, session_factory, telemetry: Telemetry | None = None) -> Collector:
@@ -131,8 +150,50 @@ def test_cycle_stores_every_point_converted_and_one_oom_event(
         telemetry, "brain_ingested_points_total", source="prometheus", outcome="stored"
     )
     assert stored == ALL_POINTS
-    # Node-exporter context: 2 nodes x 2 idle cores at 0.75, 64 + 32 GiB available.
-    assert report.capacity == ClusterCapacity(nodes=2, free_cpu=3.0, free_memory_mib=96 * 1024.0)
+    assert report.cluster == EXPECTED_STATE(cluster)
+
+
+def test_cluster_state_is_stored_and_served_read_only(
+    collector_settings, pg_url, session_factory, cluster
+):
+    app = create_app(app_settings(pg_url, collector_settings))
+    with TestClient(app) as client:
+        missing = client.get("/api/v1/cluster/state")
+        assert missing.status_code == 404
+        assert missing.json()["error"]["code"] == "not_found"
+
+        report = _collector(collector_settings, session_factory).run_cycle(now=cluster.t0_dt)
+        assert report.ok, report.errors
+        with session_factory() as session:
+            assert latest_cluster_state(session) == EXPECTED_STATE(cluster)
+        body = client.get("/api/v1/cluster/state").json()
+        assert body == {
+            "source": "prometheus",
+            "ts": cluster.t0_dt.isoformat().replace("+00:00", "Z"),
+            "nodes": 2,
+            "free_cpu": 3.0,
+            "free_memory_mib": 98304.0,
+            "free_gpu": 3.0,
+            "pending_pods": 2,
+            "pending_cpu": 6.0,
+            "pending_memory_mib": 12288.0,
+            "pending_gpu": 2.0,
+        }
+        assert client.post("/api/v1/cluster/state", json={}).status_code == 405
+
+        # The next cycle replaces the state (one row per source), it does not add one.
+        later = cluster.t0_dt + timedelta(minutes=1)
+        _collector(collector_settings, session_factory).run_cycle(now=later)
+        latest = client.get("/api/v1/cluster/state").json()
+        assert latest["ts"] == later.isoformat().replace("+00:00", "Z")
+    assert _count_rows(session_factory) == 1
+
+
+def _count_rows(session_factory) -> int:
+    from brain.db.models import ClusterStateRow
+
+    with session_factory() as session:
+        return session.scalar(select(func.count()).select_from(ClusterStateRow))
 
 
 def test_second_run_and_backfill_store_nothing_new(collector_settings, session_factory, cluster):
@@ -206,6 +267,8 @@ def test_sqlite_store_works_without_a_lock(sqlite_url, prometheus, cluster):
             assert service.tick(now=cluster.t0_dt).stored == 0
         finally:
             service.close()
+        with factory() as session:
+            assert latest_cluster_state(session) == EXPECTED_STATE(cluster)
         first = cluster.t0 - FIRST_BEFORE_T0
         _assert_exact(cluster, _samples(factory, "uid-beta"), "beta", first, cluster.t0)
     finally:

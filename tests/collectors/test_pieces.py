@@ -1,5 +1,5 @@
 """The collector's pieces one by one, with numbers worked out by hand (no Prometheus,
-no database): window planning, capacity sums, series mapping, point preparation."""
+no database): window planning, cluster state sums, series mapping, point preparation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from brain.config import CollectorSettings
-from brain.domain import EventKind
+from brain.domain import ClusterState, EventKind
 from brain.services.collection import CollectableJob
 from brain.services.nodes import NodeRef
 from brain.services.samples import NodePoint
@@ -17,7 +17,7 @@ from collectors.client import Series
 from collectors.loads import map_group
 from collectors.mapping import JobIndex, SeriesMapper
 from collectors.queries import SAMPLE_SIGNALS, QueryConfigError, queries_from_settings
-from collectors.reading import ClusterCapacity, GroupAnswers, capacity_of
+from collectors.reading import ClusterAnswers, GroupAnswers, cluster_state_of
 from collectors.windows import Window, WindowPlanner
 from collectors.writing import REQUIRED_SIGNALS, prepare
 
@@ -101,25 +101,45 @@ def test_windows_starting_within_five_minutes_of_a_group_share_its_queries():
     assert WindowPlanner.from_settings(settings).group_slack == timedelta(seconds=900)
 
 
-# --- free capacity ----------------------------------------------------------------------
+# --- the cluster state ----------------------------------------------------------------------
 
 
-def test_capacity_sums_the_nodes_in_brain_units():
+def test_cluster_state_sums_the_answers_in_brain_units():
     t = at("2024-01-01T00:00:00")
-    cpu = [
-        Series({"instance": "node-a"}, [(t, 1.5)]),
-        Series({"instance": "node-b"}, [(t, 1 / 3)]),
-        Series({"instance": "node-c"}, []),  # no answer: not a node
-    ]
-    memory = [
-        Series({"instance": "node-a"}, [(t, 2048 * MIB)]),
-        Series({"instance": "node-b"}, [(t, 512 * MIB)]),
-    ]
-    # 1.5 + 0.333 cores (rounded to 3 places); 2048 + 512 MiB.
-    assert capacity_of(cpu, memory) == ClusterCapacity(
-        nodes=2, free_cpu=1.833, free_memory_mib=2560.0
+
+    def one(value: float, **labels: str) -> Series:
+        return Series(labels, [(t, value)])
+
+    answers = ClusterAnswers(
+        free_cpu=[
+            one(1.5, instance="node-a"),
+            one(1 / 3, instance="node-b"),
+            Series({"instance": "node-c"}, []),  # no answer: not a node
+        ],
+        free_memory=[one(2048 * MIB, instance="node-a"), one(512 * MIB, instance="node-b")],
+        free_gpu=[one(2, node="node-a"), one(0, node="node-b")],
+        pending_pods=[one(3)],
+        pending_cpu=[one(2.5)],
+        pending_memory=[one(3 * 1024 * MIB)],
+        pending_gpu=[one(0)],
     )
-    assert capacity_of([], []) == ClusterCapacity(nodes=0, free_cpu=0.0, free_memory_mib=0.0)
+    # 1.5 + 0.333 cores (rounded to 3 places); 2048 + 512 MiB; 2 + 0 GPUs.
+    assert cluster_state_of(answers, t) == ClusterState(
+        source="prometheus",
+        ts=t,
+        nodes=2,
+        free_cpu=1.833,
+        free_memory_mib=2560.0,
+        free_gpu=2.0,
+        pending_pods=3,
+        pending_cpu=2.5,
+        pending_memory_mib=3072.0,
+        pending_gpu=0.0,
+    )
+    # Nothing answered (no exporters): unknown, not zero.
+    assert cluster_state_of(ClusterAnswers([], [], [], [], [], [], []), t) == ClusterState(
+        source="prometheus", ts=t, nodes=0
+    )
 
 
 # --- mapping series to jobs and pods ----------------------------------------------------
