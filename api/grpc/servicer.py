@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 from dlrover.proto import brain_pb2, brain_pb2_grpc
 from google.protobuf import empty_pb2
-from google.protobuf.json_format import MessageToDict
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.grpc.replies import DLRoverPlan, to_dlrover
@@ -32,9 +31,10 @@ from brain.db.models import Job, ScalePlan
 from brain.domain import Stage, Strategy, as_utc, utcnow
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
+from brain.optimizing.proposal import PlanBody
 from brain.services import jobs, master_reports, plans
 from brain.services.nodes import NodeRef
-from brain.services.optimizer_context import current_roles
+from brain.services.optimizer_context import current_roles, has_related_history
 from brain.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,10 @@ EXIT_SUCCEEDED = "Completed"
 # The master asks for the PS plan right after the worker one, both from the estimate
 # stage: one estimate answers both if it is this recent.
 ESTIMATE_REUSE_S = 600
+DEFAULTS_NOT_SENT = (
+    "no related history: DLRover was told the job's registered request (0 = keep the "
+    "ElasticJob's), not these defaults"
+)
 # Recently seen (uid, kind, payload): repeats are answered without touching the store.
 SEEN_REPORTS = 10_000
 
@@ -93,9 +97,11 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
     # --- persist_metrics -------------------------------------------------------------
 
     def persist_metrics(self, request, context):
-        with self._served("persist_metrics") as outcome:
+        def handle(outcome: Outcome):
             outcome.value = self._persist(request)
-        return empty_pb2.Empty()
+            return empty_pb2.Empty()
+
+        return self._served("persist_metrics", handle, empty_pb2.Empty())
 
     def _persist(self, metrics) -> str:
         uid = metrics.job_meta.uuid
@@ -161,9 +167,13 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
     # --- optimize --------------------------------------------------------------------
 
     def optimize(self, request, context):
-        with self._served("optimize") as outcome:
-            answer = self._answer_in_time(request, outcome)
-            return _response(request, answer)
+        def handle(outcome: Outcome):
+            return _response(request, self._answer_in_time(request, outcome))
+
+        fallback = brain_pb2.OptimizeResponse(
+            response=brain_pb2.Response(success=False, reason="Brain failed; no plan")
+        )
+        return self._served("optimize", handle, fallback)
 
     def _answer_in_time(self, request, outcome: Outcome) -> Answer:
         expired = threading.Event()
@@ -225,7 +235,13 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         )
         if plan is None:
             return Answer(None, f"no {call.stage.value} optimizer configured for this request")
-        dlrover_plan = to_dlrover(plan.body, call.reply, current_roles(session, job), call.oom_pod)
+        body = plan.body
+        if call.reply == Reply.create and not has_related_history(session, job, self._settings):
+            # Without history the plan holds the optimizers' defaults, which would replace
+            # the user's worker size: tell the master the job's own request instead.
+            body = PlanBody()
+            plan.status_message = DEFAULTS_NOT_SENT
+        dlrover_plan = to_dlrover(body, call.reply, current_roles(session, job), call.oom_pod)
         reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]
         log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
         return Answer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons)
@@ -259,16 +275,12 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
     # --- get_job_metrics -------------------------------------------------------------
 
     def get_job_metrics(self, request, context):
-        with self._served("get_job_metrics") as outcome:
+        def handle(outcome: Outcome):
             with self._transaction() as session:
                 job = jobs.find_job(session, request.job_uuid)
                 if job is None:
                     outcome.value = "invalid"
-                    return brain_pb2.JobMetricsResponse(
-                        response=brain_pb2.Response(
-                            success=False, reason=f"no job with uid {request.job_uuid!r}"
-                        )
-                    )
+                    return _metrics_failure(f"no job with uid {request.job_uuid!r}")
                 body = {
                     "job": JobOut.of(job).model_dump(mode="json"),
                     "reports": master_reports.reports(session, job),
@@ -276,6 +288,8 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             return brain_pb2.JobMetricsResponse(
                 response=brain_pb2.Response(success=True), job_metrics=json.dumps(body)
             )
+
+        return self._served("get_job_metrics", handle, _metrics_failure("Brain failed"))
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -285,16 +299,17 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             yield session
             session.commit()
 
-    @contextmanager
-    def _served(self, method: str) -> Iterator[Outcome]:
+    def _served(self, method: str, handle: Callable[[Outcome], object], fallback):
+        """Run ``handle``, count the call by outcome and time it; an unexpected error is
+        logged and answered with ``fallback`` (an empty answer), never raised."""
         outcome = Outcome()
         started = time.perf_counter()
         try:
-            yield outcome
+            return handle(outcome)
         except Exception:
             outcome.value = "error"
-            log.exception("gRPC %s failed", method)
-            raise
+            log.exception("gRPC %s failed; answered empty", method)
+            return fallback
         finally:
             self._telemetry.grpc_requests.labels(method, outcome.value).inc()
             self._telemetry.grpc_latency.labels(method).observe(time.perf_counter() - started)
@@ -324,8 +339,21 @@ def _response(request, answer: Answer):
     return response
 
 
+def _metrics_failure(reason: str):
+    return brain_pb2.JobMetricsResponse(response=brain_pb2.Response(success=False, reason=reason))
+
+
 def _as_dict(message) -> dict:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    """The fields a message sets, as plain JSON values (int64 stays a number)."""
+    values = {}
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
+            values[descriptor.name] = dict(value)
+        elif descriptor.is_repeated:
+            values[descriptor.name] = list(value)
+        else:
+            values[descriptor.name] = value
+    return values
 
 
 def _json_object(text: str) -> dict | None:

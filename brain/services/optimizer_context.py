@@ -41,18 +41,7 @@ def build_context(
     view = job_view(job)
     history = ()
     if stage == Stage.create:
-        history = tuple(
-            related_history(
-                session,
-                user=job.user,
-                dataset=job.dataset,
-                group_key=job.group_key,
-                name=job.name,
-                before=job.created_at,
-                window_days=settings.history_window_days,
-                limit=settings.history_jobs,
-            )
-        )
+        history = tuple(_related(session, job, settings, settings.history_jobs))
     return OptimizerContext(
         stage=stage,
         now=job_time(session, job),
@@ -84,6 +73,24 @@ GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "ev
 
 def _live(node: Node) -> bool:
     return node.status not in GONE_NODE_STATUSES
+
+
+def has_related_history(session: Session, job: Job, settings: Settings) -> bool:
+    """Whether the create stage of ``job`` has related finished jobs to size it from."""
+    return bool(_related(session, job, settings, limit=1))
+
+
+def _related(session: Session, job: Job, settings: Settings, limit: int):
+    return related_history(
+        session,
+        user=job.user,
+        dataset=job.dataset,
+        group_key=job.group_key,
+        name=job.name,
+        before=job.created_at,
+        window_days=settings.history_window_days,
+        limit=limit,
+    )
 
 
 def current_roles(session: Session, job: Job) -> dict[str, RoleSpec]:

@@ -59,12 +59,13 @@ def test_stage_walk_asks_every_stage_and_keeps_the_user_worker_count(brain, dlro
         ("job_stage_ps_running", {}),
         ("job_stage_worker_running", {PHASE: "stable"}),
     ]
-    # No history: startup's defaults for PS (1 x 8 cores x 8192 MiB) and the chief
-    # (8 cores, 8192 MiB, which the worker group carries); the user's 3 workers stay.
+    # No history: Brain tells the master the job's registered request (PS 2 x 8 cores x
+    # 12288 MiB, workers 4 cores / 8192 MiB), not startup's defaults; the user's 3 workers
+    # stay.
     create = brain.replies.optimize[0].job_optimize_plans[0].resource.task_group_resources
-    assert (create["ps"].count, create["ps"].resource.cpu) == (1, 8)
-    assert create["ps"].resource.memory == 8192 * MIB
-    assert (create["worker"].resource.cpu, create["worker"].resource.memory) == (8, 8192 * MIB)
+    assert (create["ps"].count, create["ps"].resource.cpu) == (2, 8)
+    assert create["ps"].resource.memory == 12288 * MIB
+    assert (create["worker"].resource.cpu, create["worker"].resource.memory) == (4, 8192 * MIB)
     workers, pss = job.node_group_resources[NodeType.WORKER], job.node_group_resources[NodeType.PS]
-    assert (workers.count, workers.node_resource.cpu, workers.node_resource.memory) == (3, 8, 8192)
-    assert (pss.count, pss.node_resource.cpu, pss.node_resource.memory) == (1, 8, 8192)
+    assert (workers.count, workers.node_resource.cpu, workers.node_resource.memory) == (3, 4, 8192)
+    assert (pss.count, pss.node_resource.cpu, pss.node_resource.memory) == (2, 8, 12288)

@@ -1,0 +1,83 @@
+"""What the master reports through persist_metrics (its own JobMetricCollector and
+BrainReporter), and how Brain stores it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from dlrover.python.brain import client as brain_client
+from dlrover.python.common.constants import ReporterType
+from dlrover.python.master.stats.job_collector import JobMetricCollector
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from brain.db.models import JobSummary, MasterReport
+from tests.dlrover.builders import JOB_UID
+
+
+def _collector() -> JobMetricCollector:
+    # As DistributedJobMaster builds it: (uuid, namespace, cluster, user). 0.6.1 passes
+    # them on positionally into JobMeta(uuid, name, namespace, cluster, user), so on the
+    # wire the namespace arrives as the name and the user as the cluster.
+    return JobMetricCollector(JOB_UID, "default", "", "carol", reporter=ReporterType.DLROVER_BRAIN)
+
+
+def _wait_for_summary(engine, uid: str) -> JobSummary | None:
+    for _ in range(100):  # bounded: the summary is written right after the answer
+        with Session(engine) as session:
+            found = session.scalar(select(JobSummary).where(JobSummary.uid == uid))
+            if found is not None:
+                return found
+        time.sleep(0.05)
+    return None
+
+
+def test_reports_are_stored_on_change_and_completed_finishes_the_job(brain, db):
+    collector = _collector()
+    collector.collect_job_type("ParameterServerStrategy")
+    for _ in range(3):  # every worker registering its dataset sends the same values
+        collector.collect_training_hyper_params(epoch=2, batch_size=512)
+    collector.collect_custom_data({"rdzv_round": 1})
+    collector.collect_custom_data()  # the rendezvous poll re-sends the same dict
+    collector.collect_custom_data({"init_training_time": 31})
+
+    job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
+    assert (job["name"], job["user"], job["strategy"], job["status"]) == (
+        JOB_UID,
+        "carol",
+        "ps",
+        "running",
+    )
+    with Session(db) as session:
+        kept = {r.kind: r.body for r in session.scalars(select(MasterReport))}
+    assert kept == {
+        "type": {"type": "ParameterServerStrategy"},
+        "training_hyper_params": {"batch_size": 512, "epoch": 2},
+        "customized_data": {"rdzv_round": 1, "init_training_time": 31},
+    }
+
+    collector.collect_job_exit_reason("Completed")
+
+    job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
+    assert (job["status"], job["exit_reason"]) == ("succeeded", None)
+    assert job["finished_at"] is not None
+    summary = _wait_for_summary(db, JOB_UID)
+    assert summary is not None and summary.status == "succeeded"
+
+    # get_job_metrics (the master never calls it) answers with the job and its reports.
+    answer = brain_client.GlobalBrainClient.BRAIN_CLIENT.get_job_metrics(JOB_UID)
+    assert answer.response.success
+    body = json.loads(answer.job_metrics)
+    assert body["job"]["uid"] == JOB_UID
+    assert body["reports"]["customized_data"] == {"rdzv_round": 1, "init_training_time": 31}
+
+
+def test_an_oom_exit_fails_the_job_with_a_job_level_oom_event(brain):
+    collector = _collector()
+    collector.collect_job_type("ParameterServerStrategy")
+    collector.collect_job_exit_reason("PSOOM")
+    job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
+    assert (job["status"], job["exit_reason"]) == ("failed", "PSOOM")
+    events = brain.rest.get(f"/api/v1/jobs/{JOB_UID}/events", params={"kind": "oom"}).json()
+    assert [(e["node"], e["detail"]) for e in events] == [(None, "PSOOM")]
