@@ -12,6 +12,10 @@ from brain.db.models import Job
 from brain.domain import JobStatus, RoleSpec, Strategy
 from brain.services.jobs import JobChanges, JobInput
 
+# A stored free text comes back in every job listing: bounded like event details and
+# plan status messages, so one caller cannot make `GET /jobs` answer megabytes.
+EXIT_REASON_CHARS = 4000
+
 
 class Limits(BaseModel):
     """Upper bounds for the whole job (sum over all nodes)."""
@@ -66,7 +70,7 @@ class JobSpec(BaseModel):
     )
     total_steps: int | None = Field(None, ge=1)
     status: JobStatus = JobStatus.pending
-    exit_reason: str | None = None
+    exit_reason: str | None = Field(None, max_length=EXIT_REASON_CHARS)
     created_at: Timestamp | None = None
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
@@ -100,7 +104,7 @@ class JobPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     status: JobStatus | None = None
-    exit_reason: str | None = None
+    exit_reason: str | None = Field(None, max_length=EXIT_REASON_CHARS)
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
 

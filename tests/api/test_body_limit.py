@@ -7,6 +7,7 @@ import json
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from api.schemas.jobs import EXIT_REASON_CHARS
 from brain.config import Settings
 from tests.builders import job_body
 
@@ -38,3 +39,26 @@ def test_a_body_over_the_limit_is_413_and_stores_nothing(settings):
             )
         assert client.get("/api/v1/jobs/j1").status_code == 404
         assert client.put("/api/v1/jobs/j1", content=small, headers=headers).status_code == 201
+
+
+def test_exit_reason_is_bounded(client):
+    reason = "x" * EXIT_REASON_CHARS
+    assert client.put("/api/v1/jobs/j1", json=job_body(exit_reason=reason)).status_code == 201
+    too_long = reason + "x"
+    for response in (
+        client.put("/api/v1/jobs/j1", json=job_body(exit_reason=too_long)),
+        client.patch("/api/v1/jobs/j1", json={"exit_reason": too_long}),
+    ):
+        assert response.status_code == 422
+        assert response.json()["error"]["field"] == "exit_reason"
+    assert client.get("/api/v1/jobs/j1").json()["exit_reason"] == reason
+
+
+def test_a_50_mb_exit_reason_is_refused_before_parsing(client):
+    body = json.dumps(job_body(exit_reason="x" * 50_000_000)).encode()
+    response = client.put(
+        "/api/v1/jobs/j1", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
+    assert client.get("/api/v1/jobs/j1").status_code == 404
