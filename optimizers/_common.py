@@ -15,7 +15,16 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from brain.optimizing import NodeChange, NodeSample, NodeView, Proposal, Reason
+from brain.domain import PlanStatus
+from brain.optimizing import (
+    NodeChange,
+    NodeSample,
+    NodeView,
+    OptimizerContext,
+    PlanView,
+    Proposal,
+    Reason,
+)
 
 # Float noise such as 2.0000000000000004 must not push a value up one whole step.
 _EPSILON = 1e-9
@@ -94,3 +103,38 @@ def mean_cpu(samples: Sequence[NodeSample]) -> float:
 
 def mean_memory(samples: Sequence[NodeSample]) -> float:
     return mean([s.memory_mib for s in samples])
+
+
+def applied_changes(context: OptimizerContext, touches) -> list[datetime]:
+    """When applied plans for which ``touches(plan)`` holds took effect, oldest first.
+
+    Cooldowns count from these times (the job master's ``applied_at``, on the job's clock).
+    """
+    return sorted(
+        p.applied_at
+        for p in context.plans
+        if p.status == PlanStatus.applied and p.applied_at is not None and touches(p)
+    )
+
+
+def cooling_down(
+    optimizer: str, context: OptimizerContext, touches, cooldown_s: float, what: str
+) -> Proposal | None:
+    """A no-change answer while the last applied change of ``what`` is younger than
+    ``cooldown_s``; None once it is older (or there was none)."""
+    times = applied_changes(context, touches)
+    if not times:
+        return None
+    elapsed = (context.now - times[-1]).total_seconds()
+    if elapsed >= cooldown_s:
+        return None
+    return no_change(
+        optimizer,
+        f"{what} changed {elapsed:.0f} s ago: cooling down for {cooldown_s:.0f} s",
+        {"seconds_since_change": round(elapsed, 1)},
+        {"cooldown_s": cooldown_s},
+    )
+
+
+def migrates(plan: PlanView, node: str) -> bool:
+    return any(c.name == node for c in plan.migrate)

@@ -9,8 +9,8 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage, Strategy
-from brain.optimizing import OptimizerContext, Proposal, Reason
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage, Strategy
+from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal, Reason
 from brain.optimizing.guard import effective_roles, exceeded_limits, role_totals
 from optimizers._common import (
     CpuStepSettings,
@@ -44,6 +44,16 @@ class EstimateSettings(CpuStepSettings):
     min_growth_points: int = Field(
         3, ge=2, le=1000, description="Speed samples needed to fit PS memory against global step."
     )
+    ready_after_s: float = Field(
+        180,
+        ge=0,
+        le=86400,
+        description="Seconds of training observed (from the first speed or trainer sample) "
+        "before the estimate is made: the design's ~3 minutes of chief-only training.",
+    )
+    min_samples: int = Field(
+        6, ge=1, le=1000, description="Usage samples of the trainer and of every PS needed."
+    )
     max_workers: int = Field(
         64,
         ge=1,
@@ -60,11 +70,16 @@ class _PsMemoryFit:
 
 
 class ResourceEstimateOptimizer:
-    """Sizes workers and PS of a PS job from the usage of its chief and PS.
+    """Sizes workers and PS of a PS job from the usage of its chief and PS, once.
 
-    ``workers = floor(cpu limit / (chief CPU + total PS CPU))`` counts the chief: the
-    proposal sets ``chief.count = 1`` and ``worker.count = workers - 1``. Workers get the
-    chief's mean usage x factor. ``ps.count = ceil(total PS CPU x workers / PS request)``.
+    It is ready after ``ready_after_s`` of training with ``min_samples`` samples of the
+    trainer and every live PS (failed nodes do not count); until then, and after an
+    estimate was applied, it proposes nothing and says why. The trainer is the chief,
+    or worker 0 of a job without a chief (DLRover makes it the chief).
+    ``workers = floor(cpu limit / (chief CPU + total PS CPU))`` counts the chief: with a
+    chief role the proposal sets ``chief.count = 1`` and ``worker.count = workers - 1``,
+    without one ``worker.count = workers``. Workers get the chief's mean CPU and peak
+    memory x factor. ``ps.count = ceil(total PS CPU x workers / PS request)``.
     PS memory is the mean total PS memory, or, when it grows with the global step, the
     fitted total at ``job.total_steps``; either way shared among the PS, x factor. If
     the plan exceeds the job's CPU, memory or GPU limits, workers are reduced first.
@@ -77,20 +92,27 @@ class ResourceEstimateOptimizer:
     def propose(self, context: OptimizerContext, settings: EstimateSettings) -> Proposal:
         if context.job.strategy != Strategy.ps:
             return no_change(NAME, "not a PS job: nothing to estimate")
-        chiefs, ps_nodes = context.nodes_of(ROLE_CHIEF), context.nodes_of(ROLE_PS)
-        chief_samples = context.samples_of(chiefs[0].name) if chiefs else []
-        missing = [n.name for n in ps_nodes if not context.samples_of(n.name)]
-        if not chief_samples or not ps_nodes or missing:
+        applied = [
+            p.id
+            for p in context.plans
+            if p.stage == Stage.estimate and p.status == PlanStatus.applied and not _empty(p)
+        ]
+        if applied:
             return no_change(
                 NAME,
-                "waiting for usage samples of the chief and every PS",
-                {
-                    "chief_samples": len(chief_samples),
-                    "ps_nodes": len(ps_nodes),
-                    "ps_without_samples": missing,
-                },
+                f"already estimated: plan {applied[-1]} was applied; later changes are the "
+                "running stage's",
+                {"plan": applied[-1]},
             )
-        chief_cpu, chief_mem = mean_cpu(chief_samples), mean_memory(chief_samples)
+        has_chief = ROLE_CHIEF in context.job.roles or bool(context.nodes_of(ROLE_CHIEF))
+        trainer = _trainer(context, has_chief)
+        ps_nodes = context.nodes_of(ROLE_PS)
+        not_ready = _not_ready(context, trainer, ps_nodes, settings)
+        if not_ready is not None:
+            return not_ready
+        chief_samples = context.samples_of(trainer.name)
+        chief_cpu = mean_cpu(chief_samples)
+        chief_mem = max(s.memory_mib for s in chief_samples)
         ps_cpu_used = sum(mean_cpu(context.samples_of(n.name)) for n in ps_nodes)
         ps_mem_used = sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes)
         training_cpu = chief_cpu + ps_cpu_used
@@ -115,10 +137,13 @@ class ResourceEstimateOptimizer:
         def plan_for(workers: int) -> dict[str, RoleSpec]:
             ps_count = max(math.ceil(ps_cpu_used * workers / ps_request_cpu - 1e-9), 1)
             ps_memory = ceil_mib(ps_mem_total / ps_count * settings.factor)
-            return {
-                ROLE_CHIEF: RoleSpec(count=1),
-                ROLE_WORKER: replace(worker, count=workers - 1),
-                ROLE_PS: RoleSpec(count=ps_count, cpu=ps_request_cpu, memory_mib=ps_memory),
+            trainers = (
+                {ROLE_CHIEF: RoleSpec(count=1), ROLE_WORKER: replace(worker, count=workers - 1)}
+                if has_chief
+                else {ROLE_WORKER: replace(worker, count=workers)}
+            )
+            return trainers | {
+                ROLE_PS: RoleSpec(count=ps_count, cpu=ps_request_cpu, memory_mib=ps_memory)
             }
 
         # Fewer workers also need fewer PS, so the whole plan is redone per count.
@@ -132,6 +157,7 @@ class ResourceEstimateOptimizer:
         ps_count = roles[ROLE_PS].count
 
         evidence = {
+            "trainer": trainer.name,
             "chief_cpu": round(chief_cpu, 3),
             "chief_memory_mib": round(chief_mem, 1),
             "total_ps_cpu": round(ps_cpu_used, 3),
@@ -155,7 +181,8 @@ class ResourceEstimateOptimizer:
                 NAME,
                 f"chief uses {chief_cpu:.2f} cores and PS {ps_cpu_used:.2f} cores: "
                 f"{workers} workers (chief included) of {worker.cpu} cores / "
-                f"{worker.memory_mib:.0f} MiB (x{settings.factor} chief use), "
+                f"{worker.memory_mib:.0f} MiB (x{settings.factor} {trainer.name}'s mean CPU "
+                "and peak memory), "
                 f"{ps_count} PS of {ps_request_cpu} cores",
                 evidence,
                 {"factor": settings.factor, "cpu_limit": limit_cpu},
@@ -171,6 +198,58 @@ class ResourceEstimateOptimizer:
                 )
             )
         return Proposal(roles=roles, reasons=reasons)
+
+
+def _empty(plan: PlanView) -> bool:
+    return not (plan.roles or plan.launch or plan.remove or plan.migrate)
+
+
+def _trainer(context: OptimizerContext, has_chief: bool) -> NodeView | None:
+    """The node that trains alone in the first minutes: the chief, else worker 0."""
+    candidates = context.nodes_of(ROLE_CHIEF) if has_chief else context.nodes_of(ROLE_WORKER)
+    return min(candidates, key=lambda n: n.index, default=None)
+
+
+def _not_ready(
+    context: OptimizerContext,
+    trainer: NodeView | None,
+    ps_nodes: list[NodeView],
+    settings: EstimateSettings,
+) -> Proposal | None:
+    """A no-change answer naming what is missing, or None when the estimate can be made."""
+    threshold = {"ready_after_s": settings.ready_after_s, "min_samples": settings.min_samples}
+    trainer_samples = context.samples_of(trainer.name) if trainer else []
+    short = [n.name for n in ps_nodes if len(context.samples_of(n.name)) < settings.min_samples]
+    starts = [s.ts for s in trainer_samples[:1]] + [s.ts for s in context.speed[:1]]
+    observed = (context.now - min(starts)).total_seconds() if starts else 0.0
+    evidence = {
+        "ready": False,
+        "trainer": None if trainer is None else trainer.name,
+        "trainer_samples": len(trainer_samples),
+        "ps_nodes": len(ps_nodes),
+        "ps_without_enough_samples": short,
+        "observed_s": round(observed, 1),
+    }
+    if trainer is None or not ps_nodes:
+        missing = "a chief or worker" if trainer is None else "a PS"
+        return no_change(NAME, f"not ready: the job runs no {missing} yet", evidence, threshold)
+    if len(trainer_samples) < settings.min_samples or short:
+        return no_change(
+            NAME,
+            f"not ready: waiting for {settings.min_samples} usage samples of {trainer.name} "
+            "and every PS",
+            evidence,
+            threshold,
+        )
+    if observed < settings.ready_after_s:
+        return no_change(
+            NAME,
+            f"not ready: {observed:.0f} s of training observed, the estimate needs "
+            f"{settings.ready_after_s:.0f} s",
+            evidence,
+            threshold,
+        )
+    return None
 
 
 def _ps_memory_total(

@@ -1,14 +1,24 @@
-"""Migration of a CPU-saturated parameter server to a larger node."""
+"""Migration of a parameter server that is hot relative to the others to a larger node."""
 
 from __future__ import annotations
 
+from statistics import median
 from typing import ClassVar
 
 from pydantic import Field
 
 from brain.domain import ROLE_PS, Stage
 from brain.optimizing import OptimizerContext, Proposal
-from optimizers._common import CpuStepSettings, ceil_to, no_change, reason, resized
+from optimizers._common import (
+    CpuStepSettings,
+    ceil_to,
+    cooling_down,
+    mean,
+    migrates,
+    no_change,
+    reason,
+    resized,
+)
 
 NAME = "hot_ps"
 
@@ -21,19 +31,39 @@ class HotPsSettings(CpuStepSettings):
         description="CPU used / requested at or above which a PS sample is hot.",
     )
     hot_samples: int = Field(
-        3, ge=1, le=100, description="A PS is hot when each of its last this-many samples is hot."
+        8,
+        ge=1,
+        le=100,
+        description="A PS is hot when each of its last this-many samples is hot (2 minutes "
+        "at a 15 s scrape).",
+    )
+    relative_factor: float = Field(
+        1.5,
+        ge=1.0,
+        le=10.0,
+        description="With several PS, a hot PS is migrated only if its mean utilization is at "
+        "least this times the median of the others' (all equally busy: more PS would help, "
+        "not a larger one).",
     )
     target_utilization: float = Field(
         0.6, ge=0.1, le=1.0, description="CPU utilization the migrated PS is sized for."
     )
+    cooldown_s: float = Field(
+        900,
+        ge=0,
+        le=86400,
+        description="No migration of a PS within this many seconds of its last applied one.",
+    )
 
 
 class HotPsOptimizer:
-    """Moves each hot PS to a node with more CPU; the other PS are left alone.
+    """Moves the PS that is hot relative to the others to a node with more CPU.
 
-    A PS is hot when its CPU use reached ``hot_threshold`` of its request in each of
-    its last ``hot_samples`` samples. It is migrated with ``peak recent use /
-    target_utilization`` cores (rounded up to ``cpu_step``), at most the largest node.
+    A PS is hot when its CPU use reached ``hot_threshold`` of its request in each of its
+    last ``hot_samples`` samples and, when the job has other PS, its mean utilization is
+    ``relative_factor`` times theirs (median). It is migrated with ``peak recent use /
+    target_utilization`` cores (rounded up to ``cpu_step``), at most the largest node,
+    and not again within ``cooldown_s`` of its last applied migration.
     """
 
     name: ClassVar[str] = NAME
@@ -41,58 +71,87 @@ class HotPsOptimizer:
     Settings: ClassVar[type[HotPsSettings]] = HotPsSettings
 
     def propose(self, context: OptimizerContext, settings: HotPsSettings) -> Proposal:
-        ps_nodes = context.nodes_of(ROLE_PS)
+        ps_nodes = [ps for ps in context.nodes_of(ROLE_PS) if ps.cpu > 0]
         if not ps_nodes:
-            return no_change(NAME, "the job has no PS")
+            return no_change(NAME, "the job has no PS with a CPU request")
         threshold = {
             "hot_threshold": settings.hot_threshold,
             "hot_samples": settings.hot_samples,
+            "relative_factor": settings.relative_factor,
             "target_utilization": settings.target_utilization,
         }
-        proposal = Proposal()
-        utilization: dict[str, list[float]] = {}
-        for ps in ps_nodes:
-            if ps.cpu <= 0:  # no request to compare against
-                continue
-            recent = context.samples_of(ps.name)[-settings.hot_samples :]
-            utilization[ps.name] = [round(s.cpu / ps.cpu, 3) for s in recent]
-            hot = len(recent) == settings.hot_samples and all(
-                s.cpu >= settings.hot_threshold * ps.cpu for s in recent
+        recent = {ps.name: context.samples_of(ps.name)[-settings.hot_samples :] for ps in ps_nodes}
+        short = [name for name, samples in recent.items() if len(samples) < settings.hot_samples]
+        if short:
+            return no_change(
+                NAME,
+                f"waiting for {settings.hot_samples} samples of every PS",
+                {"ps_without_enough_samples": short},
+                threshold,
             )
-            if not hot:
-                continue
-            used = max(s.cpu for s in recent)
-            cap = context.node_max.cpu
-            cpu = min(ceil_to(used / settings.target_utilization, settings.cpu_step), cap)
-            evidence = {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in recent]}
-            if cpu <= ps.cpu:
-                proposal.reasons.append(
-                    reason(
-                        NAME,
-                        f"{ps.name} is hot but already has {ps.cpu} cores, the largest node "
-                        f"allows {cap}: cannot grow",
-                        evidence,
-                        threshold | {"node_max_cpu": cap},
-                    )
-                )
-                continue
-            proposal.migrate.append(resized(ps, cpu=cpu))
-            proposal.reasons.append(
-                reason(
-                    NAME,
-                    f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in "
-                    f"its last {settings.hot_samples} samples (peak {used:.2f}): migrate to "
-                    f"{cpu} cores (peak / {settings.target_utilization}, at most {cap})",
-                    evidence | {"new_cpu": cpu},
-                    threshold | {"node_max_cpu": cap},
-                )
-            )
-        if not proposal.reasons:
+        utilization = {ps.name: mean([s.cpu for s in recent[ps.name]]) / ps.cpu for ps in ps_nodes}
+        hot = [
+            ps
+            for ps in ps_nodes
+            if all(s.cpu >= settings.hot_threshold * ps.cpu for s in recent[ps.name])
+        ]
+        evidence = {"utilization": {k: round(v, 3) for k, v in utilization.items()}}
+        if not hot:
             return no_change(
                 NAME,
                 f"no PS at >= {settings.hot_threshold:.0%} CPU in each of its last "
                 f"{settings.hot_samples} samples",
-                {"utilization": utilization},
+                evidence,
                 threshold,
             )
+        proposal = Proposal()
+        for ps in hot:
+            others = [u for name, u in utilization.items() if name != ps.name]
+            if others and utilization[ps.name] < settings.relative_factor * median(others):
+                proposal.reasons.append(
+                    reason(
+                        NAME,
+                        f"{ps.name} is busy ({utilization[ps.name]:.0%}) but so are the other "
+                        f"PS (median {median(others):.0%}): more PS would help, not a larger one",
+                        evidence | {"node": ps.name},
+                        threshold,
+                    )
+                )
+                continue
+            cooling = cooling_down(
+                NAME, context, lambda p, n=ps.name: migrates(p, n), settings.cooldown_s, ps.name
+            )
+            if cooling is not None:
+                proposal.reasons.extend(cooling.reasons)
+                continue
+            _migrate(context, ps, recent[ps.name], settings, threshold, proposal)
         return proposal
+
+
+def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal: Proposal) -> None:
+    used = max(s.cpu for s in samples)
+    cap = context.node_max.cpu
+    cpu = min(ceil_to(used / settings.target_utilization, settings.cpu_step), cap)
+    evidence = {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in samples]}
+    if cpu <= ps.cpu:
+        proposal.reasons.append(
+            reason(
+                NAME,
+                f"{ps.name} is hot but already has {ps.cpu} cores, the largest node allows "
+                f"{cap}: cannot grow",
+                evidence,
+                threshold | {"node_max_cpu": cap},
+            )
+        )
+        return
+    proposal.migrate.append(resized(ps, cpu=cpu))
+    proposal.reasons.append(
+        reason(
+            NAME,
+            f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
+            f"{settings.hot_samples} samples (peak {used:.2f}): migrate to {cpu} cores "
+            f"(peak / {settings.target_utilization}, at most {cap})",
+            evidence | {"new_cpu": cpu},
+            threshold | {"node_max_cpu": cap},
+        )
+    )

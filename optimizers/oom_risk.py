@@ -8,7 +8,16 @@ from pydantic import BaseModel, Field
 
 from brain.domain import Stage
 from brain.optimizing import NodeSample, NodeView, OptimizerContext, Proposal
-from optimizers._common import ceil_mib, fit_line, no_change, reason, resized, seconds_since
+from optimizers._common import (
+    ceil_mib,
+    cooling_down,
+    fit_line,
+    migrates,
+    no_change,
+    reason,
+    resized,
+    seconds_since,
+)
 
 NAME = "oom_risk"
 
@@ -36,6 +45,12 @@ class OomRiskSettings(BaseModel):
     min_trend_samples: int = Field(
         3, ge=2, le=1000, description="Samples needed to fit a memory trend."
     )
+    cooldown_s: float = Field(
+        600,
+        ge=0,
+        le=86400,
+        description="No migration of a node within this many seconds of its last applied one.",
+    )
 
 
 class OomRiskOptimizer:
@@ -43,7 +58,8 @@ class OomRiskOptimizer:
 
     A node is at risk when its latest memory use reaches ``risk_threshold`` of its
     request, or when a linear fit over its recent samples crosses the request within
-    ``horizon_s`` seconds from now. It is migrated to ``margin`` x the largest of its
+    ``horizon_s`` seconds of its last sample (not of the wall clock: samples may lag).
+    It is migrated to ``margin`` x the largest of its
     request, its latest use and the predicted use at the horizon, at most the largest node.
     """
 
@@ -61,8 +77,19 @@ class OomRiskOptimizer:
         proposal = Proposal()
         for node in context.nodes:
             samples = context.samples_of(node.name)
-            if samples and node.memory_mib > 0:
-                _check_node(context, node, samples, settings, threshold, proposal)
+            if not samples or node.memory_mib <= 0:
+                continue
+            cooling = cooling_down(
+                NAME,
+                context,
+                lambda p, n=node.name: migrates(p, n),
+                settings.cooldown_s,
+                node.name,
+            )
+            if cooling is not None:
+                proposal.reasons.extend(cooling.reasons)
+                continue
+            _check_node(context, node, samples, settings, threshold, proposal)
         if not proposal.reasons:
             return no_change(
                 NAME,
@@ -84,12 +111,13 @@ def _check_node(
     latest = samples[-1].memory_mib
     predicted = None
     if len(samples) >= settings.min_trend_samples:
+        last = samples[-1].ts
         line = fit_line(
-            [seconds_since(context.now, s.ts) for s in samples], [s.memory_mib for s in samples]
+            [seconds_since(last, s.ts) for s in samples], [s.memory_mib for s in samples]
         )
         if line is not None and line[0] > 0:
             slope, intercept = line
-            predicted = intercept + slope * settings.horizon_s  # x = seconds from now
+            predicted = intercept + slope * settings.horizon_s  # x = seconds after the last
     by_threshold = latest >= settings.risk_threshold * node.memory_mib
     by_trend = predicted is not None and predicted >= node.memory_mib
     if not (by_threshold or by_trend):

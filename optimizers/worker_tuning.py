@@ -1,4 +1,4 @@
-"""Adding workers step by step while the PS have headroom and training gets faster."""
+"""Worker count: add while the PS have headroom and adding pays; take back what did not."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from brain.domain import ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
 from brain.optimizing import OptimizerContext, PlanView, Proposal, SpeedSample
 from brain.optimizing.guard import current_role, effective_roles, exceeded_limits, role_totals
-from optimizers._common import mean, no_change, reason
+from optimizers._common import cooling_down, mean, no_change, reason
 
 NAME = "worker_tuning"
 
@@ -30,7 +30,8 @@ class WorkerTuningSettings(BaseModel):
         0.05,
         ge=0.0,
         le=1.0,
-        description="Relative speed gain the last addition must have brought for another one.",
+        description="Relative speed gain an addition must bring; one that brought less is "
+        "taken back, and the job is not grown past that count again.",
     )
     min_speed_samples: int = Field(
         3,
@@ -42,19 +43,20 @@ class WorkerTuningSettings(BaseModel):
         600,
         ge=0,
         le=86400,
-        description="No worker change within this many seconds of an applied one.",
+        description="No worker change within this many seconds of an applied one (from "
+        "its applied_at, on the job's clock).",
     )
 
 
 class WorkerTuningOptimizer:
-    """Adds up to ``step`` workers while the busiest PS has CPU headroom and adding helps.
+    """Adds up to ``step`` workers while adding pays, and takes back an addition that did not.
 
-    It stops when the busiest PS reaches ``ps_cpu_threshold`` of its CPU request, when
-    the mean speed at the current worker count is not ``min_speed_gain`` above the mean
-    at the previous (smaller) count, or when the job's limits are reached. Worker counts
-    are compared as ``SpeedSample.workers`` reports them; the proposal sets the
-    ``worker`` role count. No change within ``cooldown_s`` of an applied plan that
-    changed workers (timed by the plan's ``created_at``).
+    It adds while the busiest PS is below ``ps_cpu_threshold`` of its CPU request (jobs
+    without PS skip that check) and the job's limits allow. Once an addition is judged
+    (``min_speed_samples`` at the new count), a speed gain below ``min_speed_gain`` takes
+    the workers back to the previous count, and no later plan grows past it (a ceiling
+    read from the applied plans, so it outlives the speed window). No change within
+    ``cooldown_s`` of an applied worker change.
     """
 
     name: ClassVar[str] = NAME
@@ -62,40 +64,12 @@ class WorkerTuningOptimizer:
     Settings: ClassVar[type[WorkerTuningSettings]] = WorkerTuningSettings
 
     def propose(self, context: OptimizerContext, settings: WorkerTuningSettings) -> Proposal:
-        last_change = max(
-            (
-                p.created_at
-                for p in context.plans
-                if p.status == PlanStatus.applied and _changes_workers(p)
-            ),
-            default=None,
+        cooling = cooling_down(
+            NAME, context, _sets_workers, settings.cooldown_s, "the worker count"
         )
-        if last_change is not None:
-            elapsed = (context.now - last_change).total_seconds()
-            if elapsed < settings.cooldown_s:
-                return no_change(
-                    NAME,
-                    f"workers changed {elapsed:.0f} s ago, "
-                    f"cooling down for {settings.cooldown_s:.0f} s",
-                    {"seconds_since_change": elapsed},
-                    {"cooldown_s": settings.cooldown_s},
-                )
-
-        ps_load = _busiest_ps(context, settings.ps_samples)
-        if ps_load is None:
-            return no_change(NAME, "no PS usage samples: cannot judge PS headroom")
-        busiest, utilization = ps_load
-        ps_evidence = {"busiest_ps": busiest, "ps_cpu_utilization": round(utilization, 3)}
-        ps_threshold = {"ps_cpu_threshold": settings.ps_cpu_threshold}
-        if utilization >= settings.ps_cpu_threshold:
-            return no_change(
-                NAME,
-                f"busiest PS {busiest} at {utilization:.0%} CPU, threshold "
-                f"{settings.ps_cpu_threshold:.0%}: no more workers",
-                ps_evidence,
-                ps_threshold,
-            )
-
+        if cooling is not None:
+            return cooling
+        workers = current_role(ROLE_WORKER, context.job, context.nodes).count or 0
         runs = [
             (count, list(group)) for count, group in groupby(context.speed, key=lambda s: s.workers)
         ]
@@ -110,17 +84,32 @@ class WorkerTuningOptimizer:
         speed_evidence = _speed_evidence(runs)
         gain = speed_evidence.get("speed_gain")
         if gain is not None and gain < settings.min_speed_gain:
+            return _take_back(workers, speed_evidence, gain, settings)
+
+        ps_evidence: dict[str, object] = {}
+        if context.nodes_of(ROLE_PS) or ROLE_PS in context.job.roles:
+            ps_load = _busiest_ps(context, settings.ps_samples)
+            if ps_load is None:
+                return no_change(NAME, "no PS usage samples: cannot judge PS headroom")
+            busiest, utilization = ps_load
+            ps_evidence = {"busiest_ps": busiest, "ps_cpu_utilization": round(utilization, 3)}
+            if utilization >= settings.ps_cpu_threshold:
+                return no_change(
+                    NAME,
+                    f"busiest PS {busiest} at {utilization:.0%} CPU, threshold "
+                    f"{settings.ps_cpu_threshold:.0%}: no more workers",
+                    ps_evidence,
+                    {"ps_cpu_threshold": settings.ps_cpu_threshold},
+                )
+        ceiling = _ceiling(context.plans)
+        most = settings.step if ceiling is None else min(settings.step, ceiling - workers)
+        if most <= 0:
             return no_change(
                 NAME,
-                f"going from {speed_evidence['previous_workers']} to {speed_evidence['workers']} "
-                f"workers changed speed by {gain:.1%}, "
-                f"below {settings.min_speed_gain:.0%}: stop adding",
-                ps_evidence | speed_evidence,
-                {"min_speed_gain": settings.min_speed_gain},
+                f"more than {ceiling} workers did not pay earlier: staying at {workers}",
+                {"workers": workers, "ceiling": ceiling},
             )
-
-        workers = current_role(ROLE_WORKER, context.job, context.nodes).count or 0
-        for added in range(settings.step, 0, -1):
+        for added in range(most, 0, -1):
             roles = {ROLE_WORKER: RoleSpec(count=workers + added)}
             totals = role_totals(effective_roles(roles, context.job, context.nodes))
             if not exceeded_limits(totals, context.job.limits):
@@ -136,24 +125,65 @@ class WorkerTuningOptimizer:
             reasons=[
                 reason(
                     NAME,
-                    f"busiest PS {busiest} at {utilization:.0%} CPU "
-                    f"(< {settings.ps_cpu_threshold:.0%}), "
                     f"speed {speed_evidence['steps_per_sec']:.2f} steps/s, gain "
-                    f"{'n/a' if gain is None else f'{gain:.1%}'}: "
-                    f"workers {workers} -> {workers + added}",
+                    f"{'n/a' if gain is None else f'{gain:.1%}'}"
+                    + (
+                        f", busiest PS at {ps_evidence['ps_cpu_utilization']:.0%} CPU "
+                        f"(< {settings.ps_cpu_threshold:.0%})"
+                        if ps_evidence
+                        else ""
+                    )
+                    + f": workers {workers} -> {workers + added}",
                     ps_evidence | speed_evidence | {"worker_count": workers, "added": added},
-                    ps_threshold
-                    | {"min_speed_gain": settings.min_speed_gain, "step": settings.step},
+                    {
+                        "ps_cpu_threshold": settings.ps_cpu_threshold,
+                        "min_speed_gain": settings.min_speed_gain,
+                        "step": settings.step,
+                    },
                 )
             ],
         )
 
 
-def _changes_workers(plan: PlanView) -> bool:
-    spec = plan.roles.get(ROLE_WORKER)
-    return (spec is not None and spec.count is not None) or any(
-        c.role == ROLE_WORKER for c in (*plan.launch, *plan.remove)
+def _take_back(
+    workers: int, speed_evidence: dict, gain: float, settings: WorkerTuningSettings
+) -> Proposal:
+    # Speed samples may count the chief too: take back what was added, from the role count.
+    added = speed_evidence["workers"] - speed_evidence["previous_workers"]
+    previous = workers - added
+    message = (
+        f"going from {speed_evidence['previous_workers']} to {speed_evidence['workers']} "
+        f"training workers changed speed by {gain:.1%}, below {settings.min_speed_gain:.0%}"
     )
+    threshold = {"min_speed_gain": settings.min_speed_gain}
+    if previous < 1:
+        return no_change(NAME, f"{message}: stop adding", speed_evidence, threshold)
+    return Proposal(
+        roles={ROLE_WORKER: RoleSpec(count=previous)},
+        reasons=[
+            reason(
+                NAME,
+                f"{message}: the added workers did not pay, workers {workers} -> {previous}",
+                speed_evidence | {"worker_count": workers},
+                threshold,
+            )
+        ],
+    )
+
+
+def _sets_workers(plan: PlanView) -> bool:
+    return ROLE_WORKER in plan.roles
+
+
+def _ceiling(plans: list[PlanView] | tuple[PlanView, ...]) -> int | None:
+    """The lowest worker count an applied plan went down to: growth past it did not pay."""
+    applied = sorted(
+        (p for p in plans if p.status == PlanStatus.applied and p.applied_at and _sets_workers(p)),
+        key=lambda p: p.applied_at,
+    )
+    counts = [p.roles[ROLE_WORKER].count for p in applied if p.roles[ROLE_WORKER].count]
+    decreases = [after for before, after in zip(counts, counts[1:], strict=False) if after < before]
+    return min(decreases, default=None)
 
 
 def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | None:

@@ -279,5 +279,5 @@ class JobMaster:
 
 
 def _waiting(plan: Plan) -> bool:
-    """True when an empty estimate plan says it waits for more data."""
-    return any("waiting" in r.message or "not ready" in r.message for r in plan.reasons)
+    """True when an empty estimate plan says it is not ready yet (``evidence.ready``)."""
+    return any(r.evidence.get("ready") is False for r in plan.reasons)

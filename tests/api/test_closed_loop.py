@@ -136,3 +136,20 @@ def test_a_newer_plan_never_drops_a_pending_oom_fix(client):
     _apply(client, oom, at=60)
     # A replayed OOM report returns the fix, applied.
     assert _optimize(client, "oom", node=W0)["status"] == "applied"
+
+
+def test_a_failed_ps_does_not_hold_the_estimate_back(client):
+    _job(client, ps={"count": 1, "cpu": 4, "memory_mib": 8192}, worker={"count": 1, "cpu": 4})
+    # A PS that failed and was replaced stays registered, without samples.
+    client.put(
+        "/api/v1/jobs/j/nodes/j-edljob-ps-9",
+        json={"role": "ps", "index": 9, "cpu": 4, "memory_mib": 8192, "status": "failed"},
+    )
+    _samples(client, W0, 0, [2.0] * 13)  # worker 0 trains alone for 3 minutes (no chief)
+    _samples(client, PS0, 0, [1.0] * 13)
+    plan = _optimize(client, "estimate")
+    # 2 + 1 = 3 cores per trainer -> floor(64 / 3) = 21 workers of 2.4 cores, PS ceil(21 /
+    # 4) = 6 of 4 cores: 74.4 > 64; 20: 68; 19: 65.6; 18: 43.2 + 5 x 4 = 63.2 <= 64. It used
+    # to wait forever for the failed PS's samples (and for a chief the job does not have).
+    assert plan["roles"]["worker"]["count"] == 18
+    assert "chief" not in plan["roles"]

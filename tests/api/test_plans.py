@@ -17,15 +17,16 @@ CRD = Path(__file__).resolve().parents[1] / "fixtures" / "scaleplan-crd.yaml"
 
 
 def _hot_ps_job(client) -> None:
-    """ps-0 uses 3.6, 3.7, 3.8 of its 4 cores (>= 0.8 x 4 = 3.2 each); ps-1 uses 1.0."""
+    """ps-0 uses 3.6 (x 6), 3.7, 3.8 of its 4 cores (>= 0.8 x 4 = 3.2 each; hot_ps needs 8
+    samples); ps-1 uses 1.0."""
     roles = {
         "ps": {"count": 2, "cpu": 4, "memory_mib": 16384},
         "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
     }
     client.put("/api/v1/jobs/j", json=job_body(roles=roles, status="running", namespace="ml"))
     nodes = []
-    for i, cpu in enumerate((3.6, 3.7, 3.8)):
-        ts = f"2026-03-01T00:00:{15 * i:02d}Z"
+    for i, cpu in enumerate((3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.7, 3.8)):
+        ts = f"2026-03-01T00:{15 * i // 60:02d}:{15 * i % 60:02d}Z"
         nodes += [
             node_point("j-edljob-ps-0", ts, cpu, 9000),
             node_point("j-edljob-ps-1", ts, 1.0, 9000),

@@ -63,11 +63,12 @@ def test_create_scaleplan_has_the_sizes_of_brains_plan_from_three_past_runs(
 def test_a_hot_ps_becomes_a_migration_the_master_performs(brain, fake_k8s, dlrover_context):
     rest = brain.rest
     assert rest.put(f"/api/v1/jobs/{JOB_UID}", json=job_body(name="dropin")).status_code == 201
-    # ps-0 ran at 7.4-7.6 of its 8 cores (>= 80%) in its last 3 samples; ps-1 idles.
+    # ps-0 ran at 7.4-7.6 of its 8 cores (>= 80%) in its last 8 samples (hot_ps needs 8);
+    # ps-1 idles.
     points = [
         point(pod("ps", index), ts(minutes), cpu, 9000)
-        for index, load in ((0, (7.4, 7.6, 7.5)), (1, (2.0, 2.1, 1.9)))
-        for minutes, cpu in zip((3, 2, 1), load, strict=True)
+        for index, load in ((0, (7.4,) * 5 + (7.4, 7.6, 7.5)), (1, (2.0,) * 5 + (2.0, 2.1, 1.9)))
+        for minutes, cpu in zip((8, 7, 6, 5, 4, 3, 2, 1), load, strict=True)
     ]
     assert rest.post(f"/api/v1/jobs/{JOB_UID}/samples", json={"nodes": points}).status_code == 200
     manager = _start_master(ElasticJobArgs(worker=(3, 4, 8192), ps=(2, 8, 12288)), dlrover_context)

@@ -10,6 +10,7 @@ from brain.optimizing import (
     EventView,
     HistoricalJob,
     JobView,
+    NodeChange,
     NodeSample,
     NodeUsage,
     NodeView,
@@ -143,16 +144,23 @@ def plan(
     roles: dict[str, RoleSpec] | None = None,
     source_event_id: int | None = None,
     stage: Stage = Stage.running,
+    migrate: tuple[NodeChange, ...] = (),
+    plan_id: int = 1,
 ) -> PlanView:
+    """A plan created ``seconds_ago``; applied then too when its status is applied."""
+    created = NOW - timedelta(seconds=seconds_ago)
     return PlanView(
-        id=1,
+        id=plan_id,
         stage=stage,
         status=status,
-        created_at=NOW - timedelta(seconds=seconds_ago),
+        created_at=created,
         roles=roles or {},
+        migrate=migrate,
         source_event_id=source_event_id,
+        applied_at=created if status == PlanStatus.applied else None,
     )
 
 
 def context(stage: Stage, the_job: JobView | None = None, **kwargs) -> OptimizerContext:
-    return OptimizerContext(stage=stage, now=NOW, job=the_job or job(), **kwargs)
+    kwargs.setdefault("now", NOW)
+    return OptimizerContext(stage=stage, job=the_job or job(), **kwargs)

@@ -1,9 +1,10 @@
 from brain.domain import Resources, Stage
 from brain.optimizing import NodeChange
 from optimizers.hot_ps import HotPsOptimizer, HotPsSettings
-from tests.optimizers.builders import context, node, series
+from tests.optimizers.builders import context, node, plan, series
 
-SETTINGS = HotPsSettings()  # hot at >= 80 % in each of the last 3 samples, sized for 60 %
+# hot at >= 80 % in each of the last 3 samples and 1.5 x the others' median, sized for 60 %
+SETTINGS = HotPsSettings(hot_samples=3)
 PS = [node(f"ps-{i}", "ps", cpu=8, memory_mib=16384) for i in range(3)]
 SAMPLES = [
     # hot: the last three are 7.0, 7.2, 7.6 of 8 cores = 87.5 %, 90 %, 95 %
@@ -41,7 +42,36 @@ def test_hot_ps_already_on_largest_node_is_reported_not_migrated():
 
 def test_no_hot_ps_is_an_empty_proposal():
     proposal = HotPsOptimizer().propose(
-        context(Stage.running, nodes=PS, samples=SAMPLES[4:]), SETTINGS
+        context(Stage.running, nodes=PS[1:], samples=SAMPLES[4:]), SETTINGS
     )
     assert proposal.is_empty
-    assert proposal.reasons[0].evidence["utilization"]["ps-1"] == [0.875, 0.375, 0.938]
+    # ps-1: (7.0 + 3.0 + 7.5) / 3 / 8 cores
+    assert proposal.reasons[0].evidence["utilization"]["ps-1"] == 0.729
+
+
+def test_three_hot_samples_are_not_enough_by_default():
+    # The default needs 8 samples (2 minutes at a 15 s scrape); 45 s of load is not a trend.
+    proposal = HotPsOptimizer().propose(
+        context(Stage.running, nodes=PS, samples=SAMPLES), HotPsSettings()
+    )
+    assert proposal.is_empty
+    assert proposal.reasons[0].evidence["ps_without_enough_samples"] == ["ps-0", "ps-1", "ps-2"]
+
+
+def test_all_ps_equally_busy_are_not_migrated():
+    busy = [s for i in range(3) for s in series(f"ps-{i}", cpu=[7.0, 7.2, 7.6])]
+    proposal = HotPsOptimizer().propose(context(Stage.running, nodes=PS, samples=busy), SETTINGS)
+    # Each at 90 % with the others' median at 90 % < 1.5 x: migrating all would not help.
+    assert proposal.migrate == []
+    assert all("more PS would help" in r.message for r in proposal.reasons)
+
+
+def test_a_migrated_ps_cools_down_from_its_applied_time():
+    moved = plan(seconds_ago=300, migrate=(NodeChange(role="ps", name="ps-0", cpu=8),))
+    ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[moved])
+    proposal = HotPsOptimizer().propose(ctx, SETTINGS)
+    assert proposal.migrate == []
+    assert "cooling down for 900 s" in proposal.reasons[0].message
+    later = plan(seconds_ago=901, migrate=(NodeChange(role="ps", name="ps-0", cpu=8),))
+    ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[later])
+    assert HotPsOptimizer().propose(ctx, SETTINGS).migrate

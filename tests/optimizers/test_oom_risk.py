@@ -1,7 +1,9 @@
+from datetime import timedelta
+
 from brain.domain import Resources, Stage
 from brain.optimizing import NodeChange
 from optimizers.oom_risk import OomRiskOptimizer, OomRiskSettings
-from tests.optimizers.builders import context, node, series
+from tests.optimizers.builders import NOW, context, node, plan, series
 
 SETTINGS = OomRiskSettings()  # risk at 90 %, horizon 600 s, margin 1.2
 WORKER = node("worker-0", "worker", cpu=4, memory_mib=10000)
@@ -47,3 +49,30 @@ def test_healthy_nodes_are_an_empty_proposal():
     proposal = risk(series("worker-0", memory_mib=[8000, 7000, 6000]))
     assert proposal.is_empty
     assert proposal.reasons[0].threshold["risk_threshold"] == 0.9
+
+
+def test_the_trend_runs_from_the_last_sample_not_the_wall_clock():
+    # Samples ending 2 hours before `now`: extrapolating from now predicted 8000 + 1000 x
+    # (7200 + 600) / 60 = 138,000 MiB; from the last sample it is 18000 (+1000 a minute).
+    samples = series("worker-0", memory_mib=[6000, 7000, 8000])
+    ctx = context(
+        Stage.running,
+        now=NOW + timedelta(hours=2),
+        nodes=[WORKER, HEALTHY],
+        samples=[*samples, *HEALTHY_SAMPLES],
+    )
+    proposal = OomRiskOptimizer().propose(ctx, SETTINGS)
+    assert proposal.reasons[0].evidence["predicted_mib"] == 18000
+
+
+def test_a_migrated_node_cools_down_from_its_applied_time():
+    moved = plan(seconds_ago=120, migrate=(NodeChange(role="worker", name="worker-0"),))
+    ctx = context(
+        Stage.running,
+        nodes=[WORKER, HEALTHY],
+        samples=[*series("worker-0", memory_mib=[9200] * 3), *HEALTHY_SAMPLES],
+        plans=[moved],
+    )
+    proposal = OomRiskOptimizer().propose(ctx, SETTINGS)
+    assert proposal.migrate == []
+    assert "cooling down for 600 s" in proposal.reasons[0].message

@@ -17,8 +17,13 @@ def tuning_context(workers, speed, plans=(), ps_samples=COOL_PS, limits=None):
     return context(Stage.running, the_job, nodes=[PS], samples=ps_samples, speed=speed, plans=plans)
 
 
-def changed_workers(to, seconds_ago, status=PlanStatus.applied):
-    return plan(status=status, seconds_ago=seconds_ago, roles={"worker": RoleSpec(count=to)})
+def changed_workers(to, seconds_ago, status=PlanStatus.applied, plan_id=1):
+    return plan(
+        status=status,
+        seconds_ago=seconds_ago,
+        roles={"worker": RoleSpec(count=to)},
+        plan_id=plan_id,
+    )
 
 
 def propose(ctx, settings=SETTINGS):
@@ -36,12 +41,22 @@ def test_adds_workers_while_speed_improves_then_stops():
     assert second.roles == {"worker": RoleSpec(count=6)}
     assert second.reasons[0].evidence["speed_gain"] == (14 - 10) / 10
 
-    # 3) speed went 14 -> 14.3 (+2.1 % < 5 %): stop
+    # 3) speed went 14 -> 14.3 (+2.1 % < 5 %): the 2 added workers did not pay, 6 -> 4
+    #    (they used to stay, and be added again once the old samples left the window)
     speed = speeds([(5, 14.0)] * 3 + [(7, 14.3)] * 3)
     third = propose(tuning_context(6, speed, plans=[changed_workers(6, 700)]))
-    assert third.is_empty
-    assert "stop adding" in third.reasons[0].message
+    assert third.roles == {"worker": RoleSpec(count=4)}
+    assert "did not pay" in third.reasons[0].message
     assert third.reasons[0].threshold == {"min_speed_gain": 0.05}
+
+
+def test_a_count_that_did_not_pay_is_a_ceiling():
+    # Applied 4 -> 6, then taken back 6 -> 4; the speed window now only holds the 4-worker
+    # run (5 training with the chief), so no gain can be computed: it must not grow again.
+    plans = [changed_workers(6, 2000, plan_id=1), changed_workers(4, 700, plan_id=2)]
+    proposal = propose(tuning_context(4, speeds([(5, 14.0)] * 3), plans=plans))
+    assert proposal.is_empty
+    assert "more than 4 workers did not pay" in proposal.reasons[0].message
 
 
 def test_cooldown_after_an_applied_worker_change():
