@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, ScalePlan
+from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import RoleSpec, utcnow
 from brain.optimizing.proposal import PlanBody
 from brain.services import events, jobs, nodes, samples
@@ -71,7 +71,7 @@ def make_job(
     roles: dict | None = None,
     created_at: datetime | None = None,
     started: bool = True,
-) -> Job:
+) -> JobRow:
     """A job started at ``start`` (unless not ``started``); a finished one ends ``hours``
     later (``hours=None``: its end is not recorded)."""
     finished = status in ("succeeded", "failed", "stopped") and hours is not None
@@ -98,7 +98,7 @@ def make_job(
 
 def add_node(
     session: Session,
-    job: Job,
+    job: JobRow,
     name: str,
     role: str,
     *,
@@ -118,7 +118,7 @@ def add_node(
     )
 
 
-def add_points(session: Session, job: Job, name: str, role: str, points: list[dict]) -> None:
+def add_points(session: Session, job: JobRow, name: str, role: str, points: list[dict]) -> None:
     """Node samples: each point a dict with ts, cpu, memory_mib and optional GPU fields."""
     index = int(name.rsplit("-", 1)[-1])
     samples.ingest(
@@ -129,18 +129,18 @@ def add_points(session: Session, job: Job, name: str, role: str, points: list[di
     )
 
 
-def add_speed(session: Session, job: Job, points: list[tuple[datetime, float, int]]) -> None:
+def add_speed(session: Session, job: JobRow, points: list[tuple[datetime, float, int]]) -> None:
     speed = [samples.SpeedPoint(ts, i * 100, sps, w) for i, (ts, sps, w) in enumerate(points)]
     samples.ingest(session, job, [], speed)
 
 
-def add_event(session: Session, job: Job, ts: datetime, kind: str, node: str | None) -> None:
+def add_event(session: Session, job: JobRow, ts: datetime, kind: str, node: str | None) -> None:
     events.record_events(session, job, [events.EventInput(ts=ts, kind=kind, node=node)])
 
 
-def add_applied_plan(session: Session, job: Job, applied_at: datetime, optimizer: str) -> None:
+def add_applied_plan(session: Session, job: JobRow, applied_at: datetime, optimizer: str) -> None:
     session.add(
-        ScalePlan(
+        ScalePlanRow(
             job_id=job.id,
             stage="running",
             status="applied",
@@ -152,7 +152,7 @@ def add_applied_plan(session: Session, job: Job, applied_at: datetime, optimizer
     session.flush()
 
 
-def hand_job(session: Session, uid: str = "hand-1", t0: datetime | None = None) -> Job:
+def hand_job(session: Session, uid: str = "hand-1", t0: datetime | None = None) -> JobRow:
     """The small job whose summary ``test_compute`` works out by hand.
 
     10:00-11:00 (t0 = 10:00). ps-0: 4 cores, 8192 MiB from 10:00. worker-0: 8 cores,
@@ -248,7 +248,7 @@ def flat_job(
     gpu_util: float | None = None,
     status: str = "succeeded",
     **keys,
-) -> Job:
+) -> JobRow:
     """One node, 1024 MiB requested and 512 MiB used, constant usage from start to end.
 
     So requested core-hours = cpu_request × hours, used = cpu_used × hours, GiB-hours

@@ -27,7 +27,7 @@ from api.grpc.replies import DLRoverPlan, to_dlrover
 from api.grpc.stages import WORKER_PHASE_KEY, BrainCall, Reply, UnknownRequest, translate
 from api.schemas.jobs import JobOut
 from brain.config import Settings
-from brain.db.models import Job, ScalePlan
+from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage, Strategy, as_utc, utcnow
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
@@ -210,7 +210,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             with self._transaction() as session:
                 answer = self._plan(session, uid, call)
                 if expired.is_set() and answer.plan_id is not None:
-                    plan = session.get(ScalePlan, answer.plan_id)
+                    plan = session.get(ScalePlanRow, answer.plan_id)
                     plan.status_message = "computed after the gRPC deadline; the master got no plan"
                 return answer
         except BrainError as exc:
@@ -246,7 +246,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
         return Answer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons)
 
-    def _optimize(self, session: Session, job: Job, call: BrainCall, node: str | None):
+    def _optimize(self, session: Session, job: JobRow, call: BrainCall, node: str | None):
         names = None
         if call.optimizers is not None:
             configured = self._settings.stage_optimizers.get(call.stage.value, [])
@@ -263,7 +263,9 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             node=node,
         )
 
-    def _reusable_estimate(self, session: Session, job: Job, call: BrainCall) -> ScalePlan | None:
+    def _reusable_estimate(
+        self, session: Session, job: JobRow, call: BrainCall
+    ) -> ScalePlanRow | None:
         if call.stage != Stage.estimate or call.reply != Reply.ps:
             return None
         for plan in plans.list_plans(session, job, limit=5):

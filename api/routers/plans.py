@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import RegistryDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
-from brain.db.models import Node
+from brain.db.models import NodeRow
 from brain.domain import utcnow
 from brain.scaleplan_k8s import to_k8s
 from brain.services import jobs, plans
@@ -118,7 +118,9 @@ def get_plan(
     plan = plans.get_plan(session, job, plan_id)
     if format == "json":
         return PlanOut.of(plan, uid)
-    ranks = dict(session.execute(select(Node.name, Node.index).where(Node.job_id == job.id)).all())
+    ranks = dict(
+        session.execute(select(NodeRow.name, NodeRow.index).where(NodeRow.job_id == job.id)).all()
+    )
     manifest = to_k8s(plan.id, plan.body, job.name, job.namespace, ranks)
     return Response(yaml.safe_dump(manifest, sort_keys=False), media_type="application/yaml")
 

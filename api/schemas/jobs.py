@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.schemas.common import Cores, Gpus, MiB, Name, Timestamp
-from brain.db.models import Job
+from brain.db.models import JobRow
 from brain.domain import JobStatus, RoleSpec, Strategy
 from brain.services.jobs import JobChanges, JobInput
 
@@ -141,7 +141,7 @@ class JobOut(BaseModel):
     finished_at: datetime | None
 
     @classmethod
-    def of(cls, job: Job) -> JobOut:
+    def of(cls, job: JobRow) -> JobOut:
         return cls(
             uid=job.uid,
             name=job.name,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Timestamp
-from brain.db.models import ScalePlan
+from brain.db.models import ScalePlanRow
 from brain.domain import PlanStatus, Stage
 from brain.optimizing.proposal import PlanBody
 
@@ -38,7 +38,7 @@ class PlanOut(PlanBody):
     updated_at: datetime
 
     @classmethod
-    def of(cls, plan: ScalePlan, job_uid: str) -> PlanOut:
+    def of(cls, plan: ScalePlanRow, job_uid: str) -> PlanOut:
         return cls(
             id=plan.id,
             job_uid=job_uid,

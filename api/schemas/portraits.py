@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from brain.db.models import JobSummary, NodeSummary, RoleSummary
+from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
 from brain.summaries.portraits import JobPortrait, Totals
@@ -118,7 +118,7 @@ class Usage(BaseModel):
     gpu_memory_total_mib: float | None = Field(description="GPU memory of the device, MiB.")
 
     @classmethod
-    def of(cls, row: RoleSummary | NodeSummary) -> Usage:
+    def of(cls, row: RoleSummaryRow | NodeSummaryRow) -> Usage:
         def stat(pattern: str) -> UsageStat:
             return UsageStat(
                 **{k: getattr(row, pattern.format(k)) for k in ("mean", "p50", "p95", "max")}
@@ -150,7 +150,7 @@ class RequestedAndUsed(BaseModel):
     failure_count: int
 
     @staticmethod
-    def fields_of(row: RoleSummary | NodeSummary) -> dict:
+    def fields_of(row: RoleSummaryRow | NodeSummaryRow) -> dict:
         return {
             "cpu_request_cores": row.cpu_request_cores,
             "memory_request_mib": row.memory_request_mib,
@@ -169,7 +169,7 @@ class RoleOut(RequestedAndUsed):
     node_count: int
 
     @classmethod
-    def of(cls, row: RoleSummary) -> RoleOut:
+    def of(cls, row: RoleSummaryRow) -> RoleOut:
         return cls(role=row.role, node_count=row.node_count, **cls.fields_of(row))
 
 
@@ -211,7 +211,7 @@ class JobSummaryOut(BaseModel):
     plans: list[PlanEffect]
 
     @classmethod
-    def of(cls, row: JobSummary) -> JobSummaryOut:
+    def of(cls, row: JobSummaryRow) -> JobSummaryOut:
         return cls(
             uid=row.uid,
             name=row.name,
@@ -309,7 +309,7 @@ class NodeOut(RequestedAndUsed):
     sampled_seconds: float = Field(description="First to last sample.")
 
     @classmethod
-    def of(cls, row: NodeSummary) -> NodeOut:
+    def of(cls, row: NodeSummaryRow) -> NodeOut:
         return cls(
             name=row.name,
             role=row.role,
@@ -379,7 +379,7 @@ class WastefulJob(BaseModel):
     oom_count: int
 
     @classmethod
-    def of(cls, row: JobSummary) -> WastefulJob:
+    def of(cls, row: JobSummaryRow) -> WastefulJob:
         return cls(
             uid=row.uid,
             name=row.name,

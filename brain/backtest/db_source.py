@@ -42,7 +42,7 @@ from sqlalchemy.orm import Session
 
 from brain.backtest.trace import DEFAULT_GPU_MEMORY_MIB, TraceError, check_normalized
 from brain.db.engine import make_engine
-from brain.db.models import Job, JobSummary, NodeSummary, RoleSummary
+from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus
 from brain.services.jobs import JobFilters
 
@@ -50,23 +50,23 @@ log = logging.getLogger(__name__)
 
 # Role columns read, under the names the run table or the role choice uses.
 ROLE_COLUMNS = {
-    "req_cpu": RoleSummary.cpu_request_cores,
-    "req_memory_mib": RoleSummary.memory_request_mib,
-    "gpu_request": RoleSummary.gpu_request,
-    "cpu_mean": RoleSummary.cpu_mean_cores,
-    "mem_mean": RoleSummary.memory_mean_mib,
-    "gpu_util_mean": RoleSummary.gpu_util_mean,
-    "card_mib": RoleSummary.gpu_memory_total_mib,
-    "gpu_hours": RoleSummary.requested_gpu_hours,
-    "core_hours": RoleSummary.requested_core_hours,
-    "gib_hours": RoleSummary.requested_gib_hours,
+    "req_cpu": RoleSummaryRow.cpu_request_cores,
+    "req_memory_mib": RoleSummaryRow.memory_request_mib,
+    "gpu_request": RoleSummaryRow.gpu_request,
+    "cpu_mean": RoleSummaryRow.cpu_mean_cores,
+    "mem_mean": RoleSummaryRow.memory_mean_mib,
+    "gpu_util_mean": RoleSummaryRow.gpu_util_mean,
+    "card_mib": RoleSummaryRow.gpu_memory_total_mib,
+    "gpu_hours": RoleSummaryRow.requested_gpu_hours,
+    "core_hours": RoleSummaryRow.requested_core_hours,
+    "gib_hours": RoleSummaryRow.requested_gib_hours,
 }
 # Per-node peaks: the largest over the role's nodes.
 NODE_PEAKS = {
-    "cpu_p95": NodeSummary.cpu_p95_cores,
-    "cpu_max": NodeSummary.cpu_max_cores,
-    "mem_max": NodeSummary.memory_max_mib,
-    "gpu_mem_mib_max": NodeSummary.gpu_memory_max_mib,
+    "cpu_p95": NodeSummaryRow.cpu_p95_cores,
+    "cpu_max": NodeSummaryRow.cpu_max_cores,
+    "mem_max": NodeSummaryRow.memory_max_mib,
+    "gpu_mem_mib_max": NodeSummaryRow.gpu_memory_max_mib,
 }
 # How the main role is chosen: most requested resource-hours, in this order.
 ROLE_WEIGHTS = ("gpu_hours", "core_hours", "gib_hours")
@@ -125,22 +125,22 @@ class DatabaseRuns:
         jobs = _frame(session, self._jobs_query())
         if jobs.empty:
             raise self._nothing_found(session)
-        ids = self._jobs_query().with_only_columns(Job.id).scalar_subquery()
+        ids = self._jobs_query().with_only_columns(JobRow.id).scalar_subquery()
         roles = _frame(
             session,
-            select(RoleSummary.job_id, RoleSummary.role, *_labelled(ROLE_COLUMNS)).where(
-                RoleSummary.job_id.in_(ids)
+            select(RoleSummaryRow.job_id, RoleSummaryRow.role, *_labelled(ROLE_COLUMNS)).where(
+                RoleSummaryRow.job_id.in_(ids)
             ),
         )
         peaks = _frame(
             session,
             select(
-                NodeSummary.job_id,
-                NodeSummary.role,
+                NodeSummaryRow.job_id,
+                NodeSummaryRow.role,
                 *(func.max(column).label(name) for name, column in NODE_PEAKS.items()),
             )
-            .where(NodeSummary.job_id.in_(ids))
-            .group_by(NodeSummary.job_id, NodeSummary.role),
+            .where(NodeSummaryRow.job_id.in_(ids))
+            .group_by(NodeSummaryRow.job_id, NodeSummaryRow.role),
         )
         return self._table(jobs, roles, peaks)
 
@@ -182,14 +182,14 @@ class DatabaseRuns:
     def _jobs_query(self) -> Select:
         query = (
             select(
-                Job.id.label("job_id"),
-                Job.group_key,
-                Job.created_at,
-                JobSummary.started_at,
-                JobSummary.run_seconds,
+                JobRow.id.label("job_id"),
+                JobRow.group_key,
+                JobRow.created_at,
+                JobSummaryRow.started_at,
+                JobSummaryRow.run_seconds,
             )
-            .join(JobSummary, JobSummary.job_id == Job.id)
-            .where(JobSummary.final.is_(True))
+            .join(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
+            .where(JobSummaryRow.final.is_(True))
         )
         return query.where(*_conditions(self.filters))
 
@@ -197,10 +197,10 @@ class DatabaseRuns:
         finished = [s.value for s in JobStatus if s.finished]
         waiting = session.scalar(
             select(func.count())
-            .select_from(Job)
-            .outerjoin(JobSummary, JobSummary.job_id == Job.id)
-            .where(Job.status.in_(finished), *_conditions(self.filters))
-            .where((JobSummary.job_id.is_(None)) | JobSummary.final.is_(False))
+            .select_from(JobRow)
+            .outerjoin(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
+            .where(JobRow.status.in_(finished), *_conditions(self.filters))
+            .where((JobSummaryRow.job_id.is_(None)) | JobSummaryRow.final.is_(False))
         )
         hint = f"; {waiting} of them have no summary yet: run `brain summarize`" if waiting else ""
         return TraceError(f"no summarized finished job in {self.name}{hint}")
@@ -209,15 +209,15 @@ class DatabaseRuns:
 def _conditions(filters: JobFilters) -> list:
     conditions = []
     if filters.user is not None:
-        conditions.append(Job.user == filters.user)
+        conditions.append(JobRow.user == filters.user)
     if filters.status is not None:
-        conditions.append(Job.status == JobStatus(filters.status).value)
+        conditions.append(JobRow.status == JobStatus(filters.status).value)
     if filters.name is not None:
-        conditions.append(Job.name == filters.name)
+        conditions.append(JobRow.name == filters.name)
     if filters.dataset is not None:
-        conditions.append(Job.dataset == filters.dataset)
+        conditions.append(JobRow.dataset == filters.dataset)
     if filters.group_key is not None:
-        conditions.append(Job.group_key == filters.group_key)
+        conditions.append(JobRow.group_key == filters.group_key)
     return conditions
 
 

@@ -41,7 +41,7 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
 
 
-class Job(Base):
+class JobRow(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         Index(None, "user_name", "created_at"),
@@ -79,7 +79,7 @@ class Job(Base):
     summarized_at: Mapped[datetime | None]
 
 
-class Node(Base):
+class NodeRow(Base):
     __tablename__ = "nodes"
     __table_args__ = (UniqueConstraint("job_id", "name"),)
 
@@ -96,7 +96,7 @@ class Node(Base):
     finished_at: Mapped[datetime | None]
 
 
-class NodeSample(Base):
+class NodeSampleRow(Base):
     __tablename__ = "node_samples"
     __table_args__ = (Index(None, "job_id", "ts"),)
 
@@ -112,7 +112,7 @@ class NodeSample(Base):
     gpu_memory_total_mib: Mapped[float | None] = mapped_column(Double)
 
 
-class SpeedSample(Base):
+class SpeedSampleRow(Base):
     __tablename__ = "speed_samples"
 
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
@@ -122,7 +122,7 @@ class SpeedSample(Base):
     workers: Mapped[int] = mapped_column(Integer)
 
 
-class Event(Base):
+class EventRow(Base):
     __tablename__ = "events"
     # The natural key makes a retried event list idempotent.
     __table_args__ = (UniqueConstraint("job_id", "kind", "ts", "node_name"),)
@@ -137,7 +137,7 @@ class Event(Base):
     detail: Mapped[str | None] = mapped_column(Text)
 
 
-class ScalePlan(Base):
+class ScalePlanRow(Base):
     __tablename__ = "scale_plans"
     __table_args__ = (Index(None, "job_id", "id"),)
 
@@ -157,7 +157,7 @@ class ScalePlan(Base):
     applied_at: Mapped[datetime | None]
 
 
-class MasterReport(Base):
+class MasterReportRow(Base):
     """The latest value of one kind of report a job master sent about its job (strategy,
     hyper-parameters, model features, cumulative custom data), rewritten only on change."""
 
@@ -211,7 +211,7 @@ class ResourceHoursColumns:
     failure_count: Mapped[int] = mapped_column(Integer)
 
 
-class JobSummary(ResourceHoursColumns, Base):
+class JobSummaryRow(ResourceHoursColumns, Base):
     """One row per summarized job. The job's keys are copied so that portraits and
     history filter and group without joining ``jobs``."""
 
@@ -253,7 +253,7 @@ class JobSummary(ResourceHoursColumns, Base):
     speed_series: Mapped[bytes | None]
 
 
-class RoleSummary(UsageStatsColumns, ResourceHoursColumns, Base):
+class RoleSummaryRow(UsageStatsColumns, ResourceHoursColumns, Base):
     """One row per role of a summarized job; statistics pool the samples of its nodes."""
 
     __tablename__ = "role_summaries"
@@ -271,7 +271,7 @@ class RoleSummary(UsageStatsColumns, ResourceHoursColumns, Base):
     usage_series: Mapped[bytes | None]
 
 
-class NodeSummary(UsageStatsColumns, ResourceHoursColumns, Base):
+class NodeSummaryRow(UsageStatsColumns, ResourceHoursColumns, Base):
     """One row per node of a summarized job (what ``HistoricalJob.nodes`` is built from)."""
 
     __tablename__ = "node_summaries"

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, JobSummary, NodeSummary
+from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow
 from brain.domain import JobStatus, Resources, utcnow
 from brain.history.views import job_view
 from brain.optimizing import HistoricalJob, NodeUsage
@@ -78,27 +78,29 @@ def find_related(
     before = before or utcnow()
     rules: list[tuple[str, list[ColumnElement[bool]]]] = []
     if user is not None and dataset is not None:
-        rules.append((MATCH_USER_DATASET, [JobSummary.user == user, JobSummary.dataset == dataset]))
+        rules.append(
+            (MATCH_USER_DATASET, [JobSummaryRow.user == user, JobSummaryRow.dataset == dataset])
+        )
     if group_key is not None:
-        rules.append((MATCH_GROUP, [JobSummary.group_key == group_key]))
+        rules.append((MATCH_GROUP, [JobSummaryRow.group_key == group_key]))
     if name is not None:
-        rules.append((MATCH_NAME, [JobSummary.name == name]))
+        rules.append((MATCH_NAME, [JobSummaryRow.name == name]))
     if user is not None and not rules:
         # Only the user is known (a suggestion asked by user alone): their own runs.
-        rules.append((MATCH_USER, [JobSummary.user == user]))
+        rules.append((MATCH_USER, [JobSummaryRow.user == user]))
     window = [
-        JobSummary.status == JobStatus.succeeded.value,
-        JobSummary.ended_at >= before - timedelta(days=window_days),
-        JobSummary.ended_at < before,
+        JobSummaryRow.status == JobStatus.succeeded.value,
+        JobSummaryRow.ended_at >= before - timedelta(days=window_days),
+        JobSummaryRow.ended_at < before,
     ]
     if gpu_type is not None:
-        window.append(JobSummary.gpu_type == gpu_type)
+        window.append(JobSummaryRow.gpu_type == gpu_type)
     for match, conditions in rules:
         ids = list(
             session.scalars(
-                select(JobSummary.job_id)
+                select(JobSummaryRow.job_id)
                 .where(*conditions, *window)
-                .order_by(JobSummary.ended_at.desc(), JobSummary.job_id.desc())
+                .order_by(JobSummaryRow.ended_at.desc(), JobSummaryRow.job_id.desc())
                 .limit(limit)
             )
         )
@@ -109,27 +111,27 @@ def find_related(
 
 def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]:
     """``HistoricalJob`` of each id, in the order given."""
-    jobs = {j.id: j for j in session.scalars(select(Job).where(Job.id.in_(job_ids)))}
+    jobs = {j.id: j for j in session.scalars(select(JobRow).where(JobRow.id.in_(job_ids)))}
     nodes: dict[int, list[NodeUsage]] = {job_id: [] for job_id in job_ids}
     rows = session.execute(
         select(
-            NodeSummary.job_id,
-            NodeSummary.name,
-            NodeSummary.role,
-            NodeSummary.cpu_request_cores,
-            NodeSummary.memory_request_mib,
-            NodeSummary.gpu_request,
-            NodeSummary.cpu_mean_cores,
-            NodeSummary.cpu_max_cores,
-            NodeSummary.cpu_p95_cores,
-            NodeSummary.memory_mean_mib,
-            NodeSummary.memory_max_mib,
-            NodeSummary.gpu_util_mean,
-            NodeSummary.gpu_memory_max_mib,
-            NodeSummary.gpu_memory_total_mib,
+            NodeSummaryRow.job_id,
+            NodeSummaryRow.name,
+            NodeSummaryRow.role,
+            NodeSummaryRow.cpu_request_cores,
+            NodeSummaryRow.memory_request_mib,
+            NodeSummaryRow.gpu_request,
+            NodeSummaryRow.cpu_mean_cores,
+            NodeSummaryRow.cpu_max_cores,
+            NodeSummaryRow.cpu_p95_cores,
+            NodeSummaryRow.memory_mean_mib,
+            NodeSummaryRow.memory_max_mib,
+            NodeSummaryRow.gpu_util_mean,
+            NodeSummaryRow.gpu_memory_max_mib,
+            NodeSummaryRow.gpu_memory_total_mib,
         )
-        .where(NodeSummary.job_id.in_(job_ids), NodeSummary.samples > 0)
-        .order_by(NodeSummary.job_id, NodeSummary.node_id)
+        .where(NodeSummaryRow.job_id.in_(job_ids), NodeSummaryRow.samples > 0)
+        .order_by(NodeSummaryRow.job_id, NodeSummaryRow.node_id)
     )
     for row in rows:
         nodes[row.job_id].append(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from brain.db.models import Job
+from brain.db.models import JobRow
 from brain.domain import JobStatus, Limits, Strategy
 from brain.optimizing.context import JobView
 
 
-def job_view(job: Job) -> JobView:
+def job_view(job: JobRow) -> JobView:
     """The optimizer's read-only view of a stored job."""
     return JobView(
         uid=job.uid,

@@ -64,9 +64,6 @@ class OptimizerRegistry:
     def names(self) -> list[str]:
         return sorted(self._by_name)
 
-    def for_stage(self, stage: Stage) -> list[Optimizer]:
-        return [o for _, o in sorted(self._by_name.items()) if stage in o.stages]
-
     def info(self) -> list[OptimizerInfo]:
         return [describe(self._by_name[name]) for name in self.names()]
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, NodeSample
+from brain.db.models import JobRow, NodeSampleRow
 from brain.domain import JobStatus
 from brain.services.events import EventInput, record_events
 from brain.services.nodes import NodeRef, ensure_nodes
@@ -69,17 +69,25 @@ class CollectedResult:
     events: int
 
 
-_COLUMNS = (Job.id, Job.uid, Job.name, Job.namespace, Job.started_at, Job.created_at)
+_COLUMNS = (
+    JobRow.id,
+    JobRow.uid,
+    JobRow.name,
+    JobRow.namespace,
+    JobRow.started_at,
+    JobRow.created_at,
+)
 
 
 def jobs_to_collect(session: Session, job_uids: Sequence[str] | None = None) -> CollectionJobs:
     """Running jobs, or only ``job_uids`` (whatever their status) when given."""
-    running = session.execute(select(*_COLUMNS).where(Job.status == JobStatus.running.value))
+    running = session.execute(select(*_COLUMNS).where(JobRow.status == JobStatus.running.value))
     known = {row.id: _collectable(row) for row in running}
     if not job_uids:
         return CollectionJobs(known=list(known.values()), targets=list(known.values()))
     selected = [
-        _collectable(row) for row in session.execute(select(*_COLUMNS).where(Job.uid.in_(job_uids)))
+        _collectable(row)
+        for row in session.execute(select(*_COLUMNS).where(JobRow.uid.in_(job_uids)))
     ]
     known.update((job.id, job) for job in selected)
     found = {job.uid for job in selected}
@@ -96,19 +104,19 @@ def last_sample_times(session: Session, job_ids: Iterable[int]) -> dict[int, dat
     if not ids:
         return {}
     latest = (
-        select(func.max(NodeSample.ts))
-        .where(NodeSample.job_id == Job.id)
-        .correlate(Job)
+        select(func.max(NodeSampleRow.ts))
+        .where(NodeSampleRow.job_id == JobRow.id)
+        .correlate(JobRow)
         .scalar_subquery()
     )
-    rows = session.execute(select(Job.id, latest).where(Job.id.in_(ids)))
+    rows = session.execute(select(JobRow.id, latest).where(JobRow.id.in_(ids)))
     return {job_id: ts for job_id, ts in rows}
 
 
 def store_collected(session: Session, job_id: int, load: CollectedLoad) -> CollectedResult | None:
     """Store a job's scraped load: points insert-or-ignore on (node, ts), events once on
     (job, kind, ts, node). ``None`` when the job was deleted meanwhile."""
-    job = session.get(Job, job_id)
+    job = session.get(JobRow, job_id)
     if job is None:
         return None
     stored = duplicates = recorded = 0

@@ -11,7 +11,7 @@ from dataclasses import fields, replace
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, Node
+from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
 from brain.optimizing.proposal import PlanBody
 
@@ -19,8 +19,8 @@ NODE_REMOVED = "removed"
 _SIZES = ("cpu", "memory_mib", "gpu")
 
 
-def apply_plan(session: Session, job: Job, body: PlanBody) -> None:
-    nodes = list(session.scalars(select(Node).where(Node.job_id == job.id)))
+def apply_plan(session: Session, job: JobRow, body: PlanBody) -> None:
+    nodes = list(session.scalars(select(NodeRow).where(NodeRow.job_id == job.id)))
     roles = dict(job.roles or {})
     for role, spec in body.roles.items():
         roles[role] = _merged(roles.get(role, RoleSpec()), spec)

@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from brain.db.models import Event, Job, Node
+from brain.db.models import EventRow, JobRow, NodeRow
 from brain.domain import EventKind
 from brain.errors import NotFound
 
@@ -30,14 +30,16 @@ class EventsResult:
     duplicates: int
 
 
-def record_events(session: Session, job: Job, events: Sequence[EventInput]) -> EventsResult:
+def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -> EventsResult:
     """Store events once each: (job, kind, ts, node) identifies an event."""
     if not events:
         return EventsResult(0, 0)
     names = {e.node for e in events if e.node}
     node_ids = dict(
         session.execute(
-            select(Node.name, Node.id).where(Node.job_id == job.id, Node.name.in_(names))
+            select(NodeRow.name, NodeRow.id).where(
+                NodeRow.job_id == job.id, NodeRow.name.in_(names)
+            )
         ).all()
     )
     for position, event in enumerate(events):
@@ -55,7 +57,7 @@ def record_events(session: Session, job: Job, events: Sequence[EventInput]) -> E
         for e in events
     ]
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
-    stmt = insert(Event).on_conflict_do_nothing().returning(Event.id)
+    stmt = insert(EventRow).on_conflict_do_nothing().returning(EventRow.id)
     accepted = 0
     for row in rows:
         accepted += len(session.execute(stmt, [row]).all())
@@ -64,14 +66,14 @@ def record_events(session: Session, job: Job, events: Sequence[EventInput]) -> E
 
 def list_events(
     session: Session,
-    job: Job,
+    job: JobRow,
     kind: EventKind | None = None,
     node: str | None = None,
     limit: int = 1000,
-) -> list[Event]:
-    stmt = select(Event).where(Event.job_id == job.id)
+) -> list[EventRow]:
+    stmt = select(EventRow).where(EventRow.job_id == job.id)
     if kind is not None:
-        stmt = stmt.where(Event.kind == EventKind(kind).value)
+        stmt = stmt.where(EventRow.kind == EventKind(kind).value)
     if node is not None:
-        stmt = stmt.where(Event.node_name == node)
-    return list(session.scalars(stmt.order_by(Event.ts, Event.id).limit(limit)))
+        stmt = stmt.where(EventRow.node_name == node)
+    return list(session.scalars(stmt.order_by(EventRow.ts, EventRow.id).limit(limit)))

@@ -12,7 +12,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job
+from brain.db.models import JobRow
 from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
 from brain.errors import InvalidInput, NotFound
 
@@ -58,18 +58,18 @@ def default_group_key(user: str, name: str) -> str:
     return f"{user}/{name}"
 
 
-def get_job(session: Session, uid: str) -> Job:
-    job = session.scalar(select(Job).where(Job.uid == uid))
+def get_job(session: Session, uid: str) -> JobRow:
+    job = session.scalar(select(JobRow).where(JobRow.uid == uid))
     if job is None:
         raise NotFound(f"no job with uid {uid!r}", field="uid")
     return job
 
 
-def find_job(session: Session, uid: str) -> Job | None:
-    return session.scalar(select(Job).where(Job.uid == uid))
+def find_job(session: Session, uid: str) -> JobRow | None:
+    return session.scalar(select(JobRow).where(JobRow.uid == uid))
 
 
-def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[Job, bool]:
+def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[JobRow, bool]:
     """Create or replace a job's description; returns the job and whether it was created."""
     _check_times(data.started_at, data.finished_at)
     now = utcnow()
@@ -87,12 +87,12 @@ def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[Job, bool]:
     return job, False
 
 
-def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> Job | None:
+def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> JobRow | None:
     """Insert the job in a savepoint; None when the uid turned out to be taken, which
     undoes only this insert and keeps the rest of the caller's transaction."""
     try:
         with session.begin_nested():
-            job = Job(uid=uid, created_at=data.created_at or now)
+            job = JobRow(uid=uid, created_at=data.created_at or now)
             _describe(job, data, now)
             session.add(job)
     except IntegrityError:
@@ -102,7 +102,7 @@ def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> Jo
     return job
 
 
-def _describe(job: Job, data: JobInput, now: datetime) -> None:
+def _describe(job: JobRow, data: JobInput, now: datetime) -> None:
     job.name = data.name
     job.user = data.user
     job.dataset = data.dataset
@@ -134,7 +134,7 @@ class JobChanges(BaseModel):
     finished_at: datetime | None = None
 
 
-def patch_job(session: Session, uid: str, changes: JobChanges) -> Job:
+def patch_job(session: Session, uid: str, changes: JobChanges) -> JobRow:
     """Change status, exit reason and times; other fields go through ``upsert_job``."""
     job = get_job(session, uid)
     given = changes.model_fields_set
@@ -161,27 +161,30 @@ def _check_times(started_at: datetime | None, finished_at: datetime | None) -> N
 
 def list_jobs(
     session: Session, filters: JobFilters, limit: int, cursor: str | None
-) -> tuple[list[Job], str | None]:
+) -> tuple[list[JobRow], str | None]:
     """Jobs newest first, ``limit`` at a time; pass the returned cursor for the next page."""
-    query = select(Job)
+    query = select(JobRow)
     if filters.user is not None:
-        query = query.where(Job.user == filters.user)
+        query = query.where(JobRow.user == filters.user)
     if filters.status is not None:
-        query = query.where(Job.status == JobStatus(filters.status).value)
+        query = query.where(JobRow.status == JobStatus(filters.status).value)
     if filters.name is not None:
-        query = query.where(Job.name == filters.name)
+        query = query.where(JobRow.name == filters.name)
     if filters.dataset is not None:
-        query = query.where(Job.dataset == filters.dataset)
+        query = query.where(JobRow.dataset == filters.dataset)
     if filters.group_key is not None:
-        query = query.where(Job.group_key == filters.group_key)
+        query = query.where(JobRow.group_key == filters.group_key)
     if filters.namespaces is not None:
-        query = query.where(Job.namespace.in_(sorted(filters.namespaces)))
+        query = query.where(JobRow.namespace.in_(sorted(filters.namespaces)))
     if cursor:
         created_at, job_id = decode_cursor(cursor)
         query = query.where(
-            or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id))
+            or_(
+                JobRow.created_at < created_at,
+                and_(JobRow.created_at == created_at, JobRow.id < job_id),
+            )
         )
-    query = query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+    query = query.order_by(JobRow.created_at.desc(), JobRow.id.desc()).limit(limit + 1)
     jobs = list(session.scalars(query))
     if len(jobs) <= limit:
         return jobs, None

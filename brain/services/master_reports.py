@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Event, Job, MasterReport
+from brain.db.models import EventRow, JobRow, MasterReportRow
 from brain.domain import EventKind, JobStatus, Strategy, utcnow
 from brain.services import events, nodes
 from brain.services.jobs import default_group_key, find_job
@@ -32,7 +32,7 @@ class JobExit:
     oom: bool = False
 
 
-def ensure_running_job(session: Session, uid: str, user: str | None) -> Job:
+def ensure_running_job(session: Session, uid: str, user: str | None) -> JobRow:
     """The job ``uid``, created on the first report of a master Brain was never told about.
 
     Such a job is named after its uid (the name can be set later with PUT) and belongs
@@ -42,7 +42,7 @@ def ensure_running_job(session: Session, uid: str, user: str | None) -> Job:
     now = utcnow()
     if job is None:
         owner = user or UNKNOWN_USER
-        job = Job(
+        job = JobRow(
             uid=uid,
             name=uid,
             user=owner,
@@ -64,7 +64,7 @@ def ensure_running_job(session: Session, uid: str, user: str | None) -> Job:
     return job
 
 
-def set_strategy(session: Session, job: Job, strategy: Strategy) -> bool:
+def set_strategy(session: Session, job: JobRow, strategy: Strategy) -> bool:
     if job.strategy == strategy.value:
         return False
     job.strategy = strategy.value
@@ -74,17 +74,17 @@ def set_strategy(session: Session, job: Job, strategy: Strategy) -> bool:
 
 
 def record_report(
-    session: Session, job: Job, kind: str, body: dict[str, Any], cumulative: bool = False
+    session: Session, job: JobRow, kind: str, body: dict[str, Any], cumulative: bool = False
 ) -> bool:
     """Keep the latest ``body`` of this kind of report; ``cumulative`` bodies are merged
     into what was kept (a master re-sending its whole dict adds only its new keys).
     Returns whether anything was written."""
-    report = session.get(MasterReport, (job.id, kind))
+    report = session.get(MasterReportRow, (job.id, kind))
     merged = {**report.body, **body} if report is not None and cumulative else body
     if report is not None and report.body == merged:
         return False
     if report is None:
-        session.add(MasterReport(job_id=job.id, kind=kind, body=merged, updated_at=utcnow()))
+        session.add(MasterReportRow(job_id=job.id, kind=kind, body=merged, updated_at=utcnow()))
     else:
         report.body = merged
         report.updated_at = utcnow()
@@ -92,13 +92,13 @@ def record_report(
     return True
 
 
-def reports(session: Session, job: Job) -> dict[str, dict[str, Any]]:
+def reports(session: Session, job: JobRow) -> dict[str, dict[str, Any]]:
     """Every kind of report kept for the job, by kind."""
-    rows = session.scalars(select(MasterReport).where(MasterReport.job_id == job.id))
+    rows = session.scalars(select(MasterReportRow).where(MasterReportRow.job_id == job.id))
     return {row.kind: row.body for row in rows}
 
 
-def record_exit(session: Session, job: Job, exit: JobExit) -> bool:
+def record_exit(session: Session, job: JobRow, exit: JobExit) -> bool:
     """Finish the job as the master says; returns whether it changed (then summarize it)."""
     status = JobStatus.succeeded if exit.succeeded else JobStatus.failed
     reason = None if exit.succeeded else exit.reason
@@ -117,7 +117,7 @@ def record_exit(session: Session, job: Job, exit: JobExit) -> bool:
     return True
 
 
-def record_node_oom(session: Session, job: Job, node: nodes.NodeRef) -> None:
+def record_node_oom(session: Session, job: JobRow, node: nodes.NodeRef) -> None:
     """One ``oom`` event per OOM-killed node, however often the master asks about it.
 
     Job masters such as DLRover give every relaunched pod a new name, so a node name is
@@ -125,8 +125,10 @@ def record_node_oom(session: Session, job: Job, node: nodes.NodeRef) -> None:
     """
     nodes.ensure_nodes(session, job, [node])
     seen = session.scalar(
-        select(Event.id).where(
-            Event.job_id == job.id, Event.kind == EventKind.oom.value, Event.node_name == node.name
+        select(EventRow.id).where(
+            EventRow.job_id == job.id,
+            EventRow.kind == EventKind.oom.value,
+            EventRow.node_name == node.name,
         )
     )
     if seen is None:

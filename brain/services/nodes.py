@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, Node
+from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
 
 
@@ -36,15 +36,17 @@ class NodeInput:
     finished_at: datetime | None = None
 
 
-def list_nodes(session: Session, job: Job) -> list[Node]:
-    return list(session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id)))
+def list_nodes(session: Session, job: JobRow) -> list[NodeRow]:
+    return list(
+        session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
+    )
 
 
-def upsert_node(session: Session, job: Job, name: str, data: NodeInput) -> tuple[Node, bool]:
-    node = session.scalar(select(Node).where(Node.job_id == job.id, Node.name == name))
+def upsert_node(session: Session, job: JobRow, name: str, data: NodeInput) -> tuple[NodeRow, bool]:
+    node = session.scalar(select(NodeRow).where(NodeRow.job_id == job.id, NodeRow.name == name))
     created = node is None
     if node is None:
-        node = Node(job_id=job.id, name=name, created_at=data.created_at or utcnow())
+        node = NodeRow(job_id=job.id, name=name, created_at=data.created_at or utcnow())
         session.add(node)
     node.role = data.role
     node.index = data.index
@@ -57,7 +59,7 @@ def upsert_node(session: Session, job: Job, name: str, data: NodeInput) -> tuple
     return node, created
 
 
-def ensure_nodes(session: Session, job: Job, refs: Iterable[NodeRef]) -> dict[str, int]:
+def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict[str, int]:
     """Node ids by name, creating unknown nodes with the request of their role (if known).
 
     Insert-or-ignore keeps two concurrent batches naming the same new node from failing.
@@ -71,21 +73,23 @@ def ensure_nodes(session: Session, job: Job, refs: Iterable[NodeRef]) -> dict[st
         now = utcnow()
         rows = [_new_node_row(job, ref, now) for ref in missing]
         insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
-        session.execute(insert(Node).values(rows).on_conflict_do_nothing())
+        session.execute(insert(NodeRow).values(rows).on_conflict_do_nothing())
         ids = _node_ids(session, job, wanted)
     return ids
 
 
-def _node_ids(session: Session, job: Job, wanted: dict[str, NodeRef]) -> dict[str, int]:
+def _node_ids(session: Session, job: JobRow, wanted: dict[str, NodeRef]) -> dict[str, int]:
     if not wanted:
         return {}
     rows = session.execute(
-        select(Node.name, Node.id).where(Node.job_id == job.id, Node.name.in_(list(wanted)))
+        select(NodeRow.name, NodeRow.id).where(
+            NodeRow.job_id == job.id, NodeRow.name.in_(list(wanted))
+        )
     )
     return {name: node_id for name, node_id in rows}
 
 
-def _new_node_row(job: Job, ref: NodeRef, now: datetime) -> dict:
+def _new_node_row(job: JobRow, ref: NodeRef, now: datetime) -> dict:
     role = (job.roles or {}).get(ref.role, RoleSpec())
     return {
         "job_id": job.id,

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
-from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
+from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, ScalePlanRow, SpeedSampleRow
 from brain.domain import PlanStatus, RoleSpec, Stage, as_utc, utcnow
 from brain.history.related import related_history
 from brain.history.views import job_view
@@ -27,7 +27,7 @@ RECENT_PLANS = 100
 
 
 def build_context(
-    session: Session, job: Job, stage: Stage, settings: Settings, node: str | None = None
+    session: Session, job: JobRow, stage: Stage, settings: Settings, node: str | None = None
 ) -> OptimizerContext:
     """The job, its nodes, a recent window of samples, events, plans and (at create) history.
 
@@ -36,7 +36,9 @@ def build_context(
     the same reason ``now`` is the job's time: its latest sample (the wall clock only
     before the first one). Cooldowns and extrapolations run on that clock.
     """
-    nodes = list(session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id)))
+    nodes = list(
+        session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
+    )
     names = {n.id: n.name for n in nodes}
     view = job_view(job)
     history = ()
@@ -57,11 +59,11 @@ def build_context(
     )
 
 
-def job_time(session: Session, job: Job) -> datetime:
+def job_time(session: Session, job: JobRow) -> datetime:
     """The time of the job's latest node or speed sample; the wall clock without any."""
     latest = [
-        session.scalar(select(func.max(NodeSample.ts)).where(NodeSample.job_id == job.id)),
-        session.scalar(select(func.max(SpeedSample.ts)).where(SpeedSample.job_id == job.id)),
+        session.scalar(select(func.max(NodeSampleRow.ts)).where(NodeSampleRow.job_id == job.id)),
+        session.scalar(select(func.max(SpeedSampleRow.ts)).where(SpeedSampleRow.job_id == job.id)),
     ]
     found = [as_utc(ts) for ts in latest if ts is not None]
     return max(found) if found else utcnow()
@@ -71,16 +73,16 @@ def job_time(session: Session, job: Job) -> datetime:
 GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
 
 
-def _live(node: Node) -> bool:
+def _live(node: NodeRow) -> bool:
     return node.status not in GONE_NODE_STATUSES
 
 
-def has_related_history(session: Session, job: Job, settings: Settings) -> bool:
+def has_related_history(session: Session, job: JobRow, settings: Settings) -> bool:
     """Whether the create stage of ``job`` has related finished jobs to size it from."""
     return bool(_related(session, job, settings, limit=1))
 
 
-def _related(session: Session, job: Job, settings: Settings, limit: int):
+def _related(session: Session, job: JobRow, settings: Settings, limit: int):
     return related_history(
         session,
         user=job.user,
@@ -93,13 +95,13 @@ def _related(session: Session, job: Job, settings: Settings, limit: int):
     )
 
 
-def current_roles(session: Session, job: Job) -> dict[str, RoleSpec]:
+def current_roles(session: Session, job: JobRow) -> dict[str, RoleSpec]:
     """Each role as it runs now: the job's role spec, completed from its live nodes."""
-    nodes = session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id))
+    nodes = session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
     return effective_roles({}, job_view(job), [_node_view(n) for n in nodes if _live(n)])
 
 
-def _node_view(node: Node) -> NodeView:
+def _node_view(node: NodeRow) -> NodeView:
     return NodeView(
         name=node.name,
         role=node.role,
@@ -111,19 +113,21 @@ def _node_view(node: Node) -> NodeView:
     )
 
 
-def _window_start(session: Session, column, job_column, job: Job, seconds: int) -> datetime | None:
+def _window_start(
+    session: Session, column, job_column, job: JobRow, seconds: int
+) -> datetime | None:
     latest = session.scalar(select(func.max(column)).where(job_column == job.id))
     return None if latest is None else latest - timedelta(seconds=seconds)
 
 
-def _recent_node_samples(session: Session, job: Job, names: dict[int, str], seconds: int):
-    start = _window_start(session, NodeSample.ts, NodeSample.job_id, job, seconds)
+def _recent_node_samples(session: Session, job: JobRow, names: dict[int, str], seconds: int):
+    start = _window_start(session, NodeSampleRow.ts, NodeSampleRow.job_id, job, seconds)
     if start is None:
         return []
     rows = session.scalars(
-        select(NodeSample)
-        .where(NodeSample.job_id == job.id, NodeSample.ts >= start)
-        .order_by(NodeSample.ts, NodeSample.node_id)
+        select(NodeSampleRow)
+        .where(NodeSampleRow.job_id == job.id, NodeSampleRow.ts >= start)
+        .order_by(NodeSampleRow.ts, NodeSampleRow.node_id)
     )
     return [
         NodeSampleView(
@@ -139,21 +143,24 @@ def _recent_node_samples(session: Session, job: Job, names: dict[int, str], seco
     ]
 
 
-def _recent_speed(session: Session, job: Job, seconds: int):
-    start = _window_start(session, SpeedSample.ts, SpeedSample.job_id, job, seconds)
+def _recent_speed(session: Session, job: JobRow, seconds: int):
+    start = _window_start(session, SpeedSampleRow.ts, SpeedSampleRow.job_id, job, seconds)
     if start is None:
         return []
     rows = session.scalars(
-        select(SpeedSample)
-        .where(SpeedSample.job_id == job.id, SpeedSample.ts >= start)
-        .order_by(SpeedSample.ts)
+        select(SpeedSampleRow)
+        .where(SpeedSampleRow.job_id == job.id, SpeedSampleRow.ts >= start)
+        .order_by(SpeedSampleRow.ts)
     )
     return [SpeedSampleView(s.ts, s.global_step, s.steps_per_sec, s.workers) for s in rows]
 
 
-def _events(session: Session, job: Job) -> list[EventView]:
+def _events(session: Session, job: JobRow) -> list[EventView]:
     rows = session.scalars(
-        select(Event).where(Event.job_id == job.id).order_by(Event.id.desc()).limit(RECENT_EVENTS)
+        select(EventRow)
+        .where(EventRow.job_id == job.id)
+        .order_by(EventRow.id.desc())
+        .limit(RECENT_EVENTS)
     )
     return sorted(
         (EventView(e.id, e.ts, e.kind, e.node_name or None, e.detail) for e in rows),
@@ -161,17 +168,17 @@ def _events(session: Session, job: Job) -> list[EventView]:
     )
 
 
-def _plans(session: Session, job: Job) -> list[PlanView]:
+def _plans(session: Session, job: JobRow) -> list[PlanView]:
     rows = session.scalars(
-        select(ScalePlan)
-        .where(ScalePlan.job_id == job.id)
-        .order_by(ScalePlan.id.desc())
+        select(ScalePlanRow)
+        .where(ScalePlanRow.job_id == job.id)
+        .order_by(ScalePlanRow.id.desc())
         .limit(RECENT_PLANS)
     )
     return sorted((_plan_view(p) for p in rows), key=lambda p: p.id)
 
 
-def _plan_view(plan: ScalePlan) -> PlanView:
+def _plan_view(plan: ScalePlanRow) -> PlanView:
     body = plan.body
     return PlanView(
         id=plan.id,

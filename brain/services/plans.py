@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
-from brain.db.models import Event, Job, ScalePlan
+from brain.db.models import EventRow, JobRow, ScalePlanRow
 from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.optimizing import OptimizerRegistry, Proposal
@@ -34,14 +34,14 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 
 def optimize(
     session: Session,
-    job: Job,
+    job: JobRow,
     registry: OptimizerRegistry,
     settings: Settings,
     stage: Stage,
     optimizer_names: list[str] | None = None,
     overrides: dict[str, dict] | None = None,
     node: str | None = None,
-) -> ScalePlan:
+) -> ScalePlanRow:
     """Propose, bound and store a plan for ``job`` at ``stage``."""
     if stage == Stage.oom:
         if not node:
@@ -54,7 +54,7 @@ def optimize(
     bounded = result.proposal
     if bounded.source_event_id is not None:
         existing = session.scalar(
-            select(ScalePlan).where(ScalePlan.source_event_id == bounded.source_event_id)
+            select(ScalePlanRow).where(ScalePlanRow.source_event_id == bounded.source_event_id)
         )
         if existing is not None:  # this event already has its answer
             return existing
@@ -62,15 +62,19 @@ def optimize(
     return _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
 
 
-def _plan_for_latest_oom(session: Session, job: Job, node: str) -> ScalePlan | None:
+def _plan_for_latest_oom(session: Session, job: JobRow, node: str) -> ScalePlanRow | None:
     latest_oom = (
-        select(Event.id)
-        .where(Event.job_id == job.id, Event.kind == EventKind.oom.value, Event.node_name == node)
-        .order_by(Event.ts.desc(), Event.id.desc())
+        select(EventRow.id)
+        .where(
+            EventRow.job_id == job.id,
+            EventRow.kind == EventKind.oom.value,
+            EventRow.node_name == node,
+        )
+        .order_by(EventRow.ts.desc(), EventRow.id.desc())
         .limit(1)
         .scalar_subquery()
     )
-    return session.scalar(select(ScalePlan).where(ScalePlan.source_event_id == latest_oom))
+    return session.scalar(select(ScalePlanRow).where(ScalePlanRow.source_event_id == latest_oom))
 
 
 def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> PlanBody:
@@ -89,14 +93,14 @@ def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> PlanBo
 
 def _store(
     session: Session,
-    job: Job,
+    job: JobRow,
     stage: Stage,
     body: PlanBody,
     source_event_id: int | None,
     has_actions: bool,
-) -> ScalePlan:
+) -> ScalePlanRow:
     now = utcnow()
-    plan = ScalePlan(
+    plan = ScalePlanRow(
         job_id=job.id,
         stage=stage.value,
         status=PlanStatus.proposed.value,
@@ -115,11 +119,11 @@ def _store(
                 # apply, and an OOM fix (a plan answering an event) stays pending until it
                 # is applied.
                 session.execute(
-                    update(ScalePlan)
+                    update(ScalePlanRow)
                     .where(
-                        ScalePlan.job_id == job.id,
-                        ScalePlan.status == PlanStatus.proposed.value,
-                        ScalePlan.source_event_id.is_(None),
+                        ScalePlanRow.job_id == job.id,
+                        ScalePlanRow.status == PlanStatus.proposed.value,
+                        ScalePlanRow.source_event_id.is_(None),
                     )
                     .values(status=PlanStatus.superseded.value, updated_at=now)
                 )
@@ -127,7 +131,7 @@ def _store(
     except IntegrityError:
         # A concurrent request answered the same event first: return its plan.
         existing = session.scalar(
-            select(ScalePlan).where(ScalePlan.source_event_id == source_event_id)
+            select(ScalePlanRow).where(ScalePlanRow.source_event_id == source_event_id)
         )
         if existing is None:
             raise
@@ -135,9 +139,9 @@ def _store(
     return plan
 
 
-def get_plan(session: Session, job: Job, plan_id: int) -> ScalePlan:
+def get_plan(session: Session, job: JobRow, plan_id: int) -> ScalePlanRow:
     plan = session.scalar(
-        select(ScalePlan).where(ScalePlan.job_id == job.id, ScalePlan.id == plan_id)
+        select(ScalePlanRow).where(ScalePlanRow.job_id == job.id, ScalePlanRow.id == plan_id)
     )
     if plan is None:
         raise NotFound(f"job {job.uid!r} has no plan {plan_id}", field="id")
@@ -145,38 +149,38 @@ def get_plan(session: Session, job: Job, plan_id: int) -> ScalePlan:
 
 
 def list_plans(
-    session: Session, job: Job, limit: int, before_id: int | None = None
-) -> list[ScalePlan]:
+    session: Session, job: JobRow, limit: int, before_id: int | None = None
+) -> list[ScalePlanRow]:
     """Plans newest first; ``before_id`` pages backwards."""
-    stmt = select(ScalePlan).where(ScalePlan.job_id == job.id)
+    stmt = select(ScalePlanRow).where(ScalePlanRow.job_id == job.id)
     if before_id is not None:
-        stmt = stmt.where(ScalePlan.id < before_id)
-    return list(session.scalars(stmt.order_by(ScalePlan.id.desc()).limit(limit)))
+        stmt = stmt.where(ScalePlanRow.id < before_id)
+    return list(session.scalars(stmt.order_by(ScalePlanRow.id.desc()).limit(limit)))
 
 
-def next_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlan | None:
+def next_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlanRow | None:
     """The oldest plan after ``after_id`` that was not superseded: an agent walking the
     ids sees every pending change in order (an OOM fix is never skipped)."""
     return session.scalar(
-        select(ScalePlan)
+        select(ScalePlanRow)
         .where(
-            ScalePlan.job_id == job_id,
-            ScalePlan.id > after_id,
-            ScalePlan.status != PlanStatus.superseded.value,
+            ScalePlanRow.job_id == job_id,
+            ScalePlanRow.id > after_id,
+            ScalePlanRow.status != PlanStatus.superseded.value,
         )
-        .order_by(ScalePlan.id)
+        .order_by(ScalePlanRow.id)
         .limit(1)
     )
 
 
 def set_status(
     session: Session,
-    job: Job,
+    job: JobRow,
     plan_id: int,
     status: PlanStatus,
     message: str | None,
     applied_at: datetime | None = None,
-) -> ScalePlan:
+) -> ScalePlanRow:
     """Record what the job master did with a plan; repeating the same report is a no-op.
 
     An applied plan becomes the job's desired state (``desired_state.apply_plan``), and

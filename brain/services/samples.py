@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import Connection, select, text
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, Node, NodeSample, SpeedSample
+from brain.db.models import JobRow, NodeRow, NodeSampleRow, SpeedSampleRow
 from brain.domain import JobStatus, as_utc
 from brain.services.nodes import NodeRef, ensure_nodes
 
@@ -67,7 +67,7 @@ PG_ARRAY_TYPES = {
 
 
 def ingest(
-    session: Session, job: Job, nodes: Sequence[NodePoint], speed: Sequence[SpeedPoint]
+    session: Session, job: JobRow, nodes: Sequence[NodePoint], speed: Sequence[SpeedPoint]
 ) -> IngestResult:
     """Store a batch; returns how many points were new and how many were already there."""
     node_ids = ensure_nodes(session, job, (NodeRef(p.name, p.role, p.index) for p in nodes))
@@ -87,10 +87,10 @@ def ingest(
     speed_rows = {p.ts: (job.id, p.ts, p.global_step, p.steps_per_sec, p.workers) for p in speed}
     conn = session.connection()
     inserted = _insert_ignore(
-        conn, NodeSample.__tablename__, NODE_COLUMNS, list(node_rows.values())
+        conn, NodeSampleRow.__tablename__, NODE_COLUMNS, list(node_rows.values())
     )
     inserted += _insert_ignore(
-        conn, SpeedSample.__tablename__, SPEED_COLUMNS, list(speed_rows.values())
+        conn, SpeedSampleRow.__tablename__, SPEED_COLUMNS, list(speed_rows.values())
     )
     if inserted and JobStatus(job.status).finished:
         # New points for a finished job: its summary is stale until recomputed, and
@@ -148,29 +148,31 @@ class SampleQuery:
     limit: int = 10_000
 
 
-def node_samples(session: Session, job: Job, query: SampleQuery) -> list[tuple[Node, NodeSample]]:
+def node_samples(
+    session: Session, job: JobRow, query: SampleQuery
+) -> list[tuple[NodeRow, NodeSampleRow]]:
     """A job's node samples in time order, filtered; at most ``query.limit`` rows."""
     stmt = (
-        select(Node, NodeSample)
-        .join(Node, Node.id == NodeSample.node_id)
-        .where(NodeSample.job_id == job.id)
+        select(NodeRow, NodeSampleRow)
+        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        .where(NodeSampleRow.job_id == job.id)
     )
     if query.node is not None:
-        stmt = stmt.where(Node.name == query.node)
+        stmt = stmt.where(NodeRow.name == query.node)
     if query.role is not None:
-        stmt = stmt.where(Node.role == query.role)
+        stmt = stmt.where(NodeRow.role == query.role)
     if query.start is not None:
-        stmt = stmt.where(NodeSample.ts >= query.start)
+        stmt = stmt.where(NodeSampleRow.ts >= query.start)
     if query.end is not None:
-        stmt = stmt.where(NodeSample.ts < query.end)
-    stmt = stmt.order_by(NodeSample.ts, Node.name).limit(query.limit)
+        stmt = stmt.where(NodeSampleRow.ts < query.end)
+    stmt = stmt.order_by(NodeSampleRow.ts, NodeRow.name).limit(query.limit)
     return [(node, sample) for node, sample in session.execute(stmt)]
 
 
-def speed_samples(session: Session, job: Job, query: SampleQuery) -> list[SpeedSample]:
-    stmt = select(SpeedSample).where(SpeedSample.job_id == job.id)
+def speed_samples(session: Session, job: JobRow, query: SampleQuery) -> list[SpeedSampleRow]:
+    stmt = select(SpeedSampleRow).where(SpeedSampleRow.job_id == job.id)
     if query.start is not None:
-        stmt = stmt.where(SpeedSample.ts >= query.start)
+        stmt = stmt.where(SpeedSampleRow.ts >= query.start)
     if query.end is not None:
-        stmt = stmt.where(SpeedSample.ts < query.end)
-    return list(session.scalars(stmt.order_by(SpeedSample.ts).limit(query.limit)))
+        stmt = stmt.where(SpeedSampleRow.ts < query.end)
+    return list(session.scalars(stmt.order_by(SpeedSampleRow.ts).limit(query.limit)))

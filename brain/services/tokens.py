@@ -27,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import AuthMode
-from brain.db.models import ApiToken, Job
+from brain.db.models import ApiToken, JobRow
 from brain.domain import utcnow
 from brain.errors import Conflict, NotFound, Unauthorized
 
@@ -153,7 +153,7 @@ def job_visible(session: Session, principal: Principal, uid: str) -> bool:
     as for a missing job, so a restricted token cannot probe other namespaces)."""
     if principal.namespaces is None:
         return True
-    found = session.execute(select(Job.namespace).where(Job.uid == uid)).first()
+    found = session.execute(select(JobRow.namespace).where(JobRow.uid == uid)).first()
     return found is None or principal.sees(found.namespace)
 
 

@@ -33,7 +33,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Event, Job, JobSummary, Node, NodeSummary, RoleSummary
+from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import EventKind, JobStatus, as_utc, utcnow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
@@ -49,14 +49,16 @@ COUNTED_EVENTS = {EventKind.oom.value: "oom_count", EventKind.failed.value: "fai
 class SummaryRows:
     """A computed summary: rows not yet in any session (``store`` writes them)."""
 
-    job: JobSummary
-    roles: list[RoleSummary]
-    nodes: list[NodeSummary]
+    job: JobSummaryRow
+    roles: list[RoleSummaryRow]
+    nodes: list[NodeSummaryRow]
 
 
-def compute_summary(session: Session, job: Job, now: datetime | None = None) -> SummaryRows:
+def compute_summary(session: Session, job: JobRow, now: datetime | None = None) -> SummaryRows:
     """The job's summary rows from its raw samples, events and plans (nothing is stored)."""
-    nodes = list(session.scalars(select(Node).where(Node.job_id == job.id).order_by(Node.id)))
+    nodes = list(
+        session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
+    )
     usage = job_usage(session, job.id)
     events = _event_counts(session, job.id)
     speed = load_speed(session, job.id)
@@ -87,7 +89,7 @@ def compute_summary(session: Session, job: Job, now: datetime | None = None) -> 
     started_at = as_utc(job.started_at) if job.started_at else None
     run_from = started_at or (min(sample_times) if sample_times else ended_at)
     stats = speed_stats(speed)
-    job_row = JobSummary(
+    job_row = JobSummaryRow(
         job_id=job.id,
         final=JobStatus(job.status).finished,
         computed_at=now or utcnow(),
@@ -116,7 +118,7 @@ def _speed_series(grid: series_.Grid | None, speed: Speed) -> bytes | None:
     return series_.pack(columns, series_.SPEED_COLUMNS)
 
 
-def copy_job_keys(row: JobSummary, job: Job) -> None:
+def copy_job_keys(row: JobSummaryRow, job: JobRow) -> None:
     """The job's identifying fields, kept on its summary for filtering without a join."""
     row.uid = job.uid
     row.name = job.name
@@ -127,7 +129,7 @@ def copy_job_keys(row: JobSummary, job: Job) -> None:
     row.status = job.status
 
 
-def node_window(job: Job, node: Node, usage: Usage | None) -> tuple[float, float]:
+def node_window(job: JobRow, node: NodeRow, usage: Usage | None) -> tuple[float, float]:
     """``(run_seconds, sampled_seconds)`` of a node, as defined in the module docstring."""
     start = as_utc(node.created_at)
     end_given = node.finished_at or job.finished_at
@@ -139,7 +141,7 @@ def node_window(job: Job, node: Node, usage: Usage | None) -> tuple[float, float
     return (end - start).total_seconds(), (usage.last_ts - usage.first_ts).total_seconds()
 
 
-def node_hours(node: Node, usage: Usage | None, run_s: float, sampled_s: float) -> Hours:
+def node_hours(node: NodeRow, usage: Usage | None, run_s: float, sampled_s: float) -> Hours:
     requested = Hours(
         requested_core_hours=node.cpu * run_s / SECONDS_PER_HOUR,
         requested_gib_hours=node.memory_mib / MIB_PER_GIB * run_s / SECONDS_PER_HOUR,
@@ -156,14 +158,14 @@ def node_hours(node: Node, usage: Usage | None, run_s: float, sampled_s: float) 
 
 
 def _node_row(
-    job: Job, node: Node, usage: Usage | None, events: dict[int | None, Counter]
-) -> NodeSummary:
+    job: JobRow, node: NodeRow, usage: Usage | None, events: dict[int | None, Counter]
+) -> NodeSummaryRow:
     run_s, sampled_s = node_window(job, node, usage)
     counts = events.get(node.id, Counter())
     hours = node_hours(node, usage, run_s, sampled_s) + Hours(
         oom_count=counts["oom_count"], failure_count=counts["failure_count"]
     )
-    return NodeSummary(
+    return NodeSummaryRow(
         job_id=job.id,
         node_id=node.id,
         name=node.name,
@@ -180,11 +182,13 @@ def _node_row(
     )
 
 
-def _role_row(job: Job, role: str, nodes: list[NodeSummary], usage: Usage | None) -> RoleSummary:
+def _role_row(
+    job: JobRow, role: str, nodes: list[NodeSummaryRow], usage: Usage | None
+) -> RoleSummaryRow:
     def mean_of(attr: str) -> float:
         return sum(getattr(n, attr) for n in nodes) / len(nodes)
 
-    return RoleSummary(
+    return RoleSummaryRow(
         job_id=job.id,
         role=role,
         node_count=len(nodes),
@@ -218,9 +222,9 @@ def usage_columns(usage: Usage | None) -> dict[str, float | int | None]:
 def _event_counts(session: Session, job_id: int) -> dict[int | None, Counter]:
     """``{node_id or None: Counter(oom_count=.., failure_count=..)}`` of the job's events."""
     rows = session.execute(
-        select(Event.node_id, Event.kind, func.count())
-        .where(Event.job_id == job_id, Event.kind.in_(COUNTED_EVENTS))
-        .group_by(Event.node_id, Event.kind)
+        select(EventRow.node_id, EventRow.kind, func.count())
+        .where(EventRow.job_id == job_id, EventRow.kind.in_(COUNTED_EVENTS))
+        .group_by(EventRow.node_id, EventRow.kind)
     )
     counts: dict[int | None, Counter] = {}
     for node_id, kind, count in rows:
@@ -228,7 +232,7 @@ def _event_counts(session: Session, job_id: int) -> dict[int | None, Counter]:
     return counts
 
 
-def _ended_at(job: Job, sample_times: list[datetime]) -> datetime:
+def _ended_at(job: JobRow, sample_times: list[datetime]) -> datetime:
     if job.finished_at:
         return as_utc(job.finished_at)
     if sample_times:

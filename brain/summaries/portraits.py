@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Job, JobSummary, NodeSummary, RoleSummary
+from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus
 from brain.summaries import series as series_
 from brain.summaries.compute import SummaryRows, compute_summary
@@ -20,10 +20,10 @@ from brain.summaries.hours import RESOURCES, Hours
 
 # "by" of the ranking -> the summary column grouped on.
 RANKING_KEYS = {
-    "user": JobSummary.user,
-    "dataset": JobSummary.dataset,
-    "group": JobSummary.group_key,
-    "gpu_type": JobSummary.gpu_type,
+    "user": JobSummaryRow.user,
+    "dataset": JobSummaryRow.dataset,
+    "group": JobSummaryRow.group_key,
+    "gpu_type": JobSummaryRow.gpu_type,
 }
 # "sort": the resource whose waste ranks first; ties go to the others, GPUs first.
 SORT_ORDERS = {
@@ -32,13 +32,13 @@ SORT_ORDERS = {
     "memory": ("memory", "gpu", "cpu"),
 }
 # Owner portraits: the owner kind -> the summary column it matches.
-OWNER_KEYS = {"user": JobSummary.user, "group": JobSummary.group_key}
+OWNER_KEYS = {"user": JobSummaryRow.user, "group": JobSummaryRow.group_key}
 
 
 @dataclass(frozen=True)
 class JobPortrait:
-    summary: JobSummary
-    roles: list[RoleSummary]
+    summary: JobSummaryRow
+    roles: list[RoleSummaryRow]
     # None when the job has no samples at all.
     grid: series_.Grid | None
     role_series: dict[str, series_.Columns]
@@ -67,7 +67,7 @@ class Totals:
         return self.succeeded / self.finished if self.finished else None
 
 
-def job_portrait(session: Session, job: Job, points: int) -> JobPortrait:
+def job_portrait(session: Session, job: JobRow, points: int) -> JobPortrait:
     """The job's summary and its chart series in at most ``points`` buckets."""
     rows = _final_summary(session, job) or compute_summary(session, job)
     summary = rows.job
@@ -93,32 +93,34 @@ def job_portrait(session: Session, job: Job, points: int) -> JobPortrait:
     )
 
 
-def _final_summary(session: Session, job: Job) -> SummaryRows | None:
+def _final_summary(session: Session, job: JobRow) -> SummaryRows | None:
     """The stored summary with its roles (one query), if it is final."""
     rows = session.execute(
-        select(JobSummary, RoleSummary)
-        .outerjoin(RoleSummary, RoleSummary.job_id == JobSummary.job_id)
-        .where(JobSummary.job_id == job.id)
-        .order_by(RoleSummary.role)
+        select(JobSummaryRow, RoleSummaryRow)
+        .outerjoin(RoleSummaryRow, RoleSummaryRow.job_id == JobSummaryRow.job_id)
+        .where(JobSummaryRow.job_id == job.id)
+        .order_by(RoleSummaryRow.role)
     ).all()
     if not rows or not rows[0][0].final:
         return None
     return SummaryRows(rows[0][0], [role for _, role in rows if role is not None], [])
 
 
-def node_page(session: Session, job: Job, limit: int, offset: int) -> tuple[list[NodeSummary], int]:
+def node_page(
+    session: Session, job: JobRow, limit: int, offset: int
+) -> tuple[list[NodeSummaryRow], int]:
     """A page of the job's node summaries by role and name, and how many there are."""
-    final = session.scalar(select(JobSummary.final).where(JobSummary.job_id == job.id))
+    final = session.scalar(select(JobSummaryRow.final).where(JobSummaryRow.job_id == job.id))
     if not final:
         nodes = sorted(compute_summary(session, job).nodes, key=lambda n: (n.role, n.name))
         return nodes[offset : offset + limit], len(nodes)
     total = session.scalar(
-        select(func.count()).select_from(NodeSummary).where(NodeSummary.job_id == job.id)
+        select(func.count()).select_from(NodeSummaryRow).where(NodeSummaryRow.job_id == job.id)
     )
     page = session.scalars(
-        select(NodeSummary)
-        .where(NodeSummary.job_id == job.id)
-        .order_by(NodeSummary.role, NodeSummary.name)
+        select(NodeSummaryRow)
+        .where(NodeSummaryRow.job_id == job.id)
+        .order_by(NodeSummaryRow.role, NodeSummaryRow.name)
         .limit(limit)
         .offset(offset)
     )
@@ -127,24 +129,24 @@ def node_page(session: Session, job: Job, limit: int, offset: int) -> tuple[list
 
 def owner_portrait(
     session: Session, owner: str, value: str, since: datetime, sort: str, limit: int, offset: int
-) -> tuple[Totals, list[JobSummary]]:
+) -> tuple[Totals, list[JobSummaryRow]]:
     """Totals over the jobs of a user or group (``owner``) ended since ``since``, and a
     page of those jobs, most waste first."""
-    where = [OWNER_KEYS[owner] == value, JobSummary.ended_at >= since]
+    where = [OWNER_KEYS[owner] == value, JobSummaryRow.ended_at >= since]
     row = session.execute(select(*_aggregates()).where(*where)).one()
     return _totals(row), wasteful_jobs(session, where, sort, limit, offset)
 
 
 def wasteful_jobs(
     session: Session, where: list[ColumnElement[bool]], sort: str, limit: int, offset: int
-) -> list[JobSummary]:
+) -> list[JobSummaryRow]:
     """Job summaries matching ``where``, most waste first (see ``SORT_ORDERS``)."""
     order = [_job_waste(resource).desc() for resource in SORT_ORDERS[sort]]
     return list(
         session.scalars(
-            select(JobSummary)
+            select(JobSummaryRow)
             .where(*where)
-            .order_by(*order, JobSummary.job_id)
+            .order_by(*order, JobSummaryRow.job_id)
             .limit(limit)
             .offset(offset)
         )
@@ -157,7 +159,7 @@ def ranking(
     """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the jobs
     ended since ``since``, most waste first; and how many keys there are."""
     key = RANKING_KEYS[by]
-    where = [JobSummary.ended_at >= since]
+    where = [JobSummaryRow.ended_at >= since]
     order = [_total_waste(resource).desc() for resource in SORT_ORDERS[sort]]
     rows = session.execute(
         select(key.label("key"), *_aggregates())
@@ -175,15 +177,15 @@ def ranking(
 
 def _aggregates() -> list[ColumnElement]:
     def status_count(status: JobStatus) -> ColumnElement:
-        return func.coalesce(func.sum(case((JobSummary.status == status.value, 1), else_=0)), 0)
+        return func.coalesce(func.sum(case((JobSummaryRow.status == status.value, 1), else_=0)), 0)
 
     columns: list[ColumnElement] = [
         func.count().label("jobs"),
         *(status_count(s).label(s.value) for s in JobStatus if s != JobStatus.pending),
-        func.coalesce(func.sum(JobSummary.run_seconds), 0.0).label("run_seconds"),
+        func.coalesce(func.sum(JobSummaryRow.run_seconds), 0.0).label("run_seconds"),
     ]
     for name in Hours.__dataclass_fields__:
-        columns.append(func.coalesce(func.sum(getattr(JobSummary, name)), 0).label(name))
+        columns.append(func.coalesce(func.sum(getattr(JobSummaryRow, name)), 0).label(name))
     return columns
 
 
@@ -201,12 +203,12 @@ def _totals(row) -> Totals:
 
 def _job_waste(resource: str) -> ColumnElement:
     requested, used = _resource_columns(resource)
-    return getattr(JobSummary, requested) - getattr(JobSummary, used)
+    return getattr(JobSummaryRow, requested) - getattr(JobSummaryRow, used)
 
 
 def _total_waste(resource: str) -> ColumnElement:
     requested, used = _resource_columns(resource)
-    return func.sum(getattr(JobSummary, requested)) - func.sum(getattr(JobSummary, used))
+    return func.sum(getattr(JobSummaryRow, requested)) - func.sum(getattr(JobSummaryRow, used))
 
 
 def _resource_columns(resource: str) -> tuple[str, str]:

@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import Integer, func, literal, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import Node, NodeSample
+from brain.db.models import NodeRow, NodeSampleRow
 from brain.db.types import UTCDateTime
 
 # Divisible by the usual chart widths (100, 120, 150, 200, 300).
@@ -77,11 +77,11 @@ def usage_buckets(session: Session, job_id: int, grid: Grid) -> dict[str, Column
     if session.get_bind().dialect.name == "postgresql":
         return _usage_buckets_sql(session, job_id, grid)
     rows = session.execute(
-        select(Node.role, NodeSample.ts, NodeSample.cpu, NodeSample.memory_mib)
-        .add_columns(NodeSample.gpu_util, NodeSample.gpu_memory_mib)
-        .join(Node, Node.id == NodeSample.node_id)
-        .where(NodeSample.job_id == job_id)
-        .order_by(Node.role)
+        select(NodeRow.role, NodeSampleRow.ts, NodeSampleRow.cpu, NodeSampleRow.memory_mib)
+        .add_columns(NodeSampleRow.gpu_util, NodeSampleRow.gpu_memory_mib)
+        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        .where(NodeSampleRow.job_id == job_id)
+        .order_by(NodeRow.role)
     ).all()
     result = {}
     for role, group in groupby(rows, key=lambda row: row[0]):
@@ -103,25 +103,25 @@ def usage_buckets(session: Session, job_id: int, grid: Grid) -> dict[str, Column
 
 def _usage_buckets_sql(session: Session, job_id: int, grid: Grid) -> dict[str, Columns]:
     # date_part gives float8; extract() would compute in (slow) numeric.
-    seconds = func.date_part("epoch", NodeSample.ts - literal(grid.start, UTCDateTime()))
+    seconds = func.date_part("epoch", NodeSampleRow.ts - literal(grid.start, UTCDateTime()))
     bucket = func.least(func.floor(seconds / grid.bucket_seconds), grid.buckets - 1)
     bucket = bucket.cast(Integer).label("bucket")
     stmt = (
         select(
-            Node.role,
+            NodeRow.role,
             bucket,
             func.count(),
-            func.avg(NodeSample.cpu),
-            func.max(NodeSample.cpu),
-            func.avg(NodeSample.memory_mib),
-            func.max(NodeSample.memory_mib),
-            func.avg(NodeSample.gpu_util),
-            func.max(NodeSample.gpu_memory_mib),
+            func.avg(NodeSampleRow.cpu),
+            func.max(NodeSampleRow.cpu),
+            func.avg(NodeSampleRow.memory_mib),
+            func.max(NodeSampleRow.memory_mib),
+            func.avg(NodeSampleRow.gpu_util),
+            func.max(NodeSampleRow.gpu_memory_mib),
         )
-        .join(Node, Node.id == NodeSample.node_id)
-        .where(NodeSample.job_id == job_id)
-        .group_by(Node.role, bucket)
-        .order_by(Node.role, bucket)
+        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        .where(NodeSampleRow.job_id == job_id)
+        .group_by(NodeRow.role, bucket)
+        .order_by(NodeRow.role, bucket)
     )
     names = ["bucket", *USAGE_COLUMNS]
     result = {}

@@ -10,7 +10,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from brain.db.models import ScalePlan, SpeedSample
+from brain.db.models import ScalePlanRow, SpeedSampleRow
 from brain.domain import PlanStatus, as_utc
 
 
@@ -53,9 +53,9 @@ class SpeedStats:
 
 def load_speed(session: Session, job_id: int) -> Speed:
     rows = session.execute(
-        select(SpeedSample.ts, SpeedSample.steps_per_sec, SpeedSample.workers)
-        .where(SpeedSample.job_id == job_id)
-        .order_by(SpeedSample.ts)
+        select(SpeedSampleRow.ts, SpeedSampleRow.steps_per_sec, SpeedSampleRow.workers)
+        .where(SpeedSampleRow.job_id == job_id)
+        .order_by(SpeedSampleRow.ts)
     ).all()
     return Speed(
         seconds=np.array([as_utc(r.ts).timestamp() for r in rows], dtype=float),
@@ -83,9 +83,9 @@ def plan_effects(session: Session, job_id: int, speed: Speed) -> list[dict[str, 
     speed until the next one (or the end): each figure is one configuration's speed.
     """
     plans = session.scalars(
-        select(ScalePlan)
-        .where(ScalePlan.job_id == job_id, ScalePlan.status == PlanStatus.applied.value)
-        .order_by(ScalePlan.updated_at, ScalePlan.id)
+        select(ScalePlanRow)
+        .where(ScalePlanRow.job_id == job_id, ScalePlanRow.status == PlanStatus.applied.value)
+        .order_by(ScalePlanRow.updated_at, ScalePlanRow.id)
     ).all()
     times = [as_utc(p.updated_at) for p in plans]
     effects = []

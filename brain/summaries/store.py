@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from brain.db.models import Job, JobSummary, NodeSummary, RoleSummary
+from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus, utcnow
 from brain.services.jobs import find_job
 from brain.summaries.compute import SummaryRows, compute_summary, copy_job_keys
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 FINISHED = [s.value for s in JobStatus if s.finished]
 
 
-def summarize_job(session: Session, job: Job, now: datetime | None = None) -> JobSummary:
+def summarize_job(session: Session, job: JobRow, now: datetime | None = None) -> JobSummaryRow:
     """Compute the job's summary (job, roles, nodes) and store it in place of any earlier one.
 
     Idempotent: summarizing again replaces the rows. One exception keeps portraits safe
@@ -31,7 +31,7 @@ def summarize_job(session: Session, job: Job, now: datetime | None = None) -> Jo
     """
     now = now or utcnow()
     rows = compute_summary(session, job, now)
-    existing = session.get(JobSummary, job.id)
+    existing = session.get(JobSummaryRow, job.id)
     if existing is not None and existing.final and existing.samples > rows.job.samples:
         log.info(
             "job %s: keeping the summary of %d samples (%d left)",
@@ -52,7 +52,7 @@ def summarize_job(session: Session, job: Job, now: datetime | None = None) -> Jo
 def replace_summary(session: Session, rows: SummaryRows) -> None:
     job_id = rows.job.job_id
     # The default synchronization also takes loaded rows out of the session.
-    for model in (NodeSummary, RoleSummary, JobSummary):
+    for model in (NodeSummaryRow, RoleSummaryRow, JobSummaryRow):
         session.execute(delete(model).where(model.job_id == job_id))
     session.add(rows.job)
     session.flush()
@@ -68,13 +68,13 @@ def jobs_to_summarize(
     ``running``: running jobs (their snapshot summaries are refreshed).
     """
     if running:
-        query = select(Job.uid).where(Job.status == JobStatus.running.value)
+        query = select(JobRow.uid).where(JobRow.status == JobStatus.running.value)
     else:
-        query = select(Job.uid).where(Job.status.in_(FINISHED))
+        query = select(JobRow.uid).where(JobRow.status.in_(FINISHED))
         if not everything:
-            final = select(JobSummary.job_id).where(JobSummary.final.is_(True))
-            query = query.where(or_(Job.summarized_at.is_(None), Job.id.not_in(final)))
-    return list(session.scalars(query.order_by(Job.id)))
+            final = select(JobSummaryRow.job_id).where(JobSummaryRow.final.is_(True))
+            query = query.where(or_(JobRow.summarized_at.is_(None), JobRow.id.not_in(final)))
+    return list(session.scalars(query.order_by(JobRow.id)))
 
 
 def summarize_uids(factory: sessionmaker[Session], uids: list[str]) -> int:

@@ -17,7 +17,7 @@ from sqlalchemy import Double, func, literal, select, text, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from brain.db.models import Node, NodeSample
+from brain.db.models import NodeRow, NodeSampleRow
 from brain.domain import as_utc
 
 METRICS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib")
@@ -66,27 +66,27 @@ def _job_usage_sql(session: Session, job_id: int) -> JobUsage:
     # (0.15 s slower measured at 64 MB); LOCAL ends with the caller's transaction.
     session.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
     columns = [
-        Node.role,
-        NodeSample.node_id,
+        NodeRow.role,
+        NodeSampleRow.node_id,
         func.count(),
-        func.min(NodeSample.ts),
-        func.max(NodeSample.ts),
+        func.min(NodeSampleRow.ts),
+        func.max(NodeSampleRow.ts),
     ]
     fractions = literal(list(PERCENTILES), ARRAY(Double))
     for metric in METRICS:
-        column = getattr(NodeSample, metric)
+        column = getattr(NodeSampleRow, metric)
         columns += [
             func.avg(column),
             func.percentile_cont(fractions, type_=ARRAY(Double)).within_group(column),
             func.max(column),
         ]
-    columns.append(func.max(NodeSample.gpu_memory_total_mib))
+    columns.append(func.max(NodeSampleRow.gpu_memory_total_mib))
     stmt = (
         select(*columns)
-        .join(Node, Node.id == NodeSample.node_id)
-        .where(NodeSample.job_id == job_id)
+        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        .where(NodeSampleRow.job_id == job_id)
         # One sort by (role, node) serves both levels: per node, and pooled per role.
-        .group_by(func.grouping_sets(tuple_(Node.role, NodeSample.node_id), Node.role))
+        .group_by(func.grouping_sets(tuple_(NodeRow.role, NodeSampleRow.node_id), NodeRow.role))
     )
     result = JobUsage({}, {})
     for row in session.execute(stmt):
@@ -106,11 +106,16 @@ def _job_usage_sql(session: Session, job_id: int) -> JobUsage:
 
 def _job_usage_rows(session: Session, job_id: int) -> JobUsage:
     stmt = (
-        select(Node.role, NodeSample.node_id, NodeSample.ts, NodeSample.gpu_memory_total_mib)
-        .add_columns(*(getattr(NodeSample, m) for m in METRICS))
-        .join(Node, Node.id == NodeSample.node_id)
-        .where(NodeSample.job_id == job_id)
-        .order_by(Node.role, NodeSample.node_id)
+        select(
+            NodeRow.role,
+            NodeSampleRow.node_id,
+            NodeSampleRow.ts,
+            NodeSampleRow.gpu_memory_total_mib,
+        )
+        .add_columns(*(getattr(NodeSampleRow, m) for m in METRICS))
+        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        .where(NodeSampleRow.job_id == job_id)
+        .order_by(NodeRow.role, NodeSampleRow.node_id)
     )
     result = JobUsage({}, {})
     for role, role_rows in groupby(session.execute(stmt).all(), key=lambda r: r.role):

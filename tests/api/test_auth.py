@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from api.app import create_app
 from brain.config import Settings
 from brain.db.engine import make_session_factory
-from brain.db.models import Job
+from brain.db.models import JobRow
 from brain.domain import utcnow
 from brain.services.tokens import TokenScope, create_token, revoke_token
 from tests.builders import job_body, node_point
@@ -56,7 +56,7 @@ def bearer(secret: str) -> dict[str, str]:
 
 def jobs_stored(client: TestClient) -> int:
     with client.app.state.session_factory() as session:
-        return session.scalar(select(func.count()).select_from(Job))
+        return session.scalar(select(func.count()).select_from(JobRow))
 
 
 def test_loopback_with_no_token_is_open_and_says_so(settings, caplog):

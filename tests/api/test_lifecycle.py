@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from api.app import create_app
 from brain.db.engine import make_session_factory
-from brain.db.models import Job, JobSummary
+from brain.db.models import JobRow, JobSummaryRow
 from brain.summaries.refresher import attach, refresh_once
 from tests.builders import job_body, node_point
 
@@ -58,7 +58,7 @@ def test_finishing_summarizes_and_the_next_run_starts_from_history(client, db):
     for day, (uid, nodes) in enumerate(RELATED.items(), start=1):
         _run_and_finish(client, uid, day, nodes)
     with make_session_factory(db)() as session:
-        summarized = session.scalars(select(Job.uid).where(Job.summarized_at.is_not(None)))
+        summarized = session.scalars(select(JobRow.uid).where(JobRow.summarized_at.is_not(None)))
         assert sorted(summarized) == ["run-a", "run-b", "run-c"]
 
     client.put("/api/v1/jobs/run-d", json=job_body(roles=ROLES, created_at="2026-03-10T00:00:00Z"))
@@ -96,15 +96,15 @@ def test_samples_after_finish_make_the_summary_stale_until_refreshed(client, db)
     client.post("/api/v1/jobs/late/samples", json={"nodes": points})
     factory = make_session_factory(db)
     with factory() as session:
-        job = session.scalar(select(Job).where(Job.uid == "late"))
+        job = session.scalar(select(JobRow).where(JobRow.uid == "late"))
         assert job.summarized_at is None
-        assert session.get(JobSummary, job.id).samples == 0
+        assert session.get(JobSummaryRow, job.id).samples == 0
 
     assert refresh_once(factory) == 1
     with factory() as session:
-        job = session.scalar(select(Job).where(Job.uid == "late"))
+        job = session.scalar(select(JobRow).where(JobRow.uid == "late"))
         assert job.summarized_at is not None
-        assert session.get(JobSummary, job.id).samples == 3
+        assert session.get(JobSummaryRow, job.id).samples == 3
     assert refresh_once(factory) == 0  # nothing stale any more
 
     # With retention, the same cycle ages out the (March) samples of the summarized job;
@@ -112,8 +112,8 @@ def test_samples_after_finish_make_the_summary_stale_until_refreshed(client, db)
     assert refresh_once(factory, retention_days=30) == 0
     assert client.get("/api/v1/jobs/late/samples").json()["nodes"] == []
     with factory() as session:
-        job = session.scalar(select(Job).where(Job.uid == "late"))
-        assert session.get(JobSummary, job.id).samples == 3
+        job = session.scalar(select(JobRow).where(JobRow.uid == "late"))
+        assert session.get(JobSummaryRow, job.id).samples == 3
 
 
 def test_refresher_runs_for_the_app_lifetime(settings):

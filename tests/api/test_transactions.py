@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from api.app import create_app
 from api.deps import SessionDep
-from brain.db.models import Job
+from brain.db.models import JobRow
 from brain.errors import InvalidInput
 from brain.services import jobs
 from tests.builders import job_body, make_job, recent_hour
@@ -47,7 +47,7 @@ def _job(session: Session, uid: str) -> None:
 
 def _count_jobs(engine) -> int:
     with Session(engine) as session:
-        return session.scalar(select(func.count()).select_from(Job))
+        return session.scalar(select(func.count()).select_from(JobRow))
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def probe(settings) -> Iterator[tuple[TestClient, list[int]]]:
 
 def _count_with(factory) -> int:
     with factory() as session:
-        return session.scalar(select(func.count()).select_from(Job))
+        return session.scalar(select(func.count()).select_from(JobRow))
 
 
 def test_an_error_after_a_write_rolls_it_back_and_keeps_the_envelope(probe, db):
@@ -126,7 +126,7 @@ def test_losing_the_create_race_updates_and_keeps_the_rest_of_the_transaction(db
         assert job.name == "renamed"
 
     with Session(db) as check:
-        names = dict(check.execute(select(Job.uid, Job.name)).all())
+        names = dict(check.execute(select(JobRow.uid, JobRow.name)).all())
     assert names == {"race": "renamed", "earlier-write": "resnet"}
 
 

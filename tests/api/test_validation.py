@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from brain.db.models import Event, Job, Node, NodeSample, SpeedSample
+from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, SpeedSampleRow
 from tests.builders import job_body, node_point
 
 TS = "2026-03-01T00:00:00Z"
@@ -15,7 +15,7 @@ def _counts(engine) -> dict[str, int]:
     with engine.connect() as conn:
         return {
             model.__tablename__: conn.scalar(select(func.count()).select_from(model))
-            for model in (Job, Node, NodeSample, SpeedSample, Event)
+            for model in (JobRow, NodeRow, NodeSampleRow, SpeedSampleRow, EventRow)
         }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from brain.db.models import Job, NodeSample
+from brain.db.models import JobRow, NodeSampleRow
 from brain.domain import utcnow
 from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
@@ -28,7 +28,7 @@ def _portraits(client) -> list[dict]:
 def test_portraits_survive_deleting_raw_samples(client, session):
     hand_job(session, t0=recent_hour(5))
     flat_job(session, "other", start=recent_hour(4), cpu_request=8, cpu_used=1)
-    for job in session.scalars(select(Job)):
+    for job in session.scalars(select(JobRow)):
         summarize_job(session, job)
     session.commit()
     before = _portraits(client)
@@ -37,14 +37,14 @@ def test_portraits_survive_deleting_raw_samples(client, session):
     session.commit()
     middle = _portraits(client)
     # Summarizing again (e.g. `brain summarize --all`) must not lose anything either.
-    for job in session.scalars(select(Job)):
+    for job in session.scalars(select(JobRow)):
         summarize_job(session, job)
     session.commit()
     after = _portraits(client)
 
     # hand-1: 9 node and 4 speed samples; other: 2 node samples.
     assert deleted == 15
-    assert session.scalar(select(func.count()).select_from(NodeSample)) == 0
+    assert session.scalar(select(func.count()).select_from(NodeSampleRow)) == 0
     assert before[0]["summary"]["hours"]["cpu"]["used_core_hours"] == 9.5
     assert middle == before
     assert after == before

@@ -15,7 +15,7 @@ from sqlalchemy import func, select, text
 from api.app import create_app
 from brain.cli import main as brain_main
 from brain.config import CollectorSettings
-from brain.db.models import Event, Node, NodeSample
+from brain.db.models import EventRow, NodeRow, NodeSampleRow
 from brain.domain import ClusterState, JobStatus
 from brain.services.cluster import latest_cluster_state
 from brain.services.jobs import get_job
@@ -117,7 +117,7 @@ def _count(engine, model) -> int:
 
 def _oom_events(session_factory) -> list[tuple[str, str, int]]:
     with session_factory() as session:
-        rows = session.scalars(select(Event).order_by(Event.ts)).all()
+        rows = session.scalars(select(EventRow).order_by(EventRow.ts)).all()
         return [(e.kind, e.node_name, int(e.ts.timestamp())) for e in rows]
 
 
@@ -143,7 +143,7 @@ def test_cycle_stores_every_point_converted_and_one_oom_event(
     assert report.events == 2
     # The ghost job's series were read, counted and dropped; nothing else was stored.
     assert report.unmatched_series == GHOST_SERIES
-    assert _count(db, Node) == 5
+    assert _count(db, NodeRow) == 5
     assert _counter(telemetry, "brain_collector_series_total", outcome="unmatched") == 3
     assert _counter(telemetry, "brain_collector_series_total", outcome="matched") > 0
     stored = _counter(
@@ -280,7 +280,7 @@ def test_jobs_not_running_are_not_collected(collector_settings, session_factory,
     register_job(session_factory, "alpha", "team-a", started, status=JobStatus.succeeded)
     report = _collector(collector_settings, session_factory).run_cycle(now=cluster.t0_dt)
     assert report.ok and report.jobs == 0
-    assert _count(db, NodeSample) == 0
+    assert _count(db, NodeSampleRow) == 0
 
 
 def test_long_ranges_are_split_and_merged(prometheus, cluster, monkeypatch):
@@ -324,7 +324,7 @@ def test_a_failed_write_rolls_back_that_job_only(
     assert _samples(session_factory, "uid-beta") == {}
     assert _oom_events(session_factory) == []  # both kills were beta's
     with session_factory() as session:
-        names = session.scalars(select(Node.name).order_by(Node.name)).all()
+        names = session.scalars(select(NodeRow.name).order_by(NodeRow.name)).all()
     assert all(name.startswith("alpha-") for name in names)
 
     # The next cycle starts again from beta's (absent) stored points and completes it.
@@ -449,7 +449,7 @@ def test_bad_answers_are_errors_not_data(
     assert fake.requests == attempts
     assert _counter(telemetry, "brain_collector_errors_total", kind=kind) == attempts
     assert elapsed < 3
-    assert _count(db, NodeSample) == 0 and _count(db, Event) == 0
+    assert _count(db, NodeSampleRow) == 0 and _count(db, EventRow) == 0
 
 
 def test_server_stopped_mid_cycle_leaves_nothing_half_written(
@@ -475,7 +475,11 @@ def test_server_stopped_mid_cycle_leaves_nothing_half_written(
         assert not report.ok and report.stored == 0
         assert len(calls) == 3
         assert _counter(telemetry, "brain_collector_errors_total", kind="connection") == 3
-        assert _count(db, NodeSample) == 0 and _count(db, Node) == 0 and _count(db, Event) == 0
+        assert (
+            _count(db, NodeSampleRow) == 0
+            and _count(db, NodeRow) == 0
+            and _count(db, EventRow) == 0
+        )
         health = service.health()
         assert health["status"] == "degraded"
         assert "connection" in health["detail"]["error"]

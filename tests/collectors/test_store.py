@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from brain.db.models import Node
+from brain.db.models import NodeRow
 from brain.domain import EventKind, JobStatus
 from brain.services.collection import (
     CollectedLoad,
@@ -82,6 +82,8 @@ def test_store_collected_writes_points_and_kills_once(session_factory):
         assert store_collected(session, ids["alpha"], load) == CollectedResult(0, 2, 0)
         assert store_collected(session, 999_999, load) is None  # deleted meanwhile
     with session_factory() as session:
-        nodes = session.execute(select(Node.name, Node.role, Node.cpu).order_by(Node.name)).all()
+        nodes = session.execute(
+            select(NodeRow.name, NodeRow.role, NodeRow.cpu).order_by(NodeRow.name)
+        ).all()
     # Unknown nodes are created with their role's request (register_job: ps 2, worker 4).
     assert [tuple(n) for n in nodes] == [(ps, "ps", 2.0), (worker, "worker", 4.0)]

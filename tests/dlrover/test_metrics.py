@@ -12,7 +12,7 @@ from dlrover.python.master.stats.job_collector import JobMetricCollector
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from brain.db.models import JobSummary, MasterReport
+from brain.db.models import JobSummaryRow, MasterReportRow
 from tests.dlrover.builders import JOB_UID
 
 
@@ -23,10 +23,10 @@ def _collector() -> JobMetricCollector:
     return JobMetricCollector(JOB_UID, "default", "", "carol", reporter=ReporterType.DLROVER_BRAIN)
 
 
-def _wait_for_summary(engine, uid: str) -> JobSummary | None:
+def _wait_for_summary(engine, uid: str) -> JobSummaryRow | None:
     for _ in range(100):  # bounded: the summary is written right after the answer
         with Session(engine) as session:
-            found = session.scalar(select(JobSummary).where(JobSummary.uid == uid))
+            found = session.scalar(select(JobSummaryRow).where(JobSummaryRow.uid == uid))
             if found is not None:
                 return found
         time.sleep(0.05)
@@ -50,7 +50,7 @@ def test_reports_are_stored_on_change_and_completed_finishes_the_job(brain, db):
         "running",
     )
     with Session(db) as session:
-        kept = {r.kind: r.body for r in session.scalars(select(MasterReport))}
+        kept = {r.kind: r.body for r in session.scalars(select(MasterReportRow))}
     assert kept == {
         "type": {"type": "ParameterServerStrategy"},
         "training_hyper_params": {"batch_size": 512, "epoch": 2},

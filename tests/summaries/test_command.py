@@ -7,7 +7,7 @@ import argparse
 import pytest
 from sqlalchemy import select
 
-from brain.db.models import Job, JobSummary
+from brain.db.models import JobRow, JobSummaryRow
 from brain.summaries.command import add_parser
 from tests.builders import flat_job, recent_hour
 
@@ -25,7 +25,9 @@ def _summarized(session) -> dict[str, bool]:
     return {
         uid: final
         for uid, final in session.execute(
-            select(Job.uid, JobSummary.final).join(JobSummary, JobSummary.job_id == Job.id)
+            select(JobRow.uid, JobSummaryRow.final).join(
+                JobSummaryRow, JobSummaryRow.job_id == JobRow.id
+            )
         )
     }
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from brain.db.models import JobSummary, NodeSample, NodeSummary, RoleSummary
+from brain.db.models import JobSummaryRow, NodeSampleRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import utcnow
 from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
@@ -17,13 +17,13 @@ from tests.builders import add_points, at, flat_job, hand_job, recent_hour
 approx = pytest.approx
 
 
-def _roles(session, job_id) -> dict[str, RoleSummary]:
-    rows = session.scalars(select(RoleSummary).where(RoleSummary.job_id == job_id))
+def _roles(session, job_id) -> dict[str, RoleSummaryRow]:
+    rows = session.scalars(select(RoleSummaryRow).where(RoleSummaryRow.job_id == job_id))
     return {r.role: r for r in rows}
 
 
-def _nodes(session, job_id) -> dict[str, NodeSummary]:
-    rows = session.scalars(select(NodeSummary).where(NodeSummary.job_id == job_id))
+def _nodes(session, job_id) -> dict[str, NodeSummaryRow]:
+    rows = session.scalars(select(NodeSummaryRow).where(NodeSummaryRow.job_id == job_id))
     return {n.name: n for n in rows}
 
 
@@ -133,8 +133,8 @@ def test_resummarizing_replaces_the_rows(session):
     summarize_job(session, job)
     session.commit()
 
-    assert session.scalar(select(func.count()).select_from(JobSummary)) == 1
-    assert session.scalar(select(func.count()).select_from(NodeSummary)) == 3
+    assert session.scalar(select(func.count()).select_from(JobSummaryRow)) == 1
+    assert session.scalar(select(func.count()).select_from(NodeSummaryRow)) == 3
     worker1 = _nodes(session, job.id)["worker-1"]
     # CPU 4, 11, 6: the new max, mean 7.
     assert (worker1.cpu_max_cores, worker1.cpu_mean_cores) == approx((11, 7))
@@ -158,7 +158,7 @@ def test_summary_survives_resummarizing_after_retention(session):
     session.commit()
     delete_old_samples(session, older_than_days=1, now=utcnow() + timedelta(days=30))
     session.commit()
-    assert session.scalar(select(func.count()).select_from(NodeSample)) == 0
+    assert session.scalar(select(func.count()).select_from(NodeSampleRow)) == 0
 
     summary = summarize_job(session, job)
 
