@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.grpc.auth import TokenInterceptor
 from api.grpc.servicer import BrainServicer
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
@@ -92,6 +93,8 @@ def attach(app: FastAPI) -> None:
         app.state.registry,
         app.state.telemetry,
         settings.grpc_port,
+        # The REST API's token rules (api/grpc/auth.py), on the call metadata.
+        interceptors=[TokenInterceptor(app.state.auth_policy)],
     )
     app.state.grpc_server = running
     app.state.shutdown_hooks.append(running.stop)
