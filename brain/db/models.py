@@ -24,8 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from brain.db.types import TypedJSON, UTCDateTime
-from brain.domain import RoleSpec
+from brain.db.types import TypedJSON, UTCDateTime, enum_column
+from brain.domain import EventKind, JobStatus, PlanStatus, RoleSpec, Stage, Strategy
 from brain.optimizing.proposal import PlanBody
 
 NAMING = {
@@ -59,7 +59,7 @@ class JobRow(Base):
     dataset: Mapped[str | None] = mapped_column(String(253))
     group_key: Mapped[str] = mapped_column(String(400))
     framework: Mapped[str | None] = mapped_column(String(64))
-    strategy: Mapped[str] = mapped_column(String(16))
+    strategy: Mapped[Strategy] = mapped_column(enum_column(Strategy, 16))
     namespace: Mapped[str | None] = mapped_column(String(253))
     cluster: Mapped[str | None] = mapped_column(String(253))
     gpu_type: Mapped[str | None] = mapped_column(String(128))
@@ -69,7 +69,7 @@ class JobRow(Base):
     # What each role requests: {"worker": RoleSpec(count=4, cpu=8, ...), ...}
     roles: Mapped[dict[str, RoleSpec]] = mapped_column(TypedJSON(dict[str, RoleSpec]), default=dict)
     total_steps: Mapped[int | None] = mapped_column(BigInteger)
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[JobStatus] = mapped_column(enum_column(JobStatus, 16))
     exit_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
@@ -133,7 +133,7 @@ class EventRow(Base):
     # "" for job-level events; kept beside node_id so the unique key has no NULLs.
     node_name: Mapped[str] = mapped_column(String(253), default="")
     ts: Mapped[datetime]
-    kind: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[EventKind] = mapped_column(enum_column(EventKind, 32))
     detail: Mapped[str | None] = mapped_column(Text)
 
 
@@ -143,8 +143,8 @@ class ScalePlanRow(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
-    stage: Mapped[str] = mapped_column(String(16))
-    status: Mapped[str] = mapped_column(String(16))
+    stage: Mapped[Stage] = mapped_column(enum_column(Stage, 16))
+    status: Mapped[PlanStatus] = mapped_column(enum_column(PlanStatus, 16))
     body: Mapped[PlanBody] = mapped_column(TypedJSON(PlanBody))
     # An event answered by this plan (OOM recovery); unique so no event is answered twice.
     source_event_id: Mapped[int | None] = mapped_column(
@@ -234,7 +234,7 @@ class JobSummaryRow(ResourceHoursColumns, Base):
     dataset: Mapped[str | None] = mapped_column(String(253))
     group_key: Mapped[str] = mapped_column(String(400))
     gpu_type: Mapped[str | None] = mapped_column(String(128))
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[JobStatus] = mapped_column(enum_column(JobStatus, 16))
     started_at: Mapped[datetime | None]
     # finished_at, else the last sample: what portrait windows and history filter on.
     ended_at: Mapped[datetime]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import JSON, DateTime
+from sqlalchemy import JSON, DateTime, Enum
 from sqlalchemy.types import TypeDecorator
 
 from brain.domain import as_utc
@@ -51,3 +52,16 @@ class TypedJSON(TypeDecorator[Any]):
 
     def process_result_value(self, value: Any, dialect) -> Any:
         return None if value is None else self._adapter.validate_python(value)
+
+
+def enum_column(enum: type[StrEnum], length: int) -> Enum:
+    """A column of ``enum``'s values, read back as its members. Stored as VARCHAR(length)
+    (no database enum type or check), so adding a member needs no migration."""
+    return Enum(
+        enum,
+        native_enum=False,
+        create_constraint=False,
+        length=length,
+        values_callable=lambda members: [m.value for m in members],
+        validate_strings=True,
+    )
