@@ -45,9 +45,14 @@ class Telemetry:
         )
         self.grpc_requests = Counter(
             "brain_grpc_requests",
-            "DLRover gRPC calls served, by method and outcome (ok, no_plan, invalid, "
-            "timeout, error).",
+            "DLRover gRPC calls served, by method and outcome (ok, queued, no_plan, "
+            "invalid, ignored, timeout, error).",
             ["method", "outcome"],
+            registry=self.registry,
+        )
+        self.grpc_report_write_errors = Counter(
+            "brain_grpc_report_write_errors",
+            "Queued job-master reports (persist_metrics) that could not be stored.",
             registry=self.registry,
         )
         self.grpc_latency = Histogram(

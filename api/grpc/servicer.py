@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.grpc.replies import DLRoverPlan, to_dlrover
 from api.grpc.stages import WORKER_PHASE_KEY, BrainCall, Reply, UnknownRequest, translate
+from api.grpc.writer import ReportWriter
 from api.schemas.jobs import JobOut
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
@@ -55,6 +56,21 @@ DEFAULTS_NOT_SENT = (
 )
 # Recently seen (uid, kind, payload): repeats are answered without touching the store.
 SEEN_REPORTS = 10_000
+
+
+REPORT_KINDS = frozenset(
+    {"type", "training_hyper_params", "model_feature", "customized_data", "job_exit_reason"}
+)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A checked report waiting for the writer: its (uid, kind, raw) key, the user hint and
+    its body as plain values."""
+
+    key: tuple[str, str, bytes]
+    user: str | None
+    body: dict
 
 
 @dataclass
@@ -88,10 +104,12 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         self._optimizers = ThreadPoolExecutor(
             settings.grpc_workers, thread_name_prefix="brain-grpc-optimize"
         )
+        self._writer: ReportWriter[Report] = ReportWriter(self._write)
         self._seen: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
         self._seen_lock = threading.Lock()
 
     def close(self) -> None:
+        self._writer.close()
         self._optimizers.shutdown(wait=True)
 
     # --- persist_metrics -------------------------------------------------------------
@@ -104,52 +122,77 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         return self._served("persist_metrics", handle, empty_pb2.Empty())
 
     def _persist(self, metrics) -> str:
+        """Check and queue one report; the writer stores it (see api.grpc.writer)."""
         uid = metrics.job_meta.uuid
         kind = metrics.WhichOneof("metrics")
         if not uid:
             log.warning("persist_metrics without job_meta.uuid (%s): ignored", kind)
             return "invalid"
-        if kind is None:
+        if kind not in REPORT_KINDS:
+            # Runtime samples and dataset features never arrive from 0.6.1 (client bugs);
+            # node load comes from the Prometheus collector instead.
             return "ignored"
         payload = getattr(metrics, kind)
         raw = payload.encode() if isinstance(payload, str) else payload.SerializeToString()
         key = (uid, kind, raw)
         if self._seen_before(key):
             return "ok"
+        if kind == "customized_data":
+            body = _json_object(payload)
+            if body is None:
+                log.warning("job %s: customized_data is not a JSON object: ignored", uid)
+                return "invalid"
+        elif kind in ("training_hyper_params", "model_feature"):
+            body = _as_dict(payload)
+        else:
+            body = {kind: payload}
         # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
         # bug); a fixed master would send the user.
         user = metrics.job_meta.user or metrics.job_meta.cluster or None
-        finished = False
-        with self._transaction() as session:
-            job = master_reports.ensure_running_job(session, uid, user)
-            match kind:
-                case "type":
-                    master_reports.record_report(session, job, kind, {"type": payload})
-                    if payload in STRATEGIES:
-                        master_reports.set_strategy(session, job, STRATEGIES[payload])
-                case "training_hyper_params" | "model_feature":
-                    master_reports.record_report(session, job, kind, _as_dict(payload))
-                case "customized_data":
-                    data = _json_object(payload)
-                    if data is None:
-                        log.warning("job %s: customized_data is not a JSON object: ignored", uid)
-                        return "invalid"
-                    master_reports.record_report(session, job, kind, data, cumulative=True)
-                case "job_exit_reason":
-                    exit = master_reports.JobExit(
-                        succeeded=payload == EXIT_SUCCEEDED,
-                        reason=payload,
-                        oom=payload.endswith("OOM"),
-                    )
-                    finished = master_reports.record_exit(session, job, exit)
-                case _:
-                    # Runtime samples and dataset features never arrive from 0.6.1 (client
-                    # bugs); node load comes from the Prometheus collector instead.
-                    return "ignored"
         self._remember(key)
+        self._writer.submit(Report(key, user, body))
+        return "queued"
+
+    def _write(self, report: Report) -> None:
+        uid, kind, _ = report.key
+        try:
+            with self._transaction() as session:
+                job = master_reports.ensure_running_job(session, uid, report.user)
+                finished = self._store(session, job, kind, report.body)
+        except Exception:
+            self._forget(report.key)  # a retry of this report must be written again
+            self._telemetry.grpc_report_write_errors.inc()
+            raise
         if finished:
             self._summarize(uid)
-        return "ok"
+
+    @staticmethod
+    def _store(session: Session, job: Job, kind: str, body: dict) -> bool:
+        """Store one report; returns whether it finished the job."""
+        match kind:
+            case "type":
+                master_reports.record_report(session, job, kind, body)
+                if body[kind] in STRATEGIES:
+                    master_reports.set_strategy(session, job, STRATEGIES[body[kind]])
+            case "customized_data":
+                master_reports.record_report(session, job, kind, body, cumulative=True)
+            case "job_exit_reason":
+                reason = body[kind]
+                exit = master_reports.JobExit(
+                    succeeded=reason == EXIT_SUCCEEDED, reason=reason, oom=reason.endswith("OOM")
+                )
+                return master_reports.record_exit(session, job, exit)
+            case _:
+                master_reports.record_report(session, job, kind, body)
+        return False
+
+    def wait_for_reports(self, timeout_s: float) -> bool:
+        """Whether every queued report is stored within ``timeout_s`` (tests, shutdown)."""
+        return self._writer.wait_idle(timeout_s)
+
+    def _forget(self, key: tuple[str, str, bytes]) -> None:
+        with self._seen_lock:
+            self._seen.pop(key, None)
 
     def _seen_before(self, key: tuple[str, str, bytes]) -> bool:
         with self._seen_lock:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.db.models import EventRow, JobRow, MasterReportRow
@@ -54,8 +55,12 @@ def ensure_running_job(session: Session, uid: str, user: str | None) -> JobRow:
             updated_at=now,
             started_at=now,
         )
-        session.add(job)
-        session.flush()
+        try:
+            with session.begin_nested():
+                session.add(job)
+        except IntegrityError:
+            # Another call for the same new job (a report and an optimize) created it first.
+            return ensure_running_job(session, uid, user)
     elif job.status == JobStatus.pending.value:
         job.status = JobStatus.running.value
         job.started_at = job.started_at or now

@@ -50,6 +50,10 @@ class Brain:
     addr: str
     replies: Replies
 
+    def settle(self) -> None:
+        """Wait (bounded) until every report persist_metrics queued is stored."""
+        assert self.rest.app.state.grpc_server.servicer.wait_for_reports(timeout_s=10)
+
 
 def _serve(settings: Settings, monkeypatch) -> Iterator[Brain]:
     port = free_port()

@@ -96,6 +96,9 @@ def test_an_internal_failure_is_an_empty_answer_not_an_error(brain, monkeypatch)
         metrics.job_meta.uuid = JOB_UID
         assert stub.persist_metrics(metrics) == empty_pb2.Empty()
         answer = _optimize(stub, "job_stage_create")
+    brain.settle()
     assert not answer.job_optimize_plans and not answer.response.success
     metrics_text = brain.rest.get("/metrics").text
-    assert 'brain_grpc_requests_total{method="persist_metrics",outcome="error"} 1.0' in metrics_text
+    # The report was queued, then failed in the writer; optimize failed in its handler.
+    assert "brain_grpc_report_write_errors_total 1.0" in metrics_text
+    assert 'brain_grpc_requests_total{method="optimize",outcome="error"} 1.0' in metrics_text

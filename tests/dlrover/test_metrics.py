@@ -41,6 +41,7 @@ def test_reports_are_stored_on_change_and_completed_finishes_the_job(brain, db):
     collector.collect_custom_data({"rdzv_round": 1})
     collector.collect_custom_data()  # the rendezvous poll re-sends the same dict
     collector.collect_custom_data({"init_training_time": 31})
+    brain.settle()
 
     job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
     assert (job["name"], job["user"], job["strategy"], job["status"]) == (
@@ -58,6 +59,7 @@ def test_reports_are_stored_on_change_and_completed_finishes_the_job(brain, db):
     }
 
     collector.collect_job_exit_reason("Completed")
+    brain.settle()
 
     job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
     assert (job["status"], job["exit_reason"]) == ("succeeded", None)
@@ -77,6 +79,7 @@ def test_an_oom_exit_fails_the_job_with_a_job_level_oom_event(brain):
     collector = _collector()
     collector.collect_job_type("ParameterServerStrategy")
     collector.collect_job_exit_reason("PSOOM")
+    brain.settle()
     job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
     assert (job["status"], job["exit_reason"]) == ("failed", "PSOOM")
     events = brain.rest.get(f"/api/v1/jobs/{JOB_UID}/events", params={"kind": "oom"}).json()

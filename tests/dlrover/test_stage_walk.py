@@ -3,6 +3,7 @@ walking its stages against Brain: what it asks, and what it keeps of the answers
 
 from __future__ import annotations
 
+import pytest
 from dlrover.python.brain import client as brain_client
 from dlrover.python.common.constants import NodeType, OptimizeMode
 from dlrover.python.common.node import NodeGroupResource, NodeResource
@@ -38,7 +39,14 @@ def _walk(uid: str, worker: NodeGroupResource, ps: NodeGroupResource, steps: int
     return job, plans
 
 
-def test_stage_walk_asks_every_stage_and_keeps_the_user_worker_count(brain, dlrover_context):
+@pytest.fixture(params=["brain", "brain_sqlite"])
+def any_brain(request):
+    """Brain on PostgreSQL, and on the embedded SQLite default."""
+    return request.getfixturevalue(request.param)
+
+
+def test_stage_walk_asks_every_stage_and_keeps_the_user_worker_count(any_brain, dlrover_context):
+    brain = any_brain
     dlrover_context.auto_ps_enabled = dlrover_context.auto_worker_enabled = True
     dlrover_context.seconds_interval_to_change_ps = 0
     assert brain.rest.put(f"/api/v1/jobs/{JOB_UID}", json=job_body()).status_code == 201
