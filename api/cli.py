@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 def register(commands) -> None:
     serve = commands.add_parser(
         "serve",
-        help="run the REST API (OpenAPI docs at /docs)",
+        help="run the REST API (OpenAPI docs at /docs), and DLRover's gRPC service when "
+        "BRAIN_GRPC_PORT is set",
         description="Serve the REST API. On the embedded SQLite default, pending migrations "
         "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate). It refuses to "
         "start on a database that is not migrated, and on an address other than loopback "

@@ -127,6 +127,12 @@ class Settings(BaseSettings):
         description="Also serve DLRover's gRPC `brain.Brain` service on this port (DLRover's "
         "default is 50001); unset serves REST only.",
     )
+    grpc_auth: bool = Field(
+        True,
+        description="Apply the API's token rules (BRAIN_AUTH) to gRPC calls, token as "
+        "`authorization: Bearer` metadata. DLRover 0.6.1 masters send no metadata: false "
+        "serves them without a token (keep the gRPC port network-restricted).",
+    )
     grpc_workers: int = Field(
         16, ge=1, le=256, description="Threads answering gRPC calls concurrently."
     )

@@ -93,8 +93,9 @@ def attach(app: FastAPI) -> None:
         app.state.registry,
         app.state.telemetry,
         settings.grpc_port,
-        # The REST API's token rules (api/grpc/auth.py), on the call metadata.
-        interceptors=[TokenInterceptor(app.state.auth_policy)],
+        # The REST API's token rules (api/grpc/auth.py), on the call metadata, unless
+        # BRAIN_GRPC_AUTH=false (DLRover 0.6.1 masters send no metadata).
+        interceptors=[TokenInterceptor(app.state.auth_policy)] if settings.grpc_auth else [],
     )
     app.state.grpc_server = running
     app.state.shutdown_hooks.append(running.stop)
