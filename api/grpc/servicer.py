@@ -167,7 +167,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             self._summarize(uid)
 
     @staticmethod
-    def _store(session: Session, job: Job, kind: str, body: dict) -> bool:
+    def _store(session: Session, job: JobRow, kind: str, body: dict) -> bool:
         """Store one report; returns whether it finished the job."""
         match kind:
             case "type":
