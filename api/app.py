@@ -15,7 +15,17 @@ from api.auth import AUTH_RESPONSES, Authentication, current_principal, split_pu
 from api.body_limit import BodyLimit
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
-from api.routers import cluster, events, health, jobs, plans, portraits, samples, suggestions
+from api.routers import (
+    cluster,
+    events,
+    health,
+    jobs,
+    plans,
+    portraits,
+    priorities,
+    samples,
+    suggestions,
+)
 from api.schema_guard import SchemaGate, SchemaGuard
 from brain.config import Settings
 from brain.db import migrate
@@ -96,7 +106,7 @@ def create_app(
     public, protected = split_public(health.router, settings.auth_public_paths)
     app.include_router(public)
     app.include_router(protected, dependencies=[Depends(current_principal)], **GUARDED)
-    for module in (jobs, samples, events, plans, portraits, suggestions, cluster):
+    for module in (jobs, samples, events, plans, portraits, priorities, suggestions, cluster):
         app.include_router(module.router, dependencies=[Depends(visible_job)], **GUARDED)
     return app
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -97,6 +97,33 @@ class CollectorSettings(BaseSettings):
     prometheus_backoff_s: float = Field(
         1.0, ge=0, description="Delay before the first retry; doubles with each retry (max 30 s)."
     )
+
+
+class PrioritySettings(BaseSettings):
+    """Thresholds of the priority from utilization (GET /api/v1/priorities; see
+    brain/summaries/priorities.py for the score). Flat ``BRAIN_PRIORITY_*`` variables;
+    ``Settings.priority`` holds them."""
+
+    model_config = SettingsConfigDict(env_prefix="BRAIN_", extra="ignore")
+
+    priority_min_jobs: int = Field(
+        3, ge=1, le=100_000, description="Owners with fewer jobs in the window are not judged."
+    )
+    priority_low_below: float = Field(
+        0.3, ge=0, le=1, description="A score below this suggests the `low` priority class."
+    )
+    priority_high_from: float = Field(
+        0.6, ge=0, le=1, description="A score at or above this suggests the `high` class."
+    )
+    priority_oom_weight: float = Field(
+        0.5, ge=0, le=1, description="Score lost per OOM kill per job (OOM rate capped at 1)."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PrioritySettings:
+        if self.priority_low_below > self.priority_high_from:
+            raise ValueError("priority_low_below must not exceed priority_high_from")
+        return self
 
 
 class AuthMode(StrEnum):
@@ -224,6 +251,12 @@ class Settings(BaseSettings):
         "BRAIN_COLLECT_* variables, see CollectorSettings).",
     )
 
+    priority: PrioritySettings = Field(
+        default_factory=PrioritySettings,
+        description="Thresholds of the priority from utilization (flat BRAIN_PRIORITY_* "
+        "variables, see PrioritySettings).",
+    )
+
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
@@ -237,9 +270,10 @@ class Settings(BaseSettings):
     def masked(self) -> dict[str, Any]:
         """The configuration as plain data with every secret replaced by ``***``, flat as
         the environment names it (the collector's fields beside the others)."""
-        data = _masked(self, exclude={"collector"})
+        data = _masked(self, exclude={"collector", "priority"})
         data["database_url"] = make_url(self.database_url).render_as_string(hide_password=True)
         data.update(_masked(self.collector))
+        data.update(_masked(self.priority))
         return data
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.orm import Session
 
 from api.auth import every_namespace
-from api.deps import SessionDep
+from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.responses import model_json
 from api.schemas.portraits import (
@@ -18,6 +18,7 @@ from api.schemas.portraits import (
     NodePage,
     OwnerPortraitOut,
     Page,
+    PriorityOut,
     RankingBy,
     RankingOut,
     RankingRow,
@@ -26,9 +27,11 @@ from api.schemas.portraits import (
     WastefulPage,
     WasteSort,
 )
+from brain.config import PrioritySettings
 from brain.domain import utcnow
 from brain.services import jobs
 from brain.summaries import portraits
+from brain.summaries.priorities import priority_of
 from brain.summaries.series import STORED_BUCKETS
 
 router = APIRouter(prefix="/api/v1/portraits", tags=["portraits"], responses=ERROR_RESPONSES)
@@ -127,6 +130,7 @@ def job_nodes(
 def user_portrait(
     user: str,
     session: SessionDep,
+    settings: SettingsDep,
     days: DaysQuery = 30,
     sort: SortQuery = WasteSort.gpu,
     top: Annotated[
@@ -136,7 +140,7 @@ def user_portrait(
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
     A user without jobs gets zeros, not 404."""
-    return _owner_portrait(session, "user", user, days, sort, top, offset)
+    return _owner_portrait(session, settings.priority, "user", user, days, sort, top, offset)
 
 
 @router.get(
@@ -148,6 +152,7 @@ def user_portrait(
 def group_portrait(
     group: str,
     session: SessionDep,
+    settings: SettingsDep,
     days: DaysQuery = 30,
     sort: SortQuery = WasteSort.gpu,
     top: Annotated[
@@ -157,11 +162,18 @@ def group_portrait(
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""
-    return _owner_portrait(session, "group", group, days, sort, top, offset)
+    return _owner_portrait(session, settings.priority, "group", group, days, sort, top, offset)
 
 
 def _owner_portrait(
-    session: Session, owner: str, key: str, days: int, sort: WasteSort, top: int, offset: int
+    session: Session,
+    thresholds: PrioritySettings,
+    owner: str,
+    key: str,
+    days: int,
+    sort: WasteSort,
+    top: int,
+    offset: int,
 ) -> OwnerPortraitOut:
     since = utcnow() - timedelta(days=days)
     totals, wasteful = portraits.owner_portrait(session, owner, key, since, sort.value, top, offset)
@@ -171,6 +183,7 @@ def _owner_portrait(
         days=days,
         since=since,
         totals=TotalsOut.of(totals),
+        priority=PriorityOut.of(priority_of(totals, thresholds)),
         wasteful_jobs=WastefulPage(
             items=[WastefulJob.of(j) for j in wasteful],
             total=totals.jobs,

@@ -15,6 +15,7 @@ from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
 from brain.summaries.portraits import JobPortrait, Totals
+from brain.summaries.priorities import Priority, PriorityClass
 
 
 class RankingBy(StrEnum):
@@ -398,12 +399,42 @@ class WastefulPage(Page):
     items: list[WastefulJob] = Field(description="Most waste first.")
 
 
+class PriorityOut(BaseModel):
+    score: float | None = Field(
+        description="efficiency − oom_weight × OOM rate, clamped to 0..1 (higher is better); "
+        "null when not judged (too few jobs, or nothing requested)."
+    )
+    efficiency: float | None = Field(
+        description="Mean over the resources requested of used / requested resource-hours, "
+        "each capped at 1 (0..1)."
+    )
+    oom_rate: float = Field(description="OOM kills per job in the window, capped at 1.")
+    priority_class: PriorityClass = Field(
+        description="Suggested class for the owner's next jobs: low below "
+        "BRAIN_PRIORITY_LOW_BELOW, high from BRAIN_PRIORITY_HIGH_FROM, else normal."
+    )
+    reason: str = Field(description="The evidence and the threshold that decided the class.")
+
+    @classmethod
+    def of(cls, priority: Priority) -> PriorityOut:
+        return cls(
+            score=priority.score,
+            efficiency=priority.efficiency,
+            oom_rate=priority.oom_rate,
+            priority_class=priority.priority_class,
+            reason=priority.reason,
+        )
+
+
 class OwnerPortraitOut(BaseModel):
     owner: str = Field(description="`user` or `group`.")
     key: str = Field(description="The user name or group key.")
     days: int
     since: datetime = Field(description="Jobs ended at or after this time are counted.")
     totals: TotalsOut
+    priority: PriorityOut = Field(
+        description="The owner's priority from utilization (as GET /api/v1/priorities)."
+    )
     wasteful_jobs: WastefulPage
 
 

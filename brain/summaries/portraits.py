@@ -137,6 +137,19 @@ def owner_portrait(
     return _totals(row), wasteful_jobs(session, where, sort, limit, offset)
 
 
+def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[str, Totals]]:
+    """Every user or group (``owner``) with jobs ended since ``since``, with its totals
+    (owners without a key are left out: they cannot be given a priority)."""
+    key = OWNER_KEYS[owner]
+    rows = session.execute(
+        select(key.label("key"), *_aggregates())
+        .where(JobSummary.ended_at >= since, key.is_not(None))
+        .group_by(key)
+        .order_by(key)
+    )
+    return [(row.key, _totals(row)) for row in rows]
+
+
 def wasteful_jobs(
     session: Session, where: list[ColumnElement[bool]], sort: str, limit: int, offset: int
 ) -> list[JobSummaryRow]:

@@ -1,0 +1,65 @@
+"""Priority from utilization, for schedulers: who should wait when the cluster is full."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from api.auth import every_namespace
+from api.deps import SessionDep, SettingsDep
+from api.errors import ERROR_RESPONSES
+from api.schemas.portraits import Page, TotalsOut
+from api.schemas.priorities import PrioritiesOut, PriorityBy, PriorityOut, PriorityRow
+from brain.domain import utcnow
+from brain.summaries import priorities as priorities_
+from brain.summaries.priorities import PriorityClass
+
+router = APIRouter(prefix="/api/v1/priorities", tags=["portraits"], responses=ERROR_RESPONSES)
+
+
+@router.get(
+    "",
+    response_model=PrioritiesOut,
+    summary="Priority classes from utilization",
+    dependencies=[Depends(every_namespace)],
+)
+def priorities(
+    session: SessionDep,
+    settings: SettingsDep,
+    by: Annotated[PriorityBy, Query(description="Score users or groups.")] = PriorityBy.user,
+    days: Annotated[
+        int, Query(ge=1, le=3650, description="Window: jobs that ended in the last N days.")
+    ] = 30,
+    priority_class: Annotated[
+        PriorityClass | None, Query(description="Only owners given this class.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size.")] = 100,
+    offset: Annotated[
+        int, Query(ge=0, le=1_000_000, description="Items to skip: `next_offset` of the last page.")
+    ] = 0,
+) -> PrioritiesOut:
+    """A score per user or group from their portraits over the window (efficiency of
+    CPU, memory and GPU resource-hours, less a penalty for OOM kills) and the priority
+    class it suggests, so a scheduler can lower the priority of chronic over-askers.
+    Thresholds: BRAIN_PRIORITY_LOW_BELOW, BRAIN_PRIORITY_HIGH_FROM,
+    BRAIN_PRIORITY_OOM_WEIGHT, BRAIN_PRIORITY_MIN_JOBS."""
+    since = utcnow() - timedelta(days=days)
+    rows = priorities_.priorities(session, by.value, since, settings.priority)
+    if priority_class is not None:
+        rows = [row for row in rows if row[2].priority_class == priority_class]
+    page = rows[offset : offset + limit]
+    return PrioritiesOut(
+        by=by,
+        days=days,
+        since=since,
+        items=[
+            PriorityRow(key=key, priority=PriorityOut.of(p), totals=TotalsOut.of(t))
+            for key, t, p in page
+        ],
+        total=len(rows),
+        limit=limit,
+        offset=offset,
+        next_offset=Page.next_of(offset, limit, len(rows)),
+    )
