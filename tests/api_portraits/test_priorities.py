@@ -13,7 +13,7 @@ from brain.summaries import summarize_job
 from brain.summaries.hours import Hours
 from brain.summaries.portraits import Totals
 from brain.summaries.priorities import PriorityClass, priority_of
-from tests.summaries.builders import add_event, at, flat_job, recent_hour
+from tests.builders import add_event, at, flat_job, recent_hour
 
 approx = pytest.approx
 
