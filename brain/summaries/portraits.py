@@ -143,7 +143,7 @@ def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[st
     key = OWNER_KEYS[owner]
     rows = session.execute(
         select(key.label("key"), *_aggregates())
-        .where(JobSummary.ended_at >= since, key.is_not(None))
+        .where(JobSummaryRow.ended_at >= since, key.is_not(None))
         .group_by(key)
         .order_by(key)
     )
