@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
+from brain.optimizing.sizing import SizingModel
 from brain.telemetry import Telemetry
 
 _AFTER_COMMIT = "after_commit"
@@ -53,3 +54,12 @@ SessionDep = Annotated[Session, Depends(session_in_transaction, scope="function"
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
 RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]
+
+
+async def get_sizing_model(request: Request) -> SizingModel | None:
+    """The learned recommender ``brain serve`` loaded (None: none trained yet)."""
+    holder = getattr(request.app.state, "sizing_models", None)
+    return None if holder is None else holder.current
+
+
+SizingModelDep = Annotated[SizingModel | None, Depends(get_sizing_model)]

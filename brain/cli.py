@@ -18,6 +18,7 @@ from brain.plugins import COMMANDS_GROUP, load_callables
 from brain.services.retention import delete_old_samples
 from brain.summaries.command import add_parser as add_summarize_parser
 from brain.token_command import add_parser as add_token_parser
+from brain.training.command import add_parser as add_train_parser
 
 DESCRIPTION = """Brain: resource optimization for distributed ML training.
 
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_backtest_parser(commands)
     add_summarize_parser(commands)
+    add_train_parser(commands)
     add_token_parser(commands)
     for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
         register(commands)

@@ -15,7 +15,9 @@ from sqlalchemy.engine import make_url
 from brain.domain import Resources
 
 DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
-    "create": ["startup", "gpu_cpu"],
+    # learned_margin last: it overrides the seed rules' memory and CPU wherever a role
+    # has history (best by the out-of-time backtest; README, Backtest).
+    "create": ["startup", "gpu_cpu", "learned_margin"],
     "oom": ["oom_recovery"],
     "estimate": ["estimate"],
     "running": ["hot_ps", "oom_risk", "worker_tuning"],
@@ -223,6 +225,17 @@ class Settings(BaseSettings):
         description="Seconds between refreshes of stale and running jobs' summaries (and "
         "retention) inside `brain serve`; 0 disables (then run `brain summarize` and "
         "`brain retention` from cron).",
+    )
+    model_dir: str = Field(
+        "./brain-models",
+        description="Where `brain train` stores versioned learned-recommender models and "
+        "`brain serve` loads the newest from.",
+    )
+    train_interval_s: float = Field(
+        0,
+        ge=0,
+        description="Seconds between retrainings of the learned recommender inside `brain "
+        "serve` (from the database's succeeded jobs; needs the backtest extra); 0 disables.",
     )
     history_window_days: int = Field(
         90, ge=1, description="How far back related jobs are searched for history."

@@ -139,8 +139,9 @@ def session(session_factory) -> Iterator[Session]:
 
 
 @pytest.fixture
-def settings(pg_url, db) -> Settings:
-    return Settings(database_url=pg_url)
+def settings(pg_url, db, tmp_path) -> Settings:
+    # Models of a developer's `brain train` (./brain-models) must not leak into tests.
+    return Settings(database_url=pg_url, model_dir=str(tmp_path / "models"))
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import RegistryDep, SessionDep, SettingsDep
+from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from brain.db.models import NodeRow
@@ -38,6 +38,7 @@ def optimize(
     session: SessionDep,
     settings: SettingsDep,
     registry: RegistryDep,
+    sizing_model: SizingModelDep,
 ) -> PlanOut:
     """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
     An OOM event already answered returns the plan that answered it."""
@@ -51,6 +52,7 @@ def optimize(
         optimizer_names=body.optimizers,
         overrides=body.settings,
         node=body.node,
+        sizing_model=sizing_model,
     )
     return PlanOut.of(plan, uid)
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from api.auth import every_namespace
-from api.deps import RegistryDep, SessionDep, SettingsDep
+from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
 from api.schemas.suggestions import SuggestionOut
 from brain.errors import InvalidInput
@@ -47,6 +47,7 @@ def get_suggestion(
     session: SessionDep,
     settings: SettingsDep,
     registry: RegistryDep,
+    sizing_model: SizingModelDep,
     user: Annotated[str | None, Query(description="Who will run it.")] = None,
     name: Annotated[str | None, Query(description="Job name.")] = None,
     dataset: Annotated[str | None, Query(description="Dataset it trains on.")] = None,
@@ -59,17 +60,20 @@ def get_suggestion(
     ] = None,
     format: Annotated[Format | None, Query(description="`text` for a terminal table.")] = None,
 ):
-    """Runs the create-stage optimizers (startup sizing, GPU/CPU suggestion) on the
-    succeeded runs related to the query (same user and dataset, else the same group,
-    else the same name) and answers per role `count`, `cpu_request` and `cpu_limit`
-    (cores), `memory_mib`, `gpu`. `basis` names the runs used; without any, the values
-    are the optimizers' defaults and the note says so (200, not 404)."""
+    """Runs the create-stage optimizers (startup sizing, GPU/CPU suggestion, then
+    learned_margin's memory and CPU) on the succeeded runs related to the query (same
+    user and dataset, else the same group, else the same name; a user alone: their
+    runs) and answers per role `count`, `cpu_request` and `cpu_limit` (cores),
+    `memory_mib`, `oom_risk` (with a trained model: the calibrated probability that the
+    next run's memory peak exceeds `memory_mib`), `gpu`. `basis` names the runs used;
+    without any, the values are the optimizers' defaults and the note says so (200, not
+    404)."""
     if user is None and name is None and dataset is None and group is None:
         raise InvalidInput("give at least one of user, name, dataset, group", field="user")
     query = SuggestionQuery(
         user=user, name=name, dataset=dataset, group_key=group, gpu_type=gpu_type
     )
-    out = SuggestionOut.of(suggest(session, registry, settings, query))
+    out = SuggestionOut.of(suggest(session, registry, settings, query, sizing_model=sizing_model))
     wants_text = format == Format.text or (
         format is None and "text/plain" in request.headers.get("accept", "")
     )

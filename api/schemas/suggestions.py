@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from brain.summaries.suggestions import Suggestion
 
-TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "gpu")
+TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "oom_risk", "gpu")
 # Basis runs named on the text line; the JSON lists them all.
 TEXT_RUNS = 5
 
@@ -19,6 +19,11 @@ class RoleSuggestionOut(BaseModel):
     cpu_request: float | None = Field(description="CPU request per node, cores.")
     cpu_limit: float | None = Field(description="CPU limit per node, cores; null: none.")
     memory_mib: float | None = Field(description="Memory per node, MiB.")
+    oom_risk: float | None = Field(
+        None,
+        description="Probability (0..1) that the next run's memory peak exceeds `memory_mib` "
+        "(an OOM kill), calibrated by the learned recommender; null without a trained model.",
+    )
     gpu: float | None = Field(description="GPUs per node; null: no opinion.")
 
 
@@ -72,7 +77,7 @@ class SuggestionOut(BaseModel):
     def to_text(self) -> str:
         """An aligned table, one role a line, and the basis in one line under it."""
         rows = [list(TABLE_COLUMNS)] + [
-            [r.role, *(_cell(getattr(r, c)) for c in TABLE_COLUMNS[1:])] for r in self.roles
+            [r.role, *(_cell(getattr(r, c), c) for c in TABLE_COLUMNS[1:])] for r in self.roles
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_COLUMNS))]
         lines = [
@@ -99,7 +104,9 @@ class SuggestionOut(BaseModel):
         return f"basis: confidence {basis.confidence}: {basis.note}{used}"
 
 
-def _cell(value: float | int | None) -> str:
+def _cell(value: float | int | None, column: str) -> str:
     if value is None:
         return "-"
+    if column == "oom_risk":
+        return f"{value:.2%}"
     return f"{value:g}"

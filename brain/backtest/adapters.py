@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from brain.backtest.runs import Run, Submission
 from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy
 from brain.optimizing import HistoricalJob, JobView, NodeUsage, Optimizer, OptimizerContext
+from brain.optimizing.sizing import SizingModel
 
 # Reads one resource's size (in the backtest's unit) from the proposed role.
 Reader = Callable[[RoleSpec, Submission], float | None]
@@ -50,6 +51,7 @@ class OptimizerRecommender:
         *,
         role: str = "worker",
         settings: BaseModel | None = None,
+        sizing_model: SizingModel | None = None,
     ) -> None:
         self.name = name
         self.resources = frozenset(readers)
@@ -57,6 +59,7 @@ class OptimizerRecommender:
         self._readers = dict(readers)
         self._role = role
         self._settings = settings if settings is not None else optimizer.Settings()
+        self._sizing_model = sizing_model
         # One HistoricalJob per run, built once: every later run of the workload reuses it.
         # Keyed by identity (cheap); the run is kept beside it so the id cannot be reused.
         self._jobs: dict[int, tuple[Run, HistoricalJob]] = {}
@@ -67,6 +70,7 @@ class OptimizerRecommender:
             now=job.start,
             job=self._job_view(job, uid=f"{job.workload}/next"),
             history=[self._historical(run) for run in reversed(history)],
+            sizing_model=self._sizing_model,
         )
         proposal = self._optimizer.propose(context, self._settings)
         spec = proposal.roles.get(self._role)

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from brain.domain import JobStatus, Limits, PlanStatus, Resources, RoleSpec, Stage, Strategy
 from brain.optimizing.proposal import NodeChange
+from brain.optimizing.sizing import SizingModel
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class OptimizerContext:
     ``samples`` and ``speed`` are a recent window, oldest first. ``history`` holds
     related finished jobs, most recent first. ``node_max`` is the largest node the
     cluster can schedule. ``node`` names the node a stage is about (the OOM stage).
+    ``sizing_model`` is the learned recommender when one is trained (``learned_peak``).
     """
 
     stage: Stage
@@ -155,6 +157,8 @@ class OptimizerContext:
         default_factory=lambda: Resources(cpu=64, memory_mib=512 * 1024, gpu=8)
     )
     node: str | None = None
+    # The learned recommender, loaded by the service (None: not trained yet).
+    sizing_model: SizingModel | None = None
 
     def nodes_of(self, role: str) -> list[NodeView]:
         return [n for n in self.nodes if n.role == role]

@@ -7,9 +7,13 @@ role and resource from ``context.history`` and asks for a ``PeakForecast``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # context.py refers to SizingModel: no runtime import back
+    from brain.optimizing.context import HistoricalJob, NodeUsage
 
 # The resources a sizing model forecasts, with what their peak is: memory max (above
 # it: OOM-killed), CPU 95th percentile (throttled), GPU memory max (out of GPU memory).
@@ -63,3 +67,56 @@ class SizingModel(Protocol):
     ) -> list[PeakForecast | None]:
         """``forecast`` for many histories at once (one batched prediction)."""
         ...
+
+
+def role_history(
+    history: Sequence[HistoricalJob], role: str, resource: str, request: float | None
+) -> ResourceHistory:
+    """``resource`` of ``role`` over ``history`` (most recent first, as the context holds
+    it), oldest first; per run the role's largest node's peak and the mean over its nodes,
+    as ``brain backtest --from-db`` reads a run. Runs without the role (or, for GPU
+    memory, without GPU samples) are left out."""
+    peaks: list[float] = []
+    means: list[float] = []
+    requests: list[float | None] = []
+    durations: list[float] = []
+    highs: list[float] = []
+    for past in reversed(history):
+        nodes = past.role_nodes(role)
+        if resource == "gpu_memory":
+            nodes = [n for n in nodes if n.gpu_memory_max_mib is not None]
+        if not nodes:
+            continue
+        peaks.append(max(_peak(n, resource) for n in nodes))
+        means.append(sum(_mean(n, resource) for n in nodes) / len(nodes))
+        asked = max(_request(n, resource) for n in nodes)
+        requests.append(asked or None)
+        seconds = past.job.duration_s
+        durations.append(math.nan if seconds is None else seconds / 3600.0)
+        if resource == "cpu":
+            highs.append(max(n.cpu_max for n in nodes))
+    return ResourceHistory(peaks, means, requests, durations, request or None, highs)
+
+
+def _peak(node: NodeUsage, resource: str) -> float:
+    if resource == "memory":
+        return node.memory_max_mib
+    if resource == "cpu":
+        return node.cpu_p95
+    return node.gpu_memory_max_mib or 0.0
+
+
+def _mean(node: NodeUsage, resource: str) -> float:
+    if resource == "memory":
+        return node.memory_mean_mib
+    if resource == "cpu":
+        return node.cpu_mean
+    return math.nan  # GPU memory's mean is not summarized
+
+
+def _request(node: NodeUsage, resource: str) -> float:
+    if resource == "memory":
+        return node.requested.memory_mib
+    if resource == "cpu":
+        return node.requested.cpu
+    return node.requested.gpu * (node.gpu_memory_total_mib or 0.0)

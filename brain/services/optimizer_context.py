@@ -21,13 +21,19 @@ from brain.optimizing.context import (
 from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
 from brain.optimizing.guard import effective_roles
+from brain.optimizing.sizing import SizingModel
 
 RECENT_EVENTS = 1000
 RECENT_PLANS = 100
 
 
 def build_context(
-    session: Session, job: JobRow, stage: Stage, settings: Settings, node: str | None = None
+    session: Session,
+    job: JobRow,
+    stage: Stage,
+    settings: Settings,
+    node: str | None = None,
+    sizing_model: SizingModel | None = None,
 ) -> OptimizerContext:
     """The job, its nodes, a recent window of samples, events, plans and (at create) history.
 
@@ -56,6 +62,7 @@ def build_context(
         history=history,
         node_max=settings.node_max,
         node=node,
+        sizing_model=sizing_model,
     )
 
 

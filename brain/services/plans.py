@@ -22,6 +22,7 @@ from brain.optimizing import OptimizerRegistry, Proposal
 from brain.optimizing.guard import effective_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
+from brain.optimizing.sizing import SizingModel
 from brain.services.desired_state import apply_plan
 from brain.services.optimizer_context import build_context
 
@@ -41,15 +42,17 @@ def optimize(
     optimizer_names: list[str] | None = None,
     overrides: dict[str, dict] | None = None,
     node: str | None = None,
+    sizing_model: SizingModel | None = None,
 ) -> ScalePlanRow:
-    """Propose, bound and store a plan for ``job`` at ``stage``."""
+    """Propose, bound and store a plan for ``job`` at ``stage`` (``sizing_model``: the
+    learned recommender, when the caller has one loaded)."""
     if stage == Stage.oom:
         if not node:
             raise InvalidInput("stage oom needs the node that was OOM-killed", field="node")
         answered = _plan_for_latest_oom(session, job, node)
         if answered is not None:  # a replayed report: the event already has its plan
             return answered
-    context = build_context(session, job, stage, settings, node=node)
+    context = build_context(session, job, stage, settings, node=node, sizing_model=sizing_model)
     result = run_stage(registry, stage, context, settings, optimizer_names, overrides)
     bounded = result.proposal
     if bounded.source_event_id is not None:

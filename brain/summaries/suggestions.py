@@ -8,7 +8,7 @@ create stage's pipeline runs on it exactly as for a real job (the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -27,9 +27,16 @@ from brain.domain import (
     utcnow,
 )
 from brain.history.related import find_related
-from brain.optimizing import JobView, OptimizerContext, OptimizerRegistry, Reason
+from brain.optimizing import (
+    HistoricalJob,
+    JobView,
+    OptimizerContext,
+    OptimizerRegistry,
+    Reason,
+)
 from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
+from brain.optimizing.sizing import SizingModel, role_history
 from brain.services.jobs import default_group_key
 
 # Runs from which a suggestion is considered measured rather than tentative.
@@ -73,6 +80,7 @@ class RoleSuggestion:
     cpu_limit: float | None
     memory_mib: float | None
     gpu: float | None
+    oom_risk: float | None = None  # probability the next run's memory peak exceeds memory_mib
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,7 @@ def suggest(
     settings: Settings,
     query: SuggestionQuery,
     now: datetime | None = None,
+    sizing_model: SizingModel | None = None,
 ) -> Suggestion:
     now = now or utcnow()
     related = find_related(
@@ -134,12 +143,20 @@ def suggest(
         created_at=now,
     )
     context = OptimizerContext(
-        stage=Stage.create, now=now, job=job, history=related.jobs, node_max=settings.node_max
+        stage=Stage.create,
+        now=now,
+        job=job,
+        history=related.jobs,
+        node_max=settings.node_max,
+        sizing_model=sizing_model,
     )
     proposal = run_stage(registry, Stage.create, context, settings).proposal
     runs = [BasisRun(h.job.uid, h.job.name, h.job.finished_at) for h in related.jobs]
+    roles = _roles(overlay_roles(job.roles, proposal.roles))
+    if sizing_model is not None:
+        roles = [_with_risk(r, sizing_model, related.jobs, job.roles.get(r.role)) for r in roles]
     return Suggestion(
-        roles=_roles(overlay_roles(job.roles, proposal.roles)),
+        roles=roles,
         basis=_basis(related.match, runs, query, settings.history_window_days),
         reasons=list(proposal.reasons),
     )
@@ -161,6 +178,23 @@ def _roles(roles: dict[str, RoleSpec]) -> list[RoleSuggestion]:
         )
         for role in names
     ]
+
+
+def _with_risk(
+    suggestion: RoleSuggestion,
+    model: SizingModel,
+    history: list[HistoricalJob],
+    last_run: RoleSpec | None,
+) -> RoleSuggestion:
+    """The suggestion with the model's calibrated risk that the next run's memory peak
+    exceeds its memory, whichever optimizer sized it."""
+    if suggestion.memory_mib is None:
+        return suggestion
+    request = last_run.memory_mib if last_run is not None else None
+    forecast = model.forecast("memory", role_history(history, suggestion.role, "memory", request))
+    if forecast is None:
+        return suggestion
+    return replace(suggestion, oom_risk=round(forecast.risk_of(suggestion.memory_mib), 6))
 
 
 def _basis(match: str | None, runs: list[BasisRun], query: SuggestionQuery, days: int) -> Basis:

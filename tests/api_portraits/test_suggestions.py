@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
-import pytest
+import math
 
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from brain.domain import RoleSpec
 from brain.summaries import summarize_job
+from brain.training.service import ModelHolder
 from optimizers.startup import StartupSettings
 from tests.builders import add_node, add_points, at, make_job, recent_hour
+from tests.optimizers.test_learned_peak import synthetic
 
 ROLES = {
     "ps": RoleSpec(count=2, cpu=8, memory_mib=16384, gpu=0),
     "worker": RoleSpec(count=4, cpu=8, memory_mib=32768, gpu=1),
 }
+
+
+@pytest.fixture
+def settings(pg_url, db, tmp_path) -> Settings:
+    """The seed rules alone at the create stage: their numbers are worked out below; the
+    default stage (learned_margin last) has its own test."""
+    seed = {**DEFAULT_STAGE_OPTIMIZERS, "create": ["startup", "gpu_cpu"]}
+    return Settings(database_url=pg_url, stage_optimizers=seed, model_dir=str(tmp_path / "m"))
 
 
 def _run(session, uid: str, days_ago: float) -> None:
@@ -89,6 +104,7 @@ def test_with_history(client, three_runs):
         "cpu_request": 6,
         "cpu_limit": 8,
         "memory_mib": 7373,
+        "oom_risk": None,
         "gpu": 0,
     }
     # gpu_cpu: CPU 4 / 0.5 = 8 and 5 / 0.5 = 10; GPU 1 x max(0.45, 9000/40000) / 0.9 = 0.5,
@@ -99,6 +115,7 @@ def test_with_history(client, three_runs):
         "cpu_request": 8,
         "cpu_limit": 10,
         "memory_mib": 12288,
+        "oom_risk": None,
         "gpu": 1,
     }
     basis = body["basis"]
@@ -154,9 +171,9 @@ def test_text_table(client, three_runs):
     assert by_accept.text == by_param.text
     lines = by_param.text.splitlines()
     assert lines[:3] == [
-        "role    count  cpu_request  cpu_limit  memory_mib  gpu",
-        "ps          2            6          8        7373    0",
-        "worker      4            8         10       12288    1",
+        "role    count  cpu_request  cpu_limit  memory_mib  oom_risk  gpu",
+        "ps          2            6          8        7373         -    0",
+        "worker      4            8         10       12288         -    1",
     ]
     assert lines[3].startswith("basis: confidence high: 3 past runs matched by group")
     assert "bert-3" in lines[3]
@@ -188,3 +205,68 @@ def test_a_user_alone_is_matched_by_their_own_runs(client, three_runs):
     assert _roles(body)["ps"]["memory_mib"] == 7373
     nobody = client.get("/api/v1/suggestions", params={"user": "dave"}).json()
     assert nobody["basis"]["note"].startswith("no succeeded run of user dave in the last")
+
+
+@pytest.fixture
+def default_client(pg_url, db, tmp_path):
+    settings = Settings(database_url=pg_url, model_dir=str(tmp_path / "models"))
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+def test_by_default_learned_margin_sizes_memory_and_cpu_of_every_role(default_client, three_runs):
+    body = default_client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
+    ps = _roles(body.json())["ps"]
+    # PS peaks: memory 6144 MiB and CPU 4 cores (p95 3.9) in each of the 3 runs. Memory:
+    # 6144 x (1.3 + 1/sqrt(3)) + 768 headroom = 12302.4 -> 12303 MiB (under the 16384
+    # asked). CPU: 4 x 1.0 + 0.05 = 4.05 cores. Count and the limit stay startup's and
+    # gpu_cpu's; without a trained model no risk is stated.
+    assert ps == {
+        "count": 2,
+        "cpu_request": 4.05,
+        "cpu_limit": 8,
+        "memory_mib": math.ceil(6144 * (1.3 + 1 / math.sqrt(3)) + 768),
+        "oom_risk": None,
+        "gpu": 0,
+    }
+    assert any(r["optimizer"] == "learned_margin" for r in body.json()["reasons"])
+
+
+def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, three_runs, session):
+    from brain.backtest.learned import fit
+    from brain.history.related import related_history
+    from brain.optimizing.sizing import role_history
+
+    table = synthetic(workloads=30, runs=10)
+    model = fit(table, table["workload"].notna().to_numpy()).model
+    default_client.app.state.sizing_models = ModelHolder(model)
+    body = default_client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
+    ps = _roles(body.json())["ps"]
+    # the model's risk of exactly the suggested size, from the PS history (3 runs, 6144 MiB)
+    history = related_history(
+        session,
+        user="carol",
+        dataset=None,
+        group_key="carol/bert",
+        name="bert",
+        window_days=90,
+        limit=10,
+    )
+    ps_history = role_history(history, "ps", "memory", 16384)
+    assert list(ps_history.peaks) == [6144, 6144, 6144]
+    expected = model.forecast("memory", ps_history).risk_of(ps["memory_mib"])
+    assert ps["oom_risk"] == pytest.approx(expected, abs=1e-6) and 0 < expected < 1
+    text = default_client.get(
+        "/api/v1/suggestions", params={"user": "carol", "name": "bert", "format": "text"}
+    ).text
+    header, ps_line = text.splitlines()[:2]
+    assert header.split() == [
+        "role",
+        "count",
+        "cpu_request",
+        "cpu_limit",
+        "memory_mib",
+        "oom_risk",
+        "gpu",
+    ]
+    assert ps_line.split()[5] == f"{ps['oom_risk']:.2%}"

@@ -3,12 +3,22 @@ Brain: the ScalePlan custom resources it posts, and the pods its auto-scaler lau
 
 from __future__ import annotations
 
+import pytest
 from dlrover.python.common.constants import JobOptStage, NodeType
 from dlrover.python.master.main import update_context
 from dlrover.python.master.monitor.perf_monitor import PerfMonitor
 from dlrover.python.master.node.dist_job_manager import create_job_manager
 
+from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from tests.dlrover.builders import JOB_UID, ElasticJobArgs, finished_run, job_body, pod, point, ts
+
+
+@pytest.fixture
+def settings(pg_url, db, tmp_path) -> Settings:
+    """The seed create rules, whose sizes the numbers below work out (the default create
+    stage adds learned_margin)."""
+    seed = {**DEFAULT_STAGE_OPTIMIZERS, "create": ["startup", "gpu_cpu"]}
+    return Settings(database_url=pg_url, stage_optimizers=seed, model_dir=str(tmp_path / "m"))
 
 
 def _start_master(args: ElasticJobArgs, context):
