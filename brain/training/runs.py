@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from brain.backtest.db_source import DatabaseRuns
 from brain.backtest.trace import DEFAULT_GPU_MEMORY_MIB, TraceError, check_normalized
 from brain.db.engine import make_engine
-from brain.db.models import RoleSummary
+from brain.db.models import RoleSummaryRow
 
 
 def role_runs(database_url: str, gpu_memory_mib: float = DEFAULT_GPU_MEMORY_MIB) -> pd.DataFrame:
@@ -23,7 +23,7 @@ def role_runs(database_url: str, gpu_memory_mib: float = DEFAULT_GPU_MEMORY_MIB)
     engine = make_engine(database_url)
     try:
         with Session(engine) as session:
-            roles = sorted(set(session.scalars(select(RoleSummary.role).distinct())))
+            roles = sorted(set(session.scalars(select(RoleSummaryRow.role).distinct())))
             tables = []
             for role in roles:
                 source = DatabaseRuns(database_url, role=role, gpu_memory_mib=gpu_memory_mib)
