@@ -14,8 +14,8 @@ from api.errors import ERROR_RESPONSES
 from api.responses import model_json
 from api.schemas.portraits import (
     JobPortraitOut,
-    NodeOut,
     NodePage,
+    NodeSummaryOut,
     OwnerPortraitOut,
     Page,
     PriorityOut,
@@ -113,7 +113,7 @@ def job_nodes(
     job = jobs.get_job(session, uid)
     nodes, total = portraits.node_page(session, job, limit, offset)
     return NodePage(
-        items=[NodeOut.of(n) for n in nodes],
+        items=[NodeSummaryOut.of(n) for n in nodes],
         total=total,
         limit=limit,
         offset=offset,

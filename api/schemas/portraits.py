@@ -259,7 +259,7 @@ class SpeedSeries(BaseModel):
     workers_max: list[int | None] = Field(description="Most workers reported.")
 
 
-class SeriesOut(BaseModel):
+class PortraitSeriesOut(BaseModel):
     """Time series for charts in equal buckets; buckets without samples are left out."""
 
     bucket_seconds: float | None = Field(description="Width of each bucket; null: no samples.")
@@ -267,7 +267,7 @@ class SeriesOut(BaseModel):
     speed: SpeedSeries | None = Field(description="Null when the job reported no speed.")
 
     @classmethod
-    def of(cls, portrait: JobPortrait) -> SeriesOut:
+    def of(cls, portrait: JobPortrait) -> PortraitSeriesOut:
         grid = portrait.grid
         if grid is None:
             return cls(bucket_seconds=None, roles={}, speed=None)
@@ -290,18 +290,18 @@ def _with_times(grid: series_.Grid, columns: series_.Columns) -> dict:
 class JobPortraitOut(BaseModel):
     summary: JobSummaryOut
     roles: list[RoleOut]
-    series: SeriesOut
+    series: PortraitSeriesOut
 
     @classmethod
     def of(cls, portrait: JobPortrait) -> JobPortraitOut:
         return cls(
             summary=JobSummaryOut.of(portrait.summary),
             roles=[RoleOut.of(r) for r in portrait.roles],
-            series=SeriesOut.of(portrait),
+            series=PortraitSeriesOut.of(portrait),
         )
 
 
-class NodeOut(RequestedAndUsed):
+class NodeSummaryOut(RequestedAndUsed):
     name: str
     role: str
     first_sample_at: datetime | None
@@ -310,7 +310,7 @@ class NodeOut(RequestedAndUsed):
     sampled_seconds: float = Field(description="First to last sample.")
 
     @classmethod
-    def of(cls, row: NodeSummaryRow) -> NodeOut:
+    def of(cls, row: NodeSummaryRow) -> NodeSummaryOut:
         return cls(
             name=row.name,
             role=row.role,
@@ -334,7 +334,7 @@ class Page(BaseModel):
 
 
 class NodePage(Page):
-    items: list[NodeOut]
+    items: list[NodeSummaryOut]
 
 
 class TotalsOut(BaseModel):
