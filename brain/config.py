@@ -20,7 +20,7 @@ DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
     "create": ["startup", "gpu_cpu", "learned_margin"],
     "oom": ["oom_recovery"],
     "estimate": ["estimate"],
-    "running": ["hot_ps", "oom_risk", "worker_tuning"],
+    "running": ["hot_ps", "oom_risk", "worker_tuning", "slow_node"],
 }
 
 

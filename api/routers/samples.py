@@ -107,6 +107,7 @@ def get_samples(
                 gpu_util=s.gpu_util,
                 gpu_memory_mib=s.gpu_memory_mib,
                 gpu_memory_total_mib=s.gpu_memory_total_mib,
+                step_time_s=s.step_time_s,
             )
             for n, s in rows[:limit]
         ],

@@ -23,6 +23,14 @@ class NodePointIn(BaseModel):
     gpu_util: Fraction | None = Field(None, description="Mean utilization over the node's GPUs.")
     gpu_memory_mib: MiB | None = Field(None, description="GPU memory used, MiB.")
     gpu_memory_total_mib: MiB | None = Field(None, description="GPU memory size, MiB.")
+    step_time_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="Mean time of one mini-batch on this node since its previous sample, "
+        "seconds (slow-node detection).",
+    )
 
     def to_point(self) -> NodePoint:
         return NodePoint(
@@ -35,6 +43,7 @@ class NodePointIn(BaseModel):
             self.gpu_util,
             self.gpu_memory_mib,
             self.gpu_memory_total_mib,
+            self.step_time_s,
         )
 
 
@@ -70,6 +79,7 @@ class NodePointOut(BaseModel):
     gpu_util: float | None
     gpu_memory_mib: float | None
     gpu_memory_total_mib: float | None
+    step_time_s: float | None
 
 
 class SpeedPointOut(BaseModel):

@@ -110,6 +110,8 @@ class NodeSampleRow(Base):
     gpu_util: Mapped[float | None] = mapped_column(Double)
     gpu_memory_mib: Mapped[float | None] = mapped_column(Double)
     gpu_memory_total_mib: Mapped[float | None] = mapped_column(Double)
+    # Mean time of one mini-batch on this node since its previous sample (slow nodes).
+    step_time_s: Mapped[float | None] = mapped_column(Double)
 
 
 class SpeedSampleRow(Base):

@@ -63,6 +63,7 @@ class NodeSample:
     gpu_util: float | None = None
     gpu_memory_mib: float | None = None
     gpu_memory_total_mib: float | None = None
+    step_time_s: float | None = None
 
 
 @dataclass(frozen=True)

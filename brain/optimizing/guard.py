@@ -98,8 +98,10 @@ def enforce_bounds(
     }
     roles = _fit_limits(roles, job, nodes, reasons)
     launch = [_bounded_change("launch", c, node_max, reasons) for c in proposal.launch]
+    replacements = _same_size_migrations(proposal.migrate, nodes)
     migrate = [_bounded_change("migrate", c, node_max, reasons) for c in proposal.migrate]
     launch, migrate = _fit_node_changes(roles, launch, migrate, job, nodes, reasons)
+    migrate += [c for c in proposal.migrate if c.name in replacements and c not in migrate]
     return replace(
         proposal,
         roles=roles,
@@ -301,6 +303,22 @@ def _fit_limits(
             )
         )
     return fitted
+
+
+def _same_size_migrations(migrate: Sequence[NodeChange], nodes: Sequence[NodeView]) -> set[str]:
+    """Nodes asked to move to a fresh node at their own size (a slow node replaced): they
+    grow nothing, so they need no headroom, and are kept although they change no size."""
+    sizes = {n.name: n for n in nodes}
+    asked = {}
+    for change in migrate:
+        node = sizes.get(change.name or "")
+        same = node is not None and all(
+            getattr(change, f) is None
+            or abs(getattr(change, f) - (getattr(node, f) or 0.0)) <= _EPSILON
+            for f in _SIZE_FIELDS
+        )
+        asked[change.name] = same and asked.get(change.name, True)
+    return {name for name, same in asked.items() if same and name}
 
 
 def _fit_node_changes(

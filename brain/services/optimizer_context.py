@@ -145,6 +145,7 @@ def _recent_node_samples(session: Session, job: JobRow, names: dict[int, str], s
             gpu_util=s.gpu_util,
             gpu_memory_mib=s.gpu_memory_mib,
             gpu_memory_total_mib=s.gpu_memory_total_mib,
+            step_time_s=s.step_time_s,
         )
         for s in rows
     ]

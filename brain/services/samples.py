@@ -30,6 +30,7 @@ class NodePoint:
     gpu_util: float | None = None
     gpu_memory_mib: float | None = None
     gpu_memory_total_mib: float | None = None
+    step_time_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ NODE_COLUMNS = (
     "gpu_util",
     "gpu_memory_mib",
     "gpu_memory_total_mib",
+    "step_time_s",
 )
 SPEED_COLUMNS = ("job_id", "ts", "global_step", "steps_per_sec", "workers")
 PG_ARRAY_TYPES = {
@@ -81,6 +83,7 @@ def ingest(
             p.gpu_util,
             p.gpu_memory_mib,
             p.gpu_memory_total_mib,
+            p.step_time_s,
         )
         for p in nodes
     }

@@ -20,6 +20,7 @@ def _batch() -> dict:
                 gpu_util=0.42,
                 gpu_memory_mib=30000.0,
                 gpu_memory_total_mib=81920.0,
+                step_time_s=0.25,
             ),
         ],
         "speed": [
@@ -47,6 +48,7 @@ def test_round_trip_returns_exact_values(client):
             "gpu_util": None,
             "gpu_memory_mib": None,
             "gpu_memory_total_mib": None,
+            "step_time_s": None,
         },
         {
             "name": "j-worker-0",
@@ -58,6 +60,7 @@ def test_round_trip_returns_exact_values(client):
             "gpu_util": 0.42,
             "gpu_memory_mib": 30000.0,
             "gpu_memory_total_mib": 81920.0,
+            "step_time_s": 0.25,
         },
         {
             "name": "j-ps-0",
@@ -69,6 +72,7 @@ def test_round_trip_returns_exact_values(client):
             "gpu_util": None,
             "gpu_memory_mib": None,
             "gpu_memory_total_mib": None,
+            "step_time_s": None,
         },
     ]
     assert series["speed"] == [

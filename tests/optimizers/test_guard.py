@@ -93,3 +93,14 @@ def test_enforce_bounds_says_when_the_job_still_does_not_fit():
     assert bounded.roles["worker"].count == 0
     assert "still exceeds" in bounded.reasons[-1].message
     assert bounded.reasons[-1].evidence == {"memory_mib": 24576}
+
+
+def test_a_same_size_migration_is_kept_as_a_replacement():
+    # a slow node replaced on a fresh one grows nothing: it needs no headroom, even when
+    # the job is at its limit (chief 4 + 5 workers x 4 + 2 PS x 8 = 40 cores of 40)
+    nodes = [node("worker-0", "worker", 4, 8192)]
+    change = NodeChange(role="worker", name="worker-0", cpu=4, memory_mib=8192)
+    bounded = enforce_bounds(
+        Proposal(migrate=[change]), job(roles=ROLES, limits=Limits(cpu=40)), nodes, NODE_MAX
+    )
+    assert bounded.migrate == [change]

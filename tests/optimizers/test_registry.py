@@ -7,7 +7,16 @@ from annotated_types import Ge, Le
 from brain.optimizing import load_registry
 from brain.optimizing.registry import ENTRY_POINT_GROUP
 
-OURS = {"startup", "oom_recovery", "estimate", "hot_ps", "oom_risk", "worker_tuning", "gpu_cpu"}
+OURS = {
+    "startup",
+    "oom_recovery",
+    "estimate",
+    "hot_ps",
+    "oom_risk",
+    "worker_tuning",
+    "gpu_cpu",
+    "slow_node",
+}
 
 
 class NoSettingsOptimizer:
