@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from brain.errors import (
@@ -39,6 +39,12 @@ def _field_of(loc: tuple) -> str | None:
 
 async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
     first = exc.errors()[0]
+    if first.get("type") == "json_invalid":
+        reason = first.get("ctx", {}).get("error", "malformed")
+        return JSONResponse(
+            status_code=422,
+            content=error_body("validation_error", f"the body is not valid JSON: {reason}"),
+        )
     field = _field_of(tuple(first.get("loc", ())))
     message = first.get("msg", "invalid input")
     if field:
@@ -69,11 +75,22 @@ async def _database_down(_request: Request, _exc: OperationalError) -> JSONRespo
     )
 
 
+async def _rejected_by_database(_request: Request, exc: DataError) -> JSONResponse:
+    """A value the schema let through but the database refuses (a bound the schema
+    should state): the transaction is rolled back, so nothing changed."""
+    reason = str(getattr(exc, "orig", exc)).splitlines()[0][:200]
+    return JSONResponse(
+        status_code=422,
+        content=error_body("invalid", f"the database refused a value: {reason}"),
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(BrainError, _brain_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(OperationalError, _database_down)
+    app.add_exception_handler(DataError, _rejected_by_database)
 
 
 ERROR_RESPONSES = {

@@ -8,10 +8,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AwareDatetime, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
+from brain import bounds
 from brain.domain import Resources
 
 DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
@@ -200,6 +201,42 @@ class Settings(BaseSettings):
     clock_skew_s: float = Field(
         300, ge=0, description="How far in the future (seconds) a timestamp may lie."
     )
+    plausible_cpu: float = Field(
+        bounds.InputBounds.cpu,
+        gt=0,
+        le=bounds.CEILING_CPU,
+        description="Largest CPU value (cores) accepted for one node's request or usage; a "
+        "job's limit may reach this times `plausible_nodes`.",
+    )
+    plausible_memory_mib: float = Field(
+        bounds.InputBounds.memory_mib,
+        gt=0,
+        le=bounds.CEILING_MEMORY_MIB,
+        description="Largest memory value (MiB) accepted for one node (also GPU memory).",
+    )
+    plausible_gpu: float = Field(
+        bounds.InputBounds.gpu,
+        gt=0,
+        le=bounds.CEILING_GPU,
+        description="Most GPUs accepted for one node.",
+    )
+    plausible_steps_per_sec: float = Field(
+        bounds.InputBounds.steps_per_sec,
+        gt=0,
+        le=bounds.CEILING_STEPS_PER_SEC,
+        description="Fastest training speed accepted, global steps per second.",
+    )
+    plausible_nodes: int = Field(
+        bounds.InputBounds.nodes,
+        ge=1,
+        le=bounds.CEILING_NODES,
+        description="Most nodes accepted in one role (`count`) or training (`workers`).",
+    )
+    min_timestamp: AwareDatetime = Field(
+        bounds.DEFAULT_MIN_TIMESTAMP,
+        description="Earliest timestamp accepted in any input (later than the clock plus "
+        "`clock_skew_s` is rejected too).",
+    )
     retention_days: int | None = Field(
         None,
         ge=1,
@@ -275,6 +312,17 @@ class Settings(BaseSettings):
         return self.database_url.startswith("sqlite")
 
     @property
+    def input_bounds(self) -> bounds.InputBounds:
+        return bounds.InputBounds(
+            cpu=self.plausible_cpu,
+            memory_mib=self.plausible_memory_mib,
+            gpu=self.plausible_gpu,
+            steps_per_sec=self.plausible_steps_per_sec,
+            nodes=self.plausible_nodes,
+            min_timestamp=self.min_timestamp,
+        )
+
+    @property
     def node_max(self) -> Resources:
         return Resources(
             cpu=self.node_max_cpu, memory_mib=self.node_max_memory_mib, gpu=self.node_max_gpu
@@ -291,7 +339,7 @@ class Settings(BaseSettings):
 
 
 def _masked(settings: BaseSettings, exclude: set[str] | None = None) -> dict[str, Any]:
-    data = settings.model_dump(exclude=exclude)
+    data = settings.model_dump(mode="json", exclude=exclude)  # timestamps as RFC 3339
     for name, value in data.items():
         if isinstance(getattr(settings, name), SecretStr) and value is not None:
             data[name] = "***"

@@ -8,17 +8,24 @@ from fastapi import APIRouter, Body, Query
 
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.params import JobUid, name_filter
+from api.routing import InputRoute
 from api.schemas.events import EventIn, EventOut, EventsIngestOut
 from brain.domain import EventKind, utcnow
 from brain.services import events, jobs
 from brain.services.clock import reject_future
 
-router = APIRouter(prefix="/api/v1/jobs/{uid}/events", tags=["events"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/jobs/{uid}/events",
+    tags=["events"],
+    responses=ERROR_RESPONSES,
+    route_class=InputRoute,
+)
 
 
 @router.post("", response_model=EventsIngestOut, summary="Record events")
 def post_events(
-    uid: str,
+    uid: JobUid,
     session: SessionDep,
     items: Annotated[list[EventIn], Body(max_length=10_000)],
     settings: SettingsDep,
@@ -36,10 +43,10 @@ def post_events(
 
 @router.get("", response_model=list[EventOut], summary="List events, oldest first")
 def list_events(
-    uid: str,
+    uid: JobUid,
     session: SessionDep,
     kind: EventKind | None = None,
-    node: Annotated[str | None, Query(description="Only events of this node.")] = None,
+    node: Annotated[str | None, name_filter("Only events of this node.")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[EventOut]:
     job = jobs.get_job(session, uid)

@@ -9,6 +9,8 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 from api.auth import CurrentPrincipal
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.params import JobUid, name_filter
+from api.routing import InputRoute
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
 from brain.domain import JobStatus, utcnow
 from brain.errors import Forbidden
@@ -16,7 +18,9 @@ from brain.services import jobs
 from brain.services.clock import reject_future
 from brain.summaries.store import summarize_uids
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES, route_class=InputRoute
+)
 
 
 @router.put(
@@ -27,7 +31,7 @@ router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=ERROR_RESPONS
     summary="Register or update a job",
 )
 def put_job(
-    uid: str,
+    uid: JobUid,
     spec: JobSpec,
     response: Response,
     request: Request,
@@ -58,7 +62,7 @@ def put_job(
 
 
 @router.get("/{uid}", response_model=JobOut, summary="Read a job")
-def get_job(uid: str, session: SessionDep) -> JobOut:
+def get_job(uid: JobUid, session: SessionDep) -> JobOut:
     return JobOut.of(jobs.get_job(session, uid))
 
 
@@ -68,7 +72,7 @@ def get_job(uid: str, session: SessionDep) -> JobOut:
     summary="Change status, exit reason or times (a finished job is then summarized)",
 )
 def patch_job(
-    uid: str,
+    uid: JobUid,
     patch: JobPatch,
     request: Request,
     background: BackgroundTasks,
@@ -96,13 +100,15 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
 def list_jobs(
     session: SessionDep,
     principal: CurrentPrincipal,
-    user: str | None = None,
+    user: Annotated[str | None, name_filter("Only this user's jobs.", 128)] = None,
     status: JobStatus | None = None,
-    name: str | None = None,
-    dataset: str | None = None,
-    group: Annotated[str | None, Query(description="Group key of recurring runs.")] = None,
+    name: Annotated[str | None, name_filter("Only jobs of this name.")] = None,
+    dataset: Annotated[str | None, name_filter("Only jobs on this dataset.")] = None,
+    group: Annotated[str | None, name_filter("Group key of recurring runs.", 400)] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 50,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page.")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="`next_cursor` of the previous page.")
+    ] = None,
 ) -> JobPage:
     """A namespace-restricted token lists only its namespaces' jobs."""
     filters = jobs.JobFilters(

@@ -13,14 +13,17 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
+from api.params import JobUid, PlanId
+from api.routing import InputRoute
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
+from brain.bounds import INT32_MAX
 from brain.db.models import NodeRow
 from brain.domain import utcnow
 from brain.scaleplan_k8s import to_k8s
 from brain.services import jobs, plans
 from brain.services.clock import reject_future
 
-router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES, route_class=InputRoute)
 JOB = "/api/v1/jobs/{uid}"
 POLL_INTERVAL_S = 0.5
 
@@ -33,7 +36,7 @@ def list_optimizers(registry: RegistryDep) -> list[OptimizerOut]:
 
 @router.post(f"{JOB}/optimize", response_model=PlanOut, summary="Run a stage's optimizers")
 def optimize(
-    uid: str,
+    uid: JobUid,
     body: OptimizeRequest,
     session: SessionDep,
     settings: SettingsDep,
@@ -59,11 +62,11 @@ def optimize(
 
 @router.get(f"{JOB}/plans", response_model=list[PlanOut], summary="List plans, newest first")
 def list_plans(
-    uid: str,
+    uid: JobUid,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     before: Annotated[
-        int | None, Query(description="Only plans with a smaller id (paging).")
+        int | None, Query(ge=1, le=INT32_MAX, description="Only plans with a smaller id (paging).")
     ] = None,
 ) -> list[PlanOut]:
     job = jobs.get_job(session, uid)
@@ -77,9 +80,11 @@ def list_plans(
     responses={204: {"description": "No newer plan within `wait` seconds."}},
 )
 async def latest_plan(
-    uid: str,
+    uid: JobUid,
     request: Request,
-    after: Annotated[int, Query(ge=0, description="The id of the last plan the caller has.")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=INT32_MAX, description="The id of the last plan the caller has.")
+    ] = 0,
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a newer plan.")] = 0,
 ):
     """Training agents call this in a loop with the last id they saw: the oldest plan
@@ -111,8 +116,8 @@ def _newest_after(factory, uid: str, after: int) -> PlanOut | None:
     responses={200: {"content": {"application/yaml": {}}}},
 )
 def get_plan(
-    uid: str,
-    plan_id: int,
+    uid: JobUid,
+    plan_id: PlanId,
     session: SessionDep,
     format: Annotated[Literal["json", "k8s"], Query(description="`k8s`: ScalePlan YAML.")] = "json",
 ):
@@ -134,7 +139,7 @@ def get_plan(
     responses={409: {"description": "The plan cannot move to that status."}},
 )
 def set_plan_status(
-    uid: str, plan_id: int, body: PlanStatusIn, session: SessionDep, settings: SettingsDep
+    uid: JobUid, plan_id: PlanId, body: PlanStatusIn, session: SessionDep, settings: SettingsDep
 ) -> PlanOut:
     """`applied`, `rejected` or `failed`, with a message; the next optimization sees it.
     An applied plan becomes the job's desired state (role specs, node requests, counts)."""

@@ -5,13 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 from sqlalchemy.orm import Session
 
 from api.auth import every_namespace
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.params import JobUid, Offset
 from api.responses import model_json
+from api.routing import InputRoute
+from api.schemas.common import NO_NUL
 from api.schemas.portraits import (
     JobPortraitOut,
     NodePage,
@@ -34,7 +37,12 @@ from brain.summaries import portraits
 from brain.summaries.priorities import priority_of
 from brain.summaries.series import STORED_BUCKETS
 
-router = APIRouter(prefix="/api/v1/portraits", tags=["portraits"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/portraits",
+    tags=["portraits"],
+    responses=ERROR_RESPONSES,
+    route_class=InputRoute,
+)
 
 DaysQuery = Annotated[
     int, Query(ge=1, le=3650, description="Window: jobs that ended in the last N days.")
@@ -45,9 +53,6 @@ SortQuery = Annotated[
         description="Resource whose waste (requested − used resource-hours) ranks first; "
         "ties go to the others in the order GPU, CPU, memory."
     ),
-]
-OffsetQuery = Annotated[
-    int, Query(ge=0, description="Items to skip: `next_offset` of the previous page.")
 ]
 
 
@@ -63,7 +68,7 @@ def ranking(
     days: DaysQuery = 30,
     sort: SortQuery = WasteSort.gpu,
     top: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 20,
-    offset: OffsetQuery = 0,
+    offset: Offset = 0,
 ) -> RankingOut:
     """The dashboard's first view: each key with its jobs, success rate, requested and
     used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
@@ -84,7 +89,7 @@ def ranking(
 
 @router.get("/jobs/{uid}", response_model=JobPortraitOut, summary="A job's portrait")
 def job_portrait(
-    uid: str,
+    uid: JobUid,
     session: SessionDep,
     points: Annotated[
         int,
@@ -103,10 +108,10 @@ def job_portrait(
 
 @router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")
 def job_nodes(
-    uid: str,
+    uid: JobUid,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size.")] = 100,
-    offset: OffsetQuery = 0,
+    offset: Offset = 0,
 ) -> NodePage:
     """Per node: request, usage statistics, run and sampled time, resource-hours; by role
     and name."""
@@ -128,7 +133,7 @@ def job_nodes(
     dependencies=[Depends(every_namespace)],
 )
 def user_portrait(
-    user: str,
+    user: Annotated[str, Path(min_length=1, max_length=128, pattern=NO_NUL)],
     session: SessionDep,
     settings: SettingsDep,
     days: DaysQuery = 30,
@@ -136,7 +141,7 @@ def user_portrait(
     top: Annotated[
         int, Query(ge=1, le=500, description="Page size of the most wasteful jobs.")
     ] = 10,
-    offset: OffsetQuery = 0,
+    offset: Offset = 0,
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
     A user without jobs gets zeros, not 404."""
@@ -150,7 +155,7 @@ def user_portrait(
     dependencies=[Depends(every_namespace)],
 )
 def group_portrait(
-    group: str,
+    group: Annotated[str, Path(min_length=1, max_length=400, pattern=NO_NUL)],
     session: SessionDep,
     settings: SettingsDep,
     days: DaysQuery = 30,
@@ -158,7 +163,7 @@ def group_portrait(
     top: Annotated[
         int, Query(ge=1, le=500, description="Page size of the most wasteful jobs.")
     ] = 10,
-    offset: OffsetQuery = 0,
+    offset: Offset = 0,
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""

@@ -9,6 +9,9 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import SessionDep, SettingsDep, TelemetryDep, after_commit
 from api.errors import ERROR_RESPONSES
+from api.params import JobUid, NodeName, name_filter
+from api.routing import InputRoute
+from api.schemas.common import Instant
 from api.schemas.samples import (
     IngestOut,
     NodeIn,
@@ -19,12 +22,14 @@ from api.schemas.samples import (
     SpeedPointOut,
 )
 from brain.domain import utcnow
-from brain.errors import InvalidInput, TooLarge
+from brain.errors import TooLarge
 from brain.services import jobs, nodes, samples
 from brain.services.clock import reject_future
 from brain.telemetry import Telemetry
 
-router = APIRouter(prefix="/api/v1/jobs/{uid}", tags=["samples"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/jobs/{uid}", tags=["samples"], responses=ERROR_RESPONSES, route_class=InputRoute
+)
 
 
 @router.post(
@@ -34,7 +39,7 @@ router = APIRouter(prefix="/api/v1/jobs/{uid}", tags=["samples"], responses=ERRO
     responses={413: {"description": "More points than `BRAIN_MAX_BATCH_POINTS` (10,000)."}},
 )
 def post_samples(
-    uid: str,
+    uid: JobUid,
     batch: SampleBatch,
     session: SessionDep,
     settings: SettingsDep,
@@ -73,23 +78,20 @@ def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
 
 @router.get("/samples", response_model=SeriesOut, summary="Read the time series back")
 def get_samples(
-    uid: str,
+    uid: JobUid,
     session: SessionDep,
-    node: Annotated[str | None, Query(description="Only this node.")] = None,
-    role: Annotated[str | None, Query(description="Only nodes of this role.")] = None,
+    node: Annotated[str | None, name_filter("Only this node.")] = None,
+    role: Annotated[str | None, name_filter("Only nodes of this role.", 64)] = None,
     start: Annotated[
-        datetime | None, Query(description="From this time (inclusive, RFC 3339).")
+        Instant | None, Query(description="From this time (inclusive, RFC 3339).")
     ] = None,
     end: Annotated[
-        datetime | None, Query(description="Until this time (exclusive, RFC 3339).")
+        Instant | None, Query(description="Until this time (exclusive, RFC 3339).")
     ] = None,
     limit: Annotated[
         int, Query(ge=1, le=100_000, description="Most node points returned.")
     ] = 10_000,
 ) -> SeriesOut:
-    for field, value in (("start", start), ("end", end)):
-        if value is not None and value.tzinfo is None:
-            raise InvalidInput(f"{field} needs a UTC offset, e.g. Z", field=field)
     job = jobs.get_job(session, uid)
     query = samples.SampleQuery(node=node, role=role, start=start, end=end, limit=limit + 1)
     rows = samples.node_samples(session, job, query)
@@ -128,12 +130,18 @@ def get_samples(
     summary="Register or update a node with what it requests",
 )
 def put_node(
-    uid: str,
-    name: str,
+    uid: JobUid,
+    name: NodeName,
     spec: NodeIn,
     response: Response,
     session: SessionDep,
+    settings: SettingsDep,
 ) -> NodeOut:
+    reject_future(
+        [("created_at", spec.created_at), ("finished_at", spec.finished_at)],
+        utcnow(),
+        settings.clock_skew_s,
+    )
     job = jobs.get_job(session, uid)
     node, created = nodes.upsert_node(session, job, name, nodes.NodeInput(**spec.model_dump()))
     response.status_code = 201 if created else 200
@@ -141,6 +149,6 @@ def put_node(
 
 
 @router.get("/nodes", response_model=list[NodeOut], summary="List a job's nodes")
-def list_nodes(uid: str, session: SessionDep) -> list[NodeOut]:
+def list_nodes(uid: JobUid, session: SessionDep) -> list[NodeOut]:
     job = jobs.get_job(session, uid)
     return [NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)]

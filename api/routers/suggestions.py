@@ -11,11 +11,18 @@ from fastapi.responses import PlainTextResponse
 from api.auth import every_namespace
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
+from api.params import name_filter
+from api.routing import InputRoute
 from api.schemas.suggestions import SuggestionOut
 from brain.errors import InvalidInput
 from brain.summaries.suggestions import SuggestionQuery, suggest
 
-router = APIRouter(prefix="/api/v1/suggestions", tags=["suggestions"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/suggestions",
+    tags=["suggestions"],
+    responses=ERROR_RESPONSES,
+    route_class=InputRoute,
+)
 
 TEXT_EXAMPLE = """role    count  cpu_request  cpu_limit  memory_mib  gpu
 ps          2          6.5          -       12288    -
@@ -48,15 +55,15 @@ def get_suggestion(
     settings: SettingsDep,
     registry: RegistryDep,
     sizing_model: SizingModelDep,
-    user: Annotated[str | None, Query(description="Who will run it.")] = None,
-    name: Annotated[str | None, Query(description="Job name.")] = None,
-    dataset: Annotated[str | None, Query(description="Dataset it trains on.")] = None,
+    user: Annotated[str | None, name_filter("Who will run it.", 128)] = None,
+    name: Annotated[str | None, name_filter("Job name.")] = None,
+    dataset: Annotated[str | None, name_filter("Dataset it trains on.")] = None,
     group: Annotated[
         str | None,
-        Query(description="Group key of its recurring runs; defaults to `<user>/<name>`."),
+        name_filter("Group key of its recurring runs; defaults to `<user>/<name>`.", 400),
     ] = None,
     gpu_type: Annotated[
-        str | None, Query(description="Only learn from runs on this GPU type.")
+        str | None, name_filter("Only learn from runs on this GPU type.", 128)
     ] = None,
     format: Annotated[Format | None, Query(description="`text` for a terminal table.")] = None,
 ):

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import Timestamp
+from api.schemas.common import Name, Text, Timestamp
 from brain.domain import EventKind
 
 
@@ -14,8 +14,8 @@ class EventIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     ts: Timestamp
     kind: EventKind
-    node: str | None = Field(None, description="Node name; omit for a job-level event.")
-    detail: str | None = Field(None, max_length=4000)
+    node: Name | None = Field(None, description="Node name; omit for a job-level event.")
+    detail: Text | None = Field(None, max_length=4000)
 
 
 class EventOut(BaseModel):

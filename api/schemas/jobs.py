@@ -5,9 +5,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from api.schemas.common import Cores, Gpus, MiB, Name, Timestamp
+from api.schemas.common import (
+    NO_NUL,
+    Cores,
+    Gpus,
+    JobCores,
+    JobGpus,
+    JobMiB,
+    MiB,
+    Name,
+    NodeCount,
+    StepCount,
+    Text,
+    Timestamp,
+    UserName,
+)
 from brain.db.models import JobRow
 from brain.domain import JobStatus, RoleSpec, Strategy
 from brain.services.jobs import JobChanges, JobInput
@@ -21,16 +36,16 @@ class Limits(BaseModel):
     """Upper bounds for the whole job (sum over all nodes)."""
 
     model_config = ConfigDict(extra="forbid")
-    cpu: Cores | None = None
-    memory_mib: MiB | None = None
-    gpu: Gpus | None = None
+    cpu: JobCores | None = None
+    memory_mib: JobMiB | None = None
+    gpu: JobGpus | None = None
 
 
 class RoleResources(BaseModel):
     """Requested resources of one role: ``count`` nodes, each of this size."""
 
     model_config = ConfigDict(extra="forbid")
-    count: int = Field(ge=0, description="Number of nodes of this role.")
+    count: NodeCount = Field(description="Number of nodes of this role.")
     cpu: Cores = 0
     memory_mib: MiB = 0
     gpu: Gpus = 0
@@ -54,23 +69,23 @@ class JobSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: Name
-    user: Annotated[str, Field(min_length=1, max_length=128)]
+    user: UserName
     dataset: Name | None = None
-    group_key: Annotated[str, Field(min_length=1, max_length=400)] | None = Field(
+    group_key: Annotated[str, Field(min_length=1, max_length=400, pattern=NO_NUL)] | None = Field(
         None, description="Key of recurring runs; defaults to `<user>/<name>`."
     )
-    framework: Annotated[str, Field(max_length=64)] | None = None
+    framework: Annotated[str, Field(max_length=64, pattern=NO_NUL)] | None = None
     strategy: Strategy = Strategy.ps
     namespace: Name | None = None
     cluster: Name | None = None
-    gpu_type: Annotated[str, Field(max_length=128)] | None = None
+    gpu_type: Annotated[str, Field(max_length=128, pattern=NO_NUL)] | None = None
     limits: Limits = Field(default_factory=Limits)
     roles: dict[RoleName, RoleResources] = Field(
         default_factory=dict, description="Requested resources per role (ps, chief, worker, ...)."
     )
-    total_steps: int | None = Field(None, ge=1)
+    total_steps: StepCount | None = Field(None, ge=1)
     status: JobStatus = JobStatus.pending
-    exit_reason: str | None = Field(None, max_length=EXIT_REASON_CHARS)
+    exit_reason: Text | None = Field(None, max_length=EXIT_REASON_CHARS)
     created_at: Timestamp | None = None
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
@@ -103,10 +118,18 @@ class JobPatch(BaseModel):
     """Status, exit reason and times; omitted fields stay as they are."""
 
     model_config = ConfigDict(extra="forbid")
-    status: JobStatus | None = None
-    exit_reason: str | None = Field(None, max_length=EXIT_REASON_CHARS)
+    # Omitted keeps the status; null is not a status (hidden from the schema).
+    status: JobStatus | SkipJsonSchema[None] = None
+    exit_reason: Text | None = Field(None, max_length=EXIT_REASON_CHARS)
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
+
+    @field_validator("status")
+    @classmethod
+    def _status_not_null(cls, value: JobStatus | None) -> JobStatus:
+        if value is None:
+            raise ValueError("status cannot be null; omit it to keep the current status")
+        return value
 
     @model_validator(mode="after")
     def _not_empty(self) -> JobPatch:

@@ -3,27 +3,32 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import Timestamp
+from api.schemas.common import NO_NUL, Name, Text, Timestamp
 from brain.db.models import ScalePlanRow
 from brain.domain import PlanStatus, Stage
 from brain.optimizing.proposal import PlanBody
+
+# Names of optimizers and of their settings (entry-point and field names).
+OptimizerName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
 
 
 class OptimizeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     stage: Stage = Field(description="create, oom, estimate or running.")
-    optimizers: list[str] | None = Field(
-        None, description="Optimizers to run instead of the stage's configured ones."
+    optimizers: list[OptimizerName] | None = Field(
+        None,
+        max_length=100,
+        description="Optimizers to run instead of the stage's configured ones.",
     )
-    settings: dict[str, dict[str, Any]] = Field(
+    settings: dict[OptimizerName, dict[OptimizerName, Any]] = Field(
         default_factory=dict,
         description='Per-optimizer settings overrides, e.g. {"hot_ps": {"threshold": 0.85}}.',
     )
-    node: str | None = Field(None, description="The node the stage is about (oom: the OOM node).")
+    node: Name | None = Field(None, description="The node the stage is about (oom: the OOM node).")
 
 
 class PlanOut(PlanBody):
@@ -54,7 +59,7 @@ class PlanOut(PlanBody):
 class PlanStatusIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     status: PlanStatus = Field(description="applied, rejected or failed.")
-    message: str | None = Field(None, max_length=4000)
+    message: Text | None = Field(None, max_length=4000)
     applied_at: Timestamp | None = Field(
         None,
         description="When the job master applied the plan (default: now); the optimizers' "

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import Cores, Fraction, MiB, Name, Timestamp
+from api.schemas.bounds import at_most
+from api.schemas.common import (
+    NO_NUL,
+    Cores,
+    Fraction,
+    Gpus,
+    MiB,
+    Name,
+    NodeCount,
+    NodeIndex,
+    RoleLabel,
+    StepCount,
+    Timestamp,
+)
+from brain.bounds import CEILING_STEPS_PER_SEC
 from brain.services.samples import NodePoint, SpeedPoint
 
 
@@ -15,8 +30,8 @@ class NodePointIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: Name
-    role: str = Field(min_length=1, max_length=64, description="ps, chief, worker, ...")
-    index: int = Field(0, ge=0)
+    role: RoleLabel
+    index: NodeIndex = 0
     ts: Timestamp
     cpu: Cores = Field(description="CPU cores used.")
     memory_mib: MiB = Field(description="Memory used, MiB.")
@@ -47,12 +62,25 @@ class NodePointIn(BaseModel):
         )
 
 
+StepsPerSec = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=CEILING_STEPS_PER_SEC,
+        allow_inf_nan=False,
+        description="Training speed, global steps per second (at most "
+        "BRAIN_PLAUSIBLE_STEPS_PER_SEC).",
+    ),
+    at_most("steps_per_sec"),
+]
+
+
 class SpeedPointIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     ts: Timestamp
-    global_step: int = Field(ge=0)
-    steps_per_sec: float = Field(ge=0, description="Training speed, global steps per second.")
-    workers: int = Field(ge=0, description="Workers training at that moment.")
+    global_step: StepCount
+    steps_per_sec: StepsPerSec
+    workers: NodeCount = Field(description="Workers training at that moment.")
 
     def to_point(self) -> SpeedPoint:
         return SpeedPoint(self.ts, self.global_step, self.steps_per_sec, self.workers)
@@ -101,12 +129,12 @@ class NodeIn(BaseModel):
     """A node registered explicitly, with what it requests."""
 
     model_config = ConfigDict(extra="forbid")
-    role: str = Field(min_length=1, max_length=64)
-    index: int = Field(0, ge=0)
+    role: RoleLabel
+    index: NodeIndex = 0
     cpu: Cores = 0
     memory_mib: MiB = 0
-    gpu: float = Field(0, ge=0)
-    status: str = Field("running", max_length=32)
+    gpu: Gpus = 0
+    status: str = Field("running", max_length=32, pattern=NO_NUL)
     created_at: Timestamp | None = None
     finished_at: Timestamp | None = None
 

@@ -12,6 +12,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from brain.bounds import INT32_MAX
 from brain.db.models import JobRow
 from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
 from brain.errors import InvalidInput, NotFound
@@ -201,6 +202,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         created, job_id = base64.urlsafe_b64decode(padded).decode().split("|")
-        return as_utc(datetime.fromisoformat(created)), int(job_id)
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        created_at, row_id = as_utc(datetime.fromisoformat(created)), int(job_id)
+    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidInput("cursor is not one this service returned", field="cursor") from exc
+    if not 0 < row_id <= INT32_MAX:
+        raise InvalidInput("cursor is not one this service returned", field="cursor")
+    return created_at, row_id

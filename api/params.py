@@ -1,0 +1,28 @@
+"""Path and query parameters shared by the routers, with the bounds the store imposes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Query
+
+from api.schemas.common import NO_NUL
+from brain.bounds import INT32_MAX
+
+JobUid = Annotated[
+    str, Path(min_length=1, max_length=253, pattern=NO_NUL, description="The job's uid.")
+]
+NodeName = Annotated[
+    str, Path(min_length=1, max_length=253, pattern=NO_NUL, description="The node's name.")
+]
+PlanId = Annotated[int, Path(ge=1, le=INT32_MAX, description="The plan's id.")]
+# Offsets of paged lists; a larger one is past any page.
+Offset = Annotated[
+    int,
+    Query(ge=0, le=INT32_MAX, description="Items to skip: `next_offset` of the previous page."),
+]
+
+
+def name_filter(description: str, max_length: int = 253):
+    """An exact-match filter on a stored name: ``Annotated[str | None, name_filter(...)]``."""
+    return Query(max_length=max_length, pattern=NO_NUL, description=description)

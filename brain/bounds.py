@@ -1,0 +1,36 @@
+"""What input Brain accepts: the column limits, and plausible physical quantities.
+
+Column limits are fixed by the store (PostgreSQL ``integer`` and ``bigint``). The
+plausible bounds are settings (a site with bigger machines raises them) but never
+above the hard ceilings here, which keep every sum and mean over stored values finite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+INT32_MAX = 2**31 - 1  # PostgreSQL integer: node index, workers, plan and event ids
+INT64_MAX = 2**63 - 1  # PostgreSQL bigint: global_step, total_steps
+
+# Hard ceilings per node (the schema states them; settings stay below them).
+CEILING_CPU = 1e6
+CEILING_MEMORY_MIB = 1e9
+CEILING_GPU = 1e4
+CEILING_STEPS_PER_SEC = 1e9
+CEILING_NODES = 10_000_000
+
+DEFAULT_MIN_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class InputBounds:
+    """The largest plausible values of one node (and node count per job), and the
+    earliest timestamp accepted. A job's limits may reach ``nodes`` times a node's."""
+
+    cpu: float = 1024
+    memory_mib: float = 16 * 1024 * 1024
+    gpu: float = 64
+    steps_per_sec: float = 1e6
+    nodes: int = 100_000
+    min_timestamp: datetime = DEFAULT_MIN_TIMESTAMP
