@@ -24,6 +24,7 @@ from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.sizing import SizingModel
 from brain.services.desired_state import apply_plan
+from brain.services.locks import lock_job
 from brain.services.optimizer_context import build_context
 
 # Status changes a job master may report; superseded is Brain's own.
@@ -45,7 +46,9 @@ def optimize(
     sizing_model: SizingModel | None = None,
 ) -> ScalePlanRow:
     """Propose, bound and store a plan for ``job`` at ``stage`` (``sizing_model``: the
-    learned recommender, when the caller has one loaded)."""
+    learned recommender, when the caller has one loaded); one at a time per job, so
+    concurrent calls leave one plan proposed and answer an OOM event once."""
+    lock_job(session, job)
     if stage == Stage.oom:
         if not node:
             raise InvalidInput("stage oom needs the node that was OOM-killed", field="node")
@@ -189,6 +192,7 @@ def set_status(
     An applied plan becomes the job's desired state (``desired_state.apply_plan``), and
     its ``applied_at`` (the report's time, else now) starts the optimizers' cooldowns.
     """
+    lock_job(session, job)  # concurrent reports see each other's outcome
     plan = get_plan(session, job, plan_id)
     if plan.status == status.value:
         return plan

@@ -1,0 +1,97 @@
+"""Concurrent calls for one job keep the promises sequential calls keep (issue 12, 4a),
+on PostgreSQL and on the SQLite default: 20 parallel optimize calls leave one plan
+proposed, 20 parallel OOM optimizes store one plan and answer all with it, and 20
+parallel status reports agree with each other."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.api.helpers import job_body, node_point
+
+PARALLEL = 20
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def api(request):
+    """The API on each backend."""
+    return request.getfixturevalue("client" if request.param == "postgresql" else "sqlite_client")
+
+
+def _in_parallel(calls) -> list:
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        return list(pool.map(lambda call: call(), calls))
+
+
+def _hot_ps_job(api) -> None:
+    """ps-0 uses 3.6-3.8 of its 4 cores (hot at 0.8 x 4 = 3.2); ps-1 uses 1.0: every
+    running-stage optimize proposes to move ps-0."""
+    roles = {
+        "ps": {"count": 2, "cpu": 4, "memory_mib": 16384},
+        "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
+    }
+    api.put("/api/v1/jobs/j", json=job_body(roles=roles, status="running"))
+    nodes = []
+    for i, cpu in enumerate((3.6, 3.7, 3.8)):
+        ts = f"2026-03-01T00:00:{15 * i:02d}Z"
+        nodes += [
+            node_point("j-edljob-ps-0", ts, cpu, 9000),
+            node_point("j-edljob-ps-1", ts, 1.0, 9000),
+        ]
+    assert api.post("/api/v1/jobs/j/samples", json={"nodes": nodes}).status_code == 200
+
+
+def _statuses(api) -> list[str]:
+    return [p["status"] for p in api.get("/api/v1/jobs/j/plans").json()]
+
+
+def test_parallel_optimize_leaves_exactly_one_plan_proposed(api):
+    _hot_ps_job(api)
+    optimize = lambda: api.post("/api/v1/jobs/j/optimize", json={"stage": "running"})  # noqa: E731
+    responses = _in_parallel([optimize] * PARALLEL)
+    assert [r.status_code for r in responses] == [200] * PARALLEL
+    assert all(r.json()["migrate"] or r.json()["launch"] for r in responses)
+    statuses = _statuses(api)
+    assert len(statuses) == PARALLEL
+    assert statuses.count("proposed") == 1
+    assert statuses.count("superseded") == PARALLEL - 1
+    assert statuses[0] == "proposed"  # the newest one
+
+
+def test_parallel_oom_optimizes_store_one_plan_and_give_everyone_it(api):
+    api.put("/api/v1/jobs/j", json=job_body(status="running"))
+    api.put(
+        "/api/v1/jobs/j/nodes/j-edljob-worker-0",
+        json={"role": "worker", "cpu": 4, "memory_mib": 8192},
+    )
+    oom = [{"ts": "2026-03-01T00:10:00Z", "kind": "oom", "node": "j-edljob-worker-0"}]
+    api.post("/api/v1/jobs/j/events", json=oom)
+    body = {"stage": "oom", "node": "j-edljob-worker-0"}
+    optimize = lambda: api.post("/api/v1/jobs/j/optimize", json=body)  # noqa: E731
+    responses = _in_parallel([optimize] * PARALLEL)
+    assert [r.status_code for r in responses] == [200] * PARALLEL
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert responses[0].json()["migrate"][0]["memory_mib"] == 16384.0  # 2 x 8192
+    assert len(_statuses(api)) == 1
+
+
+def test_parallel_status_reports_agree(api):
+    """Half report applied, half rejected: one of them wins, every 200 tells the same
+    status, the others are 409 conflicts, and the plan keeps the winner's status."""
+    _hot_ps_job(api)
+    plan = api.post("/api/v1/jobs/j/optimize", json={"stage": "running"}).json()
+    url = f"/api/v1/jobs/j/plans/{plan['id']}/status"
+
+    def report(status: str):
+        return lambda: api.post(url, json={"status": status})
+
+    responses = _in_parallel([report("applied"), report("rejected")] * (PARALLEL // 2))
+    ok = [r.json()["status"] for r in responses if r.status_code == 200]
+    conflicts = [r for r in responses if r.status_code == 409]
+    assert len(ok) + len(conflicts) == PARALLEL
+    assert len(set(ok)) == 1
+    winner = ok[0]
+    assert len(ok) == PARALLEL // 2  # every report of the winning status, none other
+    assert api.get(f"/api/v1/jobs/j/plans/{plan['id']}").json()["status"] == winner
