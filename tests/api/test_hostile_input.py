@@ -13,7 +13,7 @@ from sqlalchemy.exc import DataError
 
 from api.app import create_app
 from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 TS = "2026-03-01T00:00:00Z"
 INT32_OVER = 2**31  # one past PostgreSQL integer

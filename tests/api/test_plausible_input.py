@@ -15,7 +15,7 @@ from api.app import create_app
 from api.schemas.samples import NodePointIn
 from brain.config import Settings
 from brain.db.models import Job, NodeSample, SpeedSample
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 TS = "2026-03-01T00:00:00Z"
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.api.helpers import job_body, node_point
+from tests.builders import job_body, node_point
 
 PARALLEL = 20
 
