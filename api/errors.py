@@ -96,4 +96,8 @@ def install_error_handlers(app: FastAPI) -> None:
 ERROR_RESPONSES = {
     404: {"description": 'Not found: `{"error": {"code", "message", "field"}}`'},
     422: {"description": "Invalid input; `error.field` names the offending field."},
+    503: {
+        "description": "The database cannot be reached (`database_unavailable`) or its "
+        "schema is behind this version (`schema_out_of_date`); retry later."
+    },
 }

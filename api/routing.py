@@ -24,7 +24,12 @@ def _refuse_constant(name: str) -> Any:
 class StrictJsonRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = json.loads(await self.body(), parse_constant=_refuse_constant)
+            body = await self.body()
+            try:
+                text = body.decode()
+            except UnicodeDecodeError as exc:  # FastAPI would answer a bare 400
+                raise json.JSONDecodeError("the body is not UTF-8", repr(body[:20]), 0) from exc
+            self._json = json.loads(text, parse_constant=_refuse_constant)
         return self._json
 
 

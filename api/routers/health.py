@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
@@ -49,7 +49,12 @@ def readyz(request: Request) -> JSONResponse:
     return JSONResponse(status_code=200 if ready else 503, content=body)
 
 
-@router.get("/metrics", summary="Prometheus exposition of Brain's own metrics")
+@router.get(
+    "/metrics",
+    summary="Prometheus exposition of Brain's own metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"description": "Prometheus text exposition format."}},
+)
 def metrics(request: Request) -> Response:
     data = generate_latest(request.app.state.telemetry.registry)
     return Response(content=data, media_type=CONTENT_TYPE_LATEST)
