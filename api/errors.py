@@ -6,6 +6,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolExhausted
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from brain.errors import (
@@ -85,11 +86,22 @@ async def _rejected_by_database(_request: Request, exc: DataError) -> JSONRespon
     )
 
 
+async def _overloaded(_request: Request, _exc: PoolExhausted) -> JSONResponse:
+    """Every pooled connection stayed busy past the pool's timeout: too many requests
+    at once for this server (scripts/bench_load.py finds where); the caller retries."""
+    return JSONResponse(
+        status_code=503,
+        content=error_body("overloaded", "every database connection is busy; retry later"),
+        headers={"Retry-After": "1"},
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(BrainError, _brain_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(OperationalError, _database_down)
+    app.add_exception_handler(PoolExhausted, _overloaded)
     app.add_exception_handler(DataError, _rejected_by_database)
 
 
@@ -97,7 +109,8 @@ ERROR_RESPONSES = {
     404: {"description": 'Not found: `{"error": {"code", "message", "field"}}`'},
     422: {"description": "Invalid input; `error.field` names the offending field."},
     503: {
-        "description": "The database cannot be reached (`database_unavailable`) or its "
-        "schema is behind this version (`schema_out_of_date`); retry later."
+        "description": "The database cannot be reached (`database_unavailable`), its "
+        "schema is behind this version (`schema_out_of_date`), or every connection is busy "
+        "(`overloaded`); retry later."
     },
 }

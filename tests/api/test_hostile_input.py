@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.exc import DataError
+from sqlalchemy.exc import TimeoutError as PoolExhausted
 
 from api.app import create_app
 from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
@@ -193,3 +194,26 @@ def test_a_value_the_database_refuses_is_a_422_envelope(settings):
         "message": "the database refused a value: value too long for type varchar(253)",
         "field": None,
     }
+
+
+def test_busy_connections_are_a_503_envelope_to_retry(settings):
+    """Under overload the pool times out: the caller is told to retry, not sent a 500."""
+    app = create_app(settings)
+
+    def busy() -> None:
+        raise PoolExhausted("QueuePool limit of size 10 overflow 10 reached")
+
+    app.add_api_route("/busy", busy)
+    with TestClient(app) as client:
+        response = client.get("/busy")
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    assert response.json()["error"]["code"] == "overloaded"
+
+
+def test_a_body_that_is_not_utf8_is_a_422_envelope(client, db):
+    response = client.put(
+        "/api/v1/jobs/j1", content=b"\xff\xfe{", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert "not UTF-8" in response.json()["error"]["message"]
