@@ -26,16 +26,16 @@ def _in_parallel(calls) -> list:
 
 
 def _hot_ps_job(api) -> None:
-    """ps-0 uses 3.6-3.8 of its 4 cores (hot at 0.8 x 4 = 3.2); ps-1 uses 1.0: every
-    running-stage optimize proposes to move ps-0."""
+    """ps-0 uses 3.6-3.8 of its 4 cores in 8 samples (hot at 0.8 x 4 = 3.2; hot_ps needs
+    8); ps-1 uses 1.0: every running-stage optimize proposes to move ps-0."""
     roles = {
         "ps": {"count": 2, "cpu": 4, "memory_mib": 16384},
         "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
     }
     api.put("/api/v1/jobs/j", json=job_body(roles=roles, status="running"))
     nodes = []
-    for i, cpu in enumerate((3.6, 3.7, 3.8)):
-        ts = f"2026-03-01T00:00:{15 * i:02d}Z"
+    for i, cpu in enumerate((3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.7, 3.8)):
+        ts = f"2026-03-01T00:{15 * i // 60:02d}:{15 * i % 60:02d}Z"
         nodes += [
             node_point("j-edljob-ps-0", ts, cpu, 9000),
             node_point("j-edljob-ps-1", ts, 1.0, 9000),
