@@ -13,7 +13,7 @@ from sqlalchemy.exc import DataError
 from sqlalchemy.exc import TimeoutError as PoolExhausted
 
 from api.app import create_app
-from brain.db.models import Event, Job, Node, NodeSample, ScalePlan, SpeedSample
+from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, ScalePlanRow, SpeedSampleRow
 from tests.builders import job_body, node_point
 
 TS = "2026-03-01T00:00:00Z"
@@ -26,7 +26,7 @@ def _counts(engine) -> dict[str, int]:
     with engine.connect() as conn:
         return {
             model.__tablename__: conn.scalar(select(func.count()).select_from(model))
-            for model in (Job, Node, NodeSample, SpeedSample, Event, ScalePlan)
+            for model in (JobRow, NodeRow, NodeSampleRow, SpeedSampleRow, EventRow, ScalePlanRow)
         }
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from api.app import create_app
 from api.schemas.samples import NodePointIn
 from brain.config import Settings
-from brain.db.models import Job, NodeSample, SpeedSample
+from brain.db.models import JobRow, NodeSampleRow, SpeedSampleRow
 from tests.builders import job_body, node_point
 
 TS = "2026-03-01T00:00:00Z"
@@ -49,7 +49,7 @@ def test_infinity_and_nan_in_samples_are_refused(client, db, raw):
     client.put("/api/v1/jobs/j", json=job_body())
     response = _post_raw(client, "/api/v1/jobs/j/samples", raw)
     assert response.status_code == 422
-    assert _count(db, NodeSample) + _count(db, SpeedSample) == 0
+    assert _count(db, NodeSampleRow) + _count(db, SpeedSampleRow) == 0
 
 
 def test_infinity_in_limits_and_node_gpu_is_refused(client, db):
@@ -58,7 +58,7 @@ def test_infinity_in_limits_and_node_gpu_is_refused(client, db):
         "/api/v1/jobs/j", content=raw.encode(), headers={"content-type": "application/json"}
     )
     assert response.status_code == 422
-    assert _count(db, Job) == 0
+    assert _count(db, JobRow) == 0
     client.put("/api/v1/jobs/j", json=job_body())
     raw = '{"role": "worker", "gpu": Infinity}'
     response = client.put(
@@ -136,7 +136,7 @@ def test_a_sample_at_year_1_is_refused(client, db):
     assert response.status_code == 422
     assert response.json()["error"]["field"] == "nodes.0.ts"
     assert "BRAIN_MIN_TIMESTAMP" in response.json()["error"]["message"]
-    assert _count(db, NodeSample) == 0
+    assert _count(db, NodeSampleRow) == 0
 
 
 def test_the_timestamp_floor_is_2000_by_default_and_a_setting(client, db, pg_url):
