@@ -61,7 +61,7 @@ class StartupOptimizer:
         # Without a chief replica a DLRover master makes one worker the chief, with the
         # worker size: the chief's sizing is the workers'.
         trainer = ROLE_CHIEF if ROLE_CHIEF in job.roles else ROLE_WORKER
-        _size_trainer(trainer, history, settings, proposal)
+        _size_trainer(trainer, history, settings, proposal, job.roles.get(trainer))
         return proposal
 
 
@@ -111,19 +111,31 @@ def _size_ps(history: list[HistoricalJob], settings: StartupSettings, proposal: 
 
 
 def _size_trainer(
-    role: str, history: list[HistoricalJob], settings: StartupSettings, proposal: Proposal
+    role: str,
+    history: list[HistoricalJob],
+    settings: StartupSettings,
+    proposal: Proposal,
+    declared: RoleSpec | None,
 ) -> None:
     trainers = [n for h in history for n in h.nodes if n.role in (ROLE_CHIEF, ROLE_WORKER)]
     if not trainers:
-        proposal.roles[role] = RoleSpec(
-            cpu=settings.default_chief_cpu, memory_mib=settings.default_chief_memory_mib
-        )
+        # Never below the job's own ask: a DLRover master puts these sizes on its workers,
+        # and a default smaller than what the job asked for OOM-kills them.
+        asked = declared or RoleSpec()
+        cpu = max(settings.default_chief_cpu, asked.cpu or 0.0)
+        memory = max(settings.default_chief_memory_mib, asked.memory_mib or 0.0)
+        proposal.roles[role] = RoleSpec(cpu=cpu, memory_mib=memory)
         proposal.reasons.append(
             reason(
                 NAME,
-                f"no related job with worker usage: default {role} {settings.default_chief_cpu} "
-                f"cores, {settings.default_chief_memory_mib} MiB",
+                f"no related job with worker usage: {role} {cpu} cores, {memory} MiB (the "
+                f"default {settings.default_chief_cpu} cores, "
+                f"{settings.default_chief_memory_mib} MiB, or the job's ask if larger)",
                 evidence={"related_jobs": len(history)},
+                threshold={
+                    "default_chief_cpu": settings.default_chief_cpu,
+                    "default_chief_memory_mib": settings.default_chief_memory_mib,
+                },
             )
         )
         return

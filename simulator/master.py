@@ -79,7 +79,7 @@ class JobMaster:
         self.run = Run(scenario, seed)
         self._nodes: list[NodeUsage] = []
         self._speed: list[SpeedPoint] = []
-        self._seen_plans: set[int] = set()
+        self._last_plan = 0  # the newest plan id read, for the long-poll walk
         # What the master runs each role with now (the user's ask, then applied plans).
         self._desired: dict[str, RoleRequest] = {
             role: RoleRequest(count=r.count, cpu=r.cpu, memory_mib=r.memory_mib, gpu=r.gpu)
@@ -210,10 +210,11 @@ class JobMaster:
     # Plans ---------------------------------------------------------------------------
 
     def _apply_pending(self, t: float, before_start: bool = False) -> None:
-        for plan in self.client.pending_plans(self.uid):
-            if plan.id in self._seen_plans or plan.is_empty:
+        """Walk the long-poll from the last plan read: every plan not superseded, in order."""
+        while plan := self.client.wait_for_plan(self.uid, after=self._last_plan, wait_s=0):
+            self._last_plan = plan.id
+            if plan.status != PlanStatus.proposed or plan.is_empty:
                 continue
-            self._seen_plans.add(plan.id)
             counts = self._apply(plan, t, before_start)
             self.client.report(
                 self.uid, plan.id, PlanStatus.applied, "applied by the simulator", self.ts(t)

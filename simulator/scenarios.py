@@ -75,14 +75,14 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             name="oom-storm",
-            description="Workers declared with 2 GiB use 3 GiB: every worker is OOM-killed "
-            "as soon as it starts.",
+            description="Workers use 10 GiB, more than Brain's 8 GiB cold-start default: every "
+            "worker is OOM-killed as soon as it starts.",
             roles={
                 "ps": RoleStart(2, cpu=4, memory_mib=8192),
-                "worker": RoleStart(4, cpu=4, memory_mib=2048),
+                "worker": RoleStart(4, cpu=4, memory_mib=4096),
             },
             throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=3072, ps_base_mib=3000),
+            memory=MemoryModel(worker_mib=10240, ps_base_mib=3000),
             limit_cpu=48,
         ),
         Scenario(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from brain.client import BrainClient
 from simulator.run import run_scenario
 from simulator.scenarios import SCENARIOS
@@ -14,3 +16,28 @@ def test_same_seed_same_figures(client):
     assert first == second
     assert (first.scenario, first.seed, first.horizon_s) == ("hot-ps", 3, 900)
     assert first.best_steps_per_sec > first.reached_steps_per_sec > 0
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_scenario_keeps_the_invariants(client, name):
+    """20 simulated minutes per scenario through the real app: no plan breaks a limit, no OOM
+    fix is lost, no worker count is reversed within the cooldown, no foreign role."""
+    result = run_scenario(BrainClient(http=client), SCENARIOS[name], seed=1, horizon_s=1200)[1]
+    assert result.over_limit_seconds == 0
+    assert result.oom_fixes_lost == 0
+    assert result.oscillations == 0
+    assert result.plans_with_foreign_roles == 0
+
+
+def test_the_design_example_grows_from_one_worker(client):
+    # ps-steady starts at ~30 steps/s (1 worker); the estimate plan adds workers and PS.
+    result = run_scenario(BrainClient(http=client), SCENARIOS["ps-steady"], 2, 1200)[1]
+    assert result.plans_applied >= 2  # create, estimate
+    assert result.reached_steps_per_sec > 2 * 30
+
+
+def test_an_oom_storm_is_fixed_once_per_kill(client):
+    result = run_scenario(BrainClient(http=client), SCENARIOS["oom-storm"], 2, 1200)[1]
+    # 4 workers, each killed once at start (10 GiB used, 8 GiB given), then 16 GiB each.
+    assert result.oom_kills == 4
+    assert result.oom_fixes_lost == 0
