@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, NodeRow
@@ -42,12 +43,32 @@ def list_nodes(session: Session, job: JobRow) -> list[NodeRow]:
     )
 
 
+def find_node(session: Session, job: JobRow, name: str) -> NodeRow | None:
+    return session.scalar(select(NodeRow).where(NodeRow.job_id == job.id, NodeRow.name == name))
+
+
 def upsert_node(session: Session, job: JobRow, name: str, data: NodeInput) -> tuple[NodeRow, bool]:
-    node = session.scalar(select(NodeRow).where(NodeRow.job_id == job.id, NodeRow.name == name))
-    created = node is None
+    """Register or update a node; returns it and whether it was created."""
+    node = find_node(session, job, name)
     if node is None:
-        node = NodeRow(job_id=job.id, name=name, created_at=data.created_at or utcnow())
-        session.add(node)
+        try:
+            with session.begin_nested():
+                node = NodeRow(job_id=job.id, name=name, created_at=data.created_at or utcnow())
+                _describe(node, data)
+                session.add(node)
+            return node, True
+        except IntegrityError:
+            # A concurrent request, or a sample batch naming the node, created it first:
+            # only this savepoint is undone, and this request updates that node.
+            node = find_node(session, job, name)
+            if node is None:
+                raise
+    _describe(node, data)
+    session.flush()
+    return node, False
+
+
+def _describe(node: NodeRow, data: NodeInput) -> None:
     node.role = data.role
     node.index = data.index
     node.cpu = data.cpu
@@ -55,8 +76,6 @@ def upsert_node(session: Session, job: JobRow, name: str, data: NodeInput) -> tu
     node.gpu = data.gpu
     node.status = data.status
     node.finished_at = data.finished_at
-    session.flush()
-    return node, created
 
 
 def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict[str, int]:

@@ -5,20 +5,22 @@ never commit; services take a savepoint where concurrent requests race."""
 from __future__ import annotations
 
 import ast
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi import BackgroundTasks, Request
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from api.app import create_app
 from api.deps import SessionDep
-from brain.db.models import JobRow
+from brain.db.models import JobRow, NodeRow
 from brain.errors import InvalidInput
-from brain.services import jobs
+from brain.services import jobs, nodes
 from tests.builders import job_body, make_job, recent_hour
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,32 +113,82 @@ def test_bad_patch_changes_nothing(client):
     assert (got["status"], got["started_at"], got["finished_at"]) == ("running", None, None)
 
 
-def test_losing_the_create_race_updates_and_keeps_the_rest_of_the_transaction(db, monkeypatch):
-    """Two PUTs of a new uid: the loser's insert fails on the unique uid; only its
-    savepoint is undone, so its earlier writes stay and it updates the winner's job."""
-    with Session(db) as winner, winner.begin():
-        _job(winner, "race")
+def test_losing_the_create_race_updates_and_keeps_the_rest_of_the_transaction(db):
+    """Two PUTs of a new uid: the loser's insert fails on the unique uid once the winner
+    commits; only its savepoint is undone, so its earlier write stays and it updates the
+    winner's job."""
 
-    with Session(db) as loser, loser.begin():
-        _job(loser, "earlier-write")
-        monkeypatch.setattr(jobs, "find_job", _missing_once(jobs.find_job))
+    def winner(session: Session) -> None:
+        _job(session, "race")
+
+    def loser(session: Session):
+        _job(session, "earlier-write")
         spec = jobs.JobInput(name="renamed", user="u", strategy="ps")
-        job, created = jobs.upsert_job(loser, "race", spec)
-        assert created is False
-        assert job.name == "renamed"
+        job, created = jobs.upsert_job(session, "race", spec)
+        return created, job.name
 
+    assert _race(db, winner, loser) == (False, "renamed")
     with Session(db) as check:
         names = dict(check.execute(select(JobRow.uid, JobRow.name)).all())
     assert names == {"race": "renamed", "earlier-write": "resnet"}
 
 
-def _missing_once(find_job):
-    """find_job that misses the first time, as when the other request commits between
-    this one's lookup and its insert."""
-    calls = []
+def test_a_node_registered_while_a_sample_batch_creates_it_is_updated(db):
+    """PUT of a node that a concurrent sample batch is creating: the PUT's insert fails
+    once the batch commits, its savepoint is undone and it updates the node (no 500)."""
+    with Session(db) as setup, setup.begin():
+        make_job(setup, "j", start=recent_hour(), status="running")
 
-    def find(session, uid):
-        calls.append(uid)
-        return None if len(calls) == 1 else find_job(session, uid)
+    def batch(session: Session) -> None:
+        nodes.ensure_nodes(session, jobs.get_job(session, "j"), [nodes.NodeRef("w-0", "worker", 0)])
 
-    return find
+    def put(session: Session):
+        spec = nodes.NodeInput(role="worker", index=0, cpu=6, memory_mib=2048)
+        node, created = nodes.upsert_node(session, jobs.get_job(session, "j"), "w-0", spec)
+        return created, node.cpu, node.memory_mib
+
+    assert _race(db, batch, put) == (False, 6, 2048)
+    with Session(db) as check:
+        assert check.scalar(select(func.count()).select_from(NodeRow)) == 1
+
+
+def _race(db, first, second):
+    """``first`` writes and holds its transaction open; ``second`` runs in its own
+    transaction on another thread until PostgreSQL makes it wait for ``first``'s row;
+    then ``first`` commits. Returns what ``second`` returned (or raises what it raised)."""
+    outcome: dict = {}
+
+    def run_second() -> None:
+        try:
+            with Session(db) as session, session.begin():
+                outcome["value"] = second(session)
+        except Exception as exc:  # re-raised in the test's thread
+            outcome["error"] = exc
+
+    with Session(db) as holder:
+        with holder.begin():
+            first(holder)
+            holder.flush()
+            thread = threading.Thread(target=run_second)
+            thread.start()
+            _wait_for_a_lock_wait(db)
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _wait_for_a_lock_wait(db) -> None:
+    """Until a backend of this database waits on a lock (bounded: 20 s)."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    with db.connect() as conn:
+        for _ in range(400):
+            if conn.execute(query).scalar():
+                return
+            conn.rollback()
+            time.sleep(0.05)
+    raise AssertionError("the second transaction never waited for the first")
