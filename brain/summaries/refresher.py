@@ -10,11 +10,11 @@ Both are idempotent, so two replicas doing it at once waste work but do no harm.
 from __future__ import annotations
 
 import logging
-import threading
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.domain import utcnow
+from brain.periodic import Periodic
 from brain.services.retention import delete_old_samples
 from brain.summaries.store import jobs_to_summarize, summarize_uids
 
@@ -39,31 +39,10 @@ def refresh_once(factory: sessionmaker[Session], retention_days: int | None = No
     return done
 
 
-class SummaryRefresher:
-    def __init__(
-        self, factory: sessionmaker[Session], interval_s: float, retention_days: int | None
-    ) -> None:
-        self._factory = factory
-        self._interval_s = interval_s
-        self._retention_days = retention_days
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="summary-refresher", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                done = refresh_once(self._factory, self._retention_days)
-                if done:
-                    log.info("refreshed %d job summaries", done)
-            except Exception:  # a bad cycle must not end the thread
-                log.exception("summary refresh failed; retrying next cycle")
+def _refresh_and_log(factory: sessionmaker[Session], retention_days: int | None) -> None:
+    done = refresh_once(factory, retention_days)
+    if done:
+        log.info("refreshed %d job summaries", done)
 
 
 def attach(app) -> None:
@@ -71,8 +50,10 @@ def attach(app) -> None:
     settings = app.state.settings
     if not settings.summary_interval_s:
         return
-    refresher = SummaryRefresher(
-        app.state.session_factory, settings.summary_interval_s, settings.retention_days
+    refresher = Periodic(
+        "summary refresh",
+        settings.summary_interval_s,
+        lambda: _refresh_and_log(app.state.session_factory, settings.retention_days),
     )
     refresher.start()
     app.state.shutdown_hooks.append(refresher.stop)

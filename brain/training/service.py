@@ -12,10 +12,10 @@ retraining at once each store a version; the newest wins, as on a restart.
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 
 from brain.optimizing.sizing import SizingModel
+from brain.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -60,28 +60,6 @@ def retrain_once(database_url: str, directory: Path, holder: ModelHolder) -> str
     return model.version
 
 
-class Trainer:
-    def __init__(self, database_url: str, directory: Path, holder: ModelHolder, interval_s: float):
-        self._args = (database_url, directory, holder)
-        self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="model-trainer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                retrain_once(*self._args)
-            except Exception:  # a bad cycle must not end the thread
-                log.exception("retraining the learned model failed; retrying next cycle")
-
-
 def attach(app) -> None:
     """App hook (``brain.app_hooks``): the model for the app's lifetime, retrained when
     ``BRAIN_TRAIN_INTERVAL_S`` is set."""
@@ -89,8 +67,11 @@ def attach(app) -> None:
     directory = Path(settings.model_dir)
     app.state.sizing_models = load(directory)
     if settings.train_interval_s:
-        trainer = Trainer(
-            settings.database_url, directory, app.state.sizing_models, settings.train_interval_s
+        models = app.state.sizing_models
+        trainer = Periodic(
+            "model retraining",
+            settings.train_interval_s,
+            lambda: retrain_once(settings.database_url, directory, models),
         )
         trainer.start()
         app.state.shutdown_hooks.append(trainer.stop)
