@@ -41,12 +41,17 @@ class GpuCpuSettings(CpuStepSettings):
 
 @dataclass(frozen=True)
 class RunUsage:
-    """One run's usage of one role: GPU/CPU means are over its nodes, maxima the largest node."""
+    """One run's usage of one role: GPU/CPU means are over its nodes, maxima the largest node.
+
+    ``allocated_gpus`` is what that run's nodes of the role had (GPUs per node, the largest
+    request); utilizations are fractions of it, so it is what they multiply.
+    """
 
     cpu_mean: float
     cpu_max: float
     gpu_util_mean: float | None = None
     gpu_memory_util_max: float | None = None
+    allocated_gpus: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,31 +73,39 @@ def run_usage(nodes: Sequence[NodeUsage]) -> RunUsage:
         cpu_max=max(n.cpu_max for n in nodes),
         gpu_util_mean=mean(gpu_utils) if gpu_utils else None,
         gpu_memory_util_max=max(gpu_memory_utils) if gpu_memory_utils else None,
+        allocated_gpus=max(n.requested.gpu for n in nodes) or None,
     )
 
 
 def suggest_role(
-    allocated_gpus: float | None, runs: Sequence[RunUsage], settings: GpuCpuSettings | None = None
+    runs: Sequence[RunUsage], settings: GpuCpuSettings | None = None
 ) -> GpuCpuSuggestion:
     """Suggestion for one role from its usage in ``runs`` (at least one).
 
     ``gpu = allocated x max(mean GPU util, max GPU memory util) / gpu target``, rounded
-    up to ``gpu_step``; ``cpu_limit = max CPU / cpu target`` and ``cpu_request = mean
-    CPU / cpu target``, rounded up to ``cpu_step``. Means are means of the run means,
-    maxima the largest run maximum.
+    up to ``gpu_step``, where ``allocated`` is what the past runs had (a utilization is a
+    fraction of the run's own GPUs, not of what a new run asks for); ``cpu_limit = max
+    CPU / cpu target`` and ``cpu_request = mean CPU / cpu target``, rounded up to
+    ``cpu_step``. Means are means of the run means, maxima the largest run maximum.
+    Runs with different allocations are compared in GPUs in use (allocated x
+    utilization), which is the same rule when they all had the same count.
     """
     settings = settings or GpuCpuSettings()
     cpu_max = max(r.cpu_max for r in runs)
     cpu_mean = mean([r.cpu_mean for r in runs])
-    gpu_utils = [r.gpu_util_mean for r in runs if r.gpu_util_mean is not None]
-    gpu_memory_utils = [r.gpu_memory_util_max for r in runs if r.gpu_memory_util_max is not None]
-    gpu_util = mean(gpu_utils) if gpu_utils else None
-    gpu_memory_util = max(gpu_memory_utils) if gpu_memory_utils else None
-    known = [u for u in (gpu_util, gpu_memory_util) if u is not None]
+    gpu_runs = [r for r in runs if r.allocated_gpus]
+    compute = [r.allocated_gpus * r.gpu_util_mean for r in gpu_runs if r.gpu_util_mean is not None]
+    memory = [
+        r.allocated_gpus * r.gpu_memory_util_max
+        for r in gpu_runs
+        if r.gpu_memory_util_max is not None
+    ]
+    in_use = (mean(compute) if compute else None, max(memory, default=None))
+    known = [used for used in in_use if used is not None]
     gpu = None
-    if allocated_gpus and known:
-        wanted = allocated_gpus * max(known) / settings.gpu_target_utilization
-        gpu = ceil_to(wanted, settings.gpu_step)
+    if known:
+        gpu = ceil_to(max(known) / settings.gpu_target_utilization, settings.gpu_step)
+    allocations = sorted({r.allocated_gpus for r in gpu_runs})
     target = settings.cpu_target_utilization
     return GpuCpuSuggestion(
         gpu=gpu,
@@ -100,13 +113,24 @@ def suggest_role(
         cpu_limit=ceil_to(cpu_max / target, settings.cpu_step),
         evidence={
             "runs": len(runs),
-            "allocated_gpus": allocated_gpus,
-            "gpu_util_mean": gpu_util,
-            "gpu_memory_util_max": gpu_memory_util,
+            # GPUs per node the past runs had: one number when they agree.
+            "allocated_gpus": allocations[0] if len(allocations) == 1 else allocations or None,
+            "gpu_util_mean": _mean_of([r.gpu_util_mean for r in gpu_runs]),
+            "gpu_memory_util_max": max(
+                (r.gpu_memory_util_max for r in gpu_runs if r.gpu_memory_util_max is not None),
+                default=None,
+            ),
+            "gpus_in_use_mean": in_use[0],
+            "gpu_memory_in_use_max": in_use[1],
             "cpu_max": cpu_max,
             "cpu_mean": cpu_mean,
         },
     )
+
+
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return mean(known) if known else None
 
 
 def qualifying_runs(
@@ -146,7 +170,7 @@ class GpuCpuSuggestionOptimizer:
             "cpu_target_utilization": settings.cpu_target_utilization,
         }
         proposal = Proposal()
-        for role, spec in job.roles.items():
+        for role in job.roles:
             runs = qualifying_runs(context.history, role, job.gpu_type, settings)
             if len(runs) < settings.runs:
                 proposal.reasons.append(
@@ -160,9 +184,7 @@ class GpuCpuSuggestionOptimizer:
                     )
                 )
                 continue
-            suggestion = suggest_role(
-                spec.gpu, [run_usage(h.role_nodes(role)) for h in runs], settings
-            )
+            suggestion = suggest_role([run_usage(h.role_nodes(role)) for h in runs], settings)
             # No opinion on the count: another optimizer (startup) may have sized it.
             proposal.roles[role] = RoleSpec(
                 cpu=suggestion.cpu_request,
@@ -172,7 +194,7 @@ class GpuCpuSuggestionOptimizer:
             proposal.reasons.append(
                 reason(
                     NAME,
-                    _message(role, spec.gpu, suggestion, settings),
+                    _message(role, suggestion, settings),
                     suggestion.evidence | {"role": role, "run_ids": [h.job.uid for h in runs]},
                     threshold,
                 )
@@ -180,9 +202,7 @@ class GpuCpuSuggestionOptimizer:
         return proposal
 
 
-def _message(
-    role: str, allocated: float | None, s: GpuCpuSuggestion, settings: GpuCpuSettings
-) -> str:
+def _message(role: str, s: GpuCpuSuggestion, settings: GpuCpuSettings) -> str:
     e = s.evidence
     cpu = (
         f"CPU max {e['cpu_max']:.2f} / {settings.cpu_target_utilization} -> limit {s.cpu_limit}, "
@@ -190,11 +210,23 @@ def _message(
     )
     if s.gpu is None:
         return f"{role} over {e['runs']} runs: {cpu}; no GPU suggestion"
+    target = settings.gpu_target_utilization
+    allocated = e["allocated_gpus"]
+    if isinstance(allocated, list):  # the runs had different GPU counts
+        used = max(u for u in (e["gpus_in_use_mean"], e["gpu_memory_in_use_max"]) if u is not None)
+        return (
+            f"{role} over {e['runs']} runs with {allocated} GPUs per node: GPUs in use "
+            f"(allocated x util) mean {_text(e['gpus_in_use_mean'])}, GPU memory in use max "
+            f"{_text(e['gpu_memory_in_use_max'])} -> {used:.3f} / {target} = {s.gpu} GPUs; {cpu}"
+        )
     utils = (e["gpu_util_mean"], e["gpu_memory_util_max"])
-    util_text = ["n/a" if u is None else f"{u:.3f}" for u in utils]
     busiest = max(u for u in utils if u is not None)
     return (
-        f"{role} over {e['runs']} runs: GPU util mean {util_text[0]}, GPU memory util max "
-        f"{util_text[1]} -> {allocated} x {busiest:.3f} / "
-        f"{settings.gpu_target_utilization} = {s.gpu} GPUs; {cpu}"
+        f"{role} over {e['runs']} runs with {allocated} GPUs per node: GPU util mean "
+        f"{_text(utils[0])}, GPU memory util max {_text(utils[1])} -> {allocated} x "
+        f"{busiest:.3f} / {target} = {s.gpu} GPUs; {cpu}"
     )
+
+
+def _text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

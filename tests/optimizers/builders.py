@@ -100,12 +100,14 @@ def usage(
     memory_max_mib: float = 1024.0,
     gpu_util_mean: float | None = None,
     gpu_memory_util_max: float | None = None,
+    gpu: float = 0.0,
 ) -> NodeUsage:
-    """Usage of a historical node; GPU memory utilization is expressed over a 1000 MiB GPU."""
+    """Usage of a historical node that requested ``gpu`` GPUs; GPU memory utilization is
+    expressed over a 1000 MiB GPU."""
     return NodeUsage(
         name=name,
         role=role,
-        requested=Resources(),
+        requested=Resources(gpu=gpu),
         cpu_mean=cpu_mean,
         cpu_max=cpu_max,
         cpu_p95=cpu_max,
