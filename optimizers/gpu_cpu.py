@@ -136,12 +136,13 @@ def _mean_of(values: Sequence[float | None]) -> float | None:
 def qualifying_runs(
     history: Sequence[HistoricalJob], role: str, gpu_type: str | None, settings: GpuCpuSettings
 ) -> list[HistoricalJob]:
-    """The most recent runs longer than ``min_duration_s`` on ``gpu_type`` that ran ``role``."""
+    """The most recent runs longer than ``min_duration_s`` on ``gpu_type`` that ran ``role``
+    (a run's length: from ``started_at``, else its first sample, to its end)."""
     return [
         h
         for h in history
         if h.job.gpu_type == gpu_type
-        and (h.job.duration_s or 0) > settings.min_duration_s
+        and (h.duration_s or 0) > settings.min_duration_s
         and h.role_nodes(role)
     ][: settings.runs]
 

@@ -31,6 +31,13 @@ class BasisRunOut(BaseModel):
     uid: str
     name: str
     finished_at: datetime | None
+    run_seconds: float | None = Field(
+        description="How long the run ran, seconds; null: unknown (no started_at, no samples)."
+    )
+    run_length_from: str | None = Field(
+        description="`started_at` (its registered start), `first_sample` (registered without "
+        "started_at: timed from its first sample to its end), or null (unknown)."
+    )
 
 
 class BasisOut(BaseModel):
@@ -41,8 +48,8 @@ class BasisOut(BaseModel):
     runs: list[BasisRunOut] = Field(description="Related succeeded runs used, newest first.")
     window_days: int = Field(description="How far back runs were searched.")
     confidence: str = Field(
-        description="`none`: no history, the values are defaults; `low`: fewer than 3 runs; "
-        "`high`: 3 runs or more."
+        description="`none`: no history, the values are defaults; `low`: fewer than 3 runs "
+        "of known length; `high`: 3 runs or more of known length."
     )
     note: str
 

@@ -112,6 +112,7 @@ def find_related(
 def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]:
     """``HistoricalJob`` of each id, in the order given."""
     jobs = {j.id: j for j in session.scalars(select(JobRow).where(JobRow.id.in_(job_ids)))}
+    lengths = _run_lengths(session, job_ids)
     nodes: dict[int, list[NodeUsage]] = {job_id: [] for job_id in job_ids}
     rows = session.execute(
         select(
@@ -149,4 +150,21 @@ def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]
                 gpu_memory_total_mib=row.gpu_memory_total_mib,
             )
         )
-    return [HistoricalJob(job_view(jobs[i]), tuple(nodes[i])) for i in job_ids if i in jobs]
+    return [
+        HistoricalJob(job_view(jobs[i]), tuple(nodes[i]), lengths.get(i))
+        for i in job_ids
+        if i in jobs
+    ]
+
+
+def _run_lengths(session: Session, job_ids: list[int]) -> dict[int, float]:
+    """Each summarized run's ``run_seconds`` where it is measured: from ``started_at``, or
+    from the first sample when the job was registered without one (a run with neither
+    has a meaningless 0 there and is left out)."""
+    rows = session.execute(
+        select(JobSummaryRow.job_id, JobSummaryRow.run_seconds).where(
+            JobSummaryRow.job_id.in_(job_ids),
+            (JobSummaryRow.started_at.is_not(None)) | (JobSummaryRow.samples > 0),
+        )
+    )
+    return {row.job_id: row.run_seconds for row in rows}

@@ -130,6 +130,23 @@ class HistoricalJob:
 
     job: JobView
     nodes: tuple[NodeUsage, ...]
+    # How long the run ran, from its summary: from ``started_at``, else from its first
+    # sample (a job registered without ``started_at``, as the README's example is), to its
+    # end. The first sample rather than ``created_at``: a job is often registered long
+    # before its pods train. None where the summary knows neither.
+    run_seconds: float | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        """The run's length: the summary's, else the job's ``started_at``/``finished_at``."""
+        return self.run_seconds if self.run_seconds is not None else self.job.duration_s
+
+    @property
+    def run_length_from(self) -> str | None:
+        """Where ``duration_s`` comes from: ``started_at``, ``first_sample`` or None."""
+        if self.job.started_at is not None:
+            return "started_at"
+        return "first_sample" if self.run_seconds is not None else None
 
     def role_nodes(self, role: str) -> list[NodeUsage]:
         return [n for n in self.nodes if n.role == role]

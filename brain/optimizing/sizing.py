@@ -91,7 +91,7 @@ def role_history(
         means.append(sum(_mean(n, resource) for n in nodes) / len(nodes))
         asked = max(_request(n, resource) for n in nodes)
         requests.append(asked or None)
-        seconds = past.job.duration_s
+        seconds = past.duration_s
         durations.append(math.nan if seconds is None else seconds / 3600.0)
         if resource == "cpu":
             highs.append(max(n.cpu_max for n in nodes))

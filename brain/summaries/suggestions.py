@@ -88,6 +88,8 @@ class BasisRun:
     uid: str
     name: str
     finished_at: datetime | None
+    run_seconds: float | None  # None: unknown (no started_at and no samples)
+    run_length_from: str | None  # started_at | first_sample | None
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,10 @@ def suggest(
         sizing_model=sizing_model,
     )
     proposal = run_stage(registry, Stage.create, context, settings).proposal
-    runs = [BasisRun(h.job.uid, h.job.name, h.job.finished_at) for h in related.jobs]
+    runs = [
+        BasisRun(h.job.uid, h.job.name, h.job.finished_at, h.duration_s, h.run_length_from)
+        for h in related.jobs
+    ]
     roles = _roles(overlay_roles(job.roles, proposal.roles))
     if sizing_model is not None:
         roles = [_with_risk(r, sizing_model, related.jobs, job.roles.get(r.role)) for r in roles]
@@ -204,12 +209,27 @@ def _basis(match: str | None, runs: list[BasisRun], query: SuggestionQuery, days
             "these are the optimizers' defaults, not measurements"
         )
         return Basis(match, runs, days, "none", note)
+    # A run of unknown length cannot pass the rules that need a long run (gpu_cpu's 30
+    # minutes): it does not make the suggestion measured.
+    measured = [r for r in runs if r.run_seconds is not None]
     plural = "s" if len(runs) > 1 else ""
-    if len(runs) < CONFIDENT_RUNS:
+    lengths = _length_note(runs, measured)
+    if len(measured) < CONFIDENT_RUNS:
         note = (
-            f"only {len(runs)} past run{plural} (matched by {match}): tentative, "
-            f"firmer after {CONFIDENT_RUNS} runs"
+            f"only {len(measured)} past run{'s' if len(measured) != 1 else ''} of known length "
+            f"(matched by {match}{lengths}): tentative, firmer after {CONFIDENT_RUNS} runs"
         )
         return Basis(match, runs, days, "low", note)
-    note = f"{len(runs)} past run{plural} matched by {match} in the last {days} days"
+    note = f"{len(runs)} past run{plural} matched by {match} in the last {days} days{lengths}"
     return Basis(match, runs, days, "high", note)
+
+
+def _length_note(runs: list[BasisRun], measured: list[BasisRun]) -> str:
+    """Say how run lengths were known where it is not the job's own ``started_at``."""
+    parts = []
+    from_samples = sum(1 for r in measured if r.run_length_from == "first_sample")
+    if from_samples:
+        parts.append(f"{from_samples} without started_at, timed from their first sample")
+    if len(measured) < len(runs):
+        parts.append(f"{len(runs) - len(measured)} of unknown length (no started_at, no samples)")
+    return "; " + "; ".join(parts) if parts else ""

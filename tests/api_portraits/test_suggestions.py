@@ -30,10 +30,11 @@ def settings(pg_url, db, tmp_path) -> Settings:
     return Settings(database_url=pg_url, stage_optimizers=seed, model_dir=str(tmp_path / "m"))
 
 
-def _run(session, uid: str, days_ago: float) -> None:
+def _run(session, uid: str, days_ago: float, started: bool = True) -> None:
     """A 1-hour carol/bert run on A100: PS CPU 2 then 4 cores, memory 4096 then 6144 MiB;
     workers CPU 3 then 5, memory 10240 then 12288 MiB, GPU utilization 0.4 then 0.5,
-    GPU memory 8000 then 9000 of 40000 MiB."""
+    GPU memory 8000 then 9000 of 40000 MiB. Not ``started``: registered as the README
+    does, without ``started_at``."""
     t0 = recent_hour(days_ago)
     job = make_job(
         session,
@@ -44,6 +45,7 @@ def _run(session, uid: str, days_ago: float) -> None:
         dataset="wiki",
         gpu_type="A100",
         roles=ROLES,
+        started=started,
     )
     for name in ("ps-0", "ps-1"):
         add_node(session, job, name, "ps", created_at=t0, cpu=8, memory_mib=16384)
@@ -122,6 +124,53 @@ def test_with_history(client, three_runs):
     assert (basis["match"], basis["confidence"]) == ("group", "high")
     assert [r["uid"] for r in basis["runs"]] == ["bert-3", "bert-2", "bert-1"]
     assert {r["optimizer"] for r in body["reasons"]} >= {"startup", "gpu_cpu"}
+
+
+def test_runs_without_started_at_are_timed_from_their_first_sample(client, session):
+    for i, days_ago in enumerate((3, 2, 1), 1):
+        _run(session, f"bert-{i}", days_ago, started=False)
+    session.commit()
+
+    body = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()
+
+    # First sample at the start, finished 1 h later: 3600 s > gpu_cpu's 1800, so gpu_cpu
+    # sizes the worker as in test_with_history (request 8, limit 10, 1 GPU) instead of
+    # leaving startup's 5 cores behind a "history too thin" reason.
+    worker = _roles(body)["worker"]
+    assert (worker["cpu_request"], worker["cpu_limit"], worker["gpu"]) == (8, 10, 1)
+    assert not any("thin" in r["message"] for r in body["reasons"])
+    basis = body["basis"]
+    assert basis["confidence"] == "high"
+    assert "3 without started_at, timed from their first sample" in basis["note"]
+    assert {(r["run_seconds"], r["run_length_from"]) for r in basis["runs"]} == {
+        (3600.0, "first_sample")
+    }
+
+
+def test_runs_of_unknown_length_do_not_make_confidence_high(client, session):
+    # Three succeeded runs with neither started_at nor samples: no rule can tell whether
+    # they were long enough, so the suggestion is not "measured".
+    for i, days_ago in enumerate((3, 2, 1), 1):
+        job = make_job(
+            session,
+            f"bert-{i}",
+            start=recent_hour(days_ago),
+            user="carol",
+            name="bert",
+            roles=ROLES,
+            started=False,
+        )
+        summarize_job(session, job)
+    session.commit()
+
+    basis = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()[
+        "basis"
+    ]
+
+    assert basis["confidence"] == "low"
+    assert basis["note"].startswith("only 0 past runs of known length")
+    assert "3 of unknown length (no started_at, no samples)" in basis["note"]
+    assert [r["run_seconds"] for r in basis["runs"]] == [None, None, None]
 
 
 def test_thin_history_says_so(client, session):
