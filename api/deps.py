@@ -14,6 +14,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.datastructures import State
 
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
@@ -56,10 +57,16 @@ TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
 RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]
 
 
-async def get_sizing_model(request: Request) -> SizingModel | None:
-    """The learned recommender ``brain serve`` loaded (None: none trained yet)."""
-    holder = getattr(request.app.state, "sizing_models", None)
+def current_sizing_model(state: State) -> SizingModel | None:
+    """The learned recommender ``brain serve`` loaded into the app's state (None: none
+    trained yet); read at each call, so a retrained model is used at once by both the
+    REST API and the gRPC service."""
+    holder = getattr(state, "sizing_models", None)
     return None if holder is None else holder.current
+
+
+async def get_sizing_model(request: Request) -> SizingModel | None:
+    return current_sizing_model(request.app.state)
 
 
 SizingModelDep = Annotated[SizingModel | None, Depends(get_sizing_model)]

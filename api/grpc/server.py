@@ -9,7 +9,7 @@ standard gRPC health service answers for ``brain.Brain``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -19,10 +19,12 @@ from fastapi import FastAPI
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.deps import current_sizing_model
 from api.grpc.auth import TokenInterceptor
 from api.grpc.servicer import BrainServicer
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
+from brain.optimizing.sizing import SizingModel
 from brain.summaries.store import summarize_uids
 from brain.telemetry import Telemetry
 
@@ -53,10 +55,12 @@ def start(
     telemetry: Telemetry,
     port: int,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    sizing_model: Callable[[], SizingModel | None] = lambda: None,
 ) -> RunningServer:
     """Serve ``brain.Brain`` on ``settings.host:port`` (0 picks a free port).
 
-    ``interceptors`` is where a credential check on the call metadata goes.
+    ``interceptors`` is where a credential check on the call metadata goes;
+    ``sizing_model`` gives the learned recommender current at each call.
     """
     # Summaries of finished jobs run after the answer, one at a time, so the master's
     # exit report returns at once.
@@ -67,6 +71,7 @@ def start(
         settings,
         telemetry,
         summarize=lambda uid: summaries.submit(summarize_uids, session_factory, [uid]),
+        sizing_model=sizing_model,
     )
     server = grpc.server(
         ThreadPoolExecutor(settings.grpc_workers, thread_name_prefix="brain-grpc"),
@@ -96,6 +101,9 @@ def attach(app: FastAPI) -> None:
         # The REST API's token rules (api/grpc/auth.py), on the call metadata, unless
         # BRAIN_GRPC_AUTH=false (DLRover 0.6.1 masters send no metadata).
         interceptors=[TokenInterceptor(app.state.auth_policy)] if settings.grpc_auth else [],
+        # The model the REST API uses (brain.training.service), read at each call: both
+        # protocols give the same create plan, also after a retraining swaps it.
+        sizing_model=lambda: current_sizing_model(app.state),
     )
     app.state.grpc_server = running
     app.state.shutdown_hooks.append(running.stop)

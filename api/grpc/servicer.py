@@ -33,6 +33,7 @@ from brain.domain import Stage, Strategy, as_utc, utcnow
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.proposal import PlanBody
+from brain.optimizing.sizing import SizingModel
 from brain.services import jobs, master_reports, plans
 from brain.services.nodes import NodeRef
 from brain.services.optimizer_context import current_roles, has_related_history
@@ -94,12 +95,14 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         settings: Settings,
         telemetry: Telemetry,
         summarize: Callable[[str], None],
+        sizing_model: Callable[[], SizingModel | None] = lambda: None,
     ) -> None:
         self._sessions = session_factory
         self._registry = registry
         self._settings = settings
         self._telemetry = telemetry
         self._summarize = summarize
+        self._sizing_model = sizing_model
         # optimize runs here so that the handler can stop waiting at the deadline.
         self._optimizers = ThreadPoolExecutor(
             settings.grpc_workers, thread_name_prefix="brain-grpc-optimize"
@@ -304,6 +307,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             call.stage,
             optimizer_names=names,
             node=node,
+            sizing_model=self._sizing_model(),
         )
 
     def _reusable_estimate(

@@ -7,6 +7,9 @@ from typing import Any
 
 from dlrover.python.common.constants import DistributionStrategy, NodeType, PlatformType
 from dlrover.python.common.node import NodeGroupResource, NodeResource
+from dlrover.python.master.main import update_context
+from dlrover.python.master.monitor.perf_monitor import PerfMonitor
+from dlrover.python.master.node.dist_job_manager import create_job_manager
 from dlrover.python.scheduler.job import JobArgs, NodeArgs
 from fastapi.testclient import TestClient
 
@@ -45,6 +48,24 @@ class ElasticJobArgs(JobArgs):
         self.node_args[NodeType.PS] = NodeArgs(
             NodeGroupResource(count, NodeResource(cpu, memory)), True, 3, 0, "all"
         )
+
+
+def start_master(args: ElasticJobArgs, context):
+    """The real DistributedJobManager (k8s platform, optimizeMode cluster), started: it asks
+    Brain for the create plan and posts its ScalePlan."""
+    args.initilize()
+    update_context(args)
+    context.seconds_interval_to_change_ps = 0
+    manager = create_job_manager(args, PerfMonitor())
+    manager.start()
+    return manager
+
+
+def sized_scale_plan(fake_k8s) -> dict:
+    """The ScalePlan CR that sizes the job (the pending-pod monitor also posts empty ones)."""
+    sized = [p for p in fake_k8s.scale_plans() if p["spec"].get("replicaResourceSpecs")]
+    assert len(sized) == 1
+    return sized[0]
 
 
 def job_body(name: str = "ctr-train", **overrides: Any) -> dict[str, Any]:

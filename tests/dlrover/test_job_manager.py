@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import pytest
 from dlrover.python.common.constants import JobOptStage, NodeType
-from dlrover.python.master.main import update_context
-from dlrover.python.master.monitor.perf_monitor import PerfMonitor
-from dlrover.python.master.node.dist_job_manager import create_job_manager
 
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
-from tests.dlrover.builders import JOB_UID, ElasticJobArgs, finished_run, job_body, pod, point, ts
+from tests.dlrover.builders import (
+    JOB_UID,
+    ElasticJobArgs,
+    finished_run,
+    job_body,
+    pod,
+    point,
+    sized_scale_plan,
+    start_master,
+    ts,
+)
 
 
 @pytest.fixture
@@ -19,22 +26,6 @@ def settings(pg_url, db, tmp_path) -> Settings:
     stage adds learned_margin)."""
     seed = {**DEFAULT_STAGE_OPTIMIZERS, "create": ["startup", "gpu_cpu"]}
     return Settings(database_url=pg_url, stage_optimizers=seed, model_dir=str(tmp_path / "m"))
-
-
-def _start_master(args: ElasticJobArgs, context):
-    args.initilize()
-    update_context(args)
-    context.seconds_interval_to_change_ps = 0
-    manager = create_job_manager(args, PerfMonitor())
-    manager.start()
-    return manager
-
-
-def _sized_plan(fake_k8s) -> dict:
-    """The ScalePlan CR that sizes the job (the pending-pod monitor also posts empty ones)."""
-    sized = [p for p in fake_k8s.scale_plans() if p["spec"].get("replicaResourceSpecs")]
-    assert len(sized) == 1
-    return sized[0]
 
 
 def test_create_scaleplan_has_the_sizes_of_brains_plan_from_three_past_runs(
@@ -56,9 +47,9 @@ def test_create_scaleplan_has_the_sizes_of_brains_plan_from_three_past_runs(
     assert (chief["cpu"], chief["memory_mib"]) == (5.2, 9000.0)
 
     # The ElasticJob asks 3 workers of 2 cores / 4096 MiB and leaves the PS to Brain.
-    _start_master(ElasticJobArgs(worker=(3, 2, 4096), ps=(0, 0, 0)), dlrover_context)
+    start_master(ElasticJobArgs(worker=(3, 2, 4096), ps=(0, 0, 0)), dlrover_context)
 
-    specs = _sized_plan(fake_k8s)["spec"]["replicaResourceSpecs"]
+    specs = sized_scale_plan(fake_k8s)["spec"]["replicaResourceSpecs"]
     # PS count and size as Brain's plan says; workers and the chief the master folds out
     # of them (no chief replica) get the chief sizing, CPU rounded up to whole cores.
     assert specs["ps"] == {"replicas": 2, "resource": {"cpu": "4", "memory": "7800Mi"}}
@@ -81,7 +72,7 @@ def test_a_hot_ps_becomes_a_migration_the_master_performs(brain, fake_k8s, dlrov
         for minutes, cpu in zip((8, 7, 6, 5, 4, 3, 2, 1), load, strict=True)
     ]
     assert rest.post(f"/api/v1/jobs/{JOB_UID}/samples", json={"nodes": points}).status_code == 200
-    manager = _start_master(ElasticJobArgs(worker=(3, 4, 8192), ps=(2, 8, 12288)), dlrover_context)
+    manager = start_master(ElasticJobArgs(worker=(3, 4, 8192), ps=(2, 8, 12288)), dlrover_context)
 
     manager._job_optimizer.set_job_stage(JobOptStage.PS_RUNNING)
     plan = manager._job_optimizer.get_job_resource_plan()
