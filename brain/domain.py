@@ -106,7 +106,7 @@ class ClusterState:
     """Free capacity and pending demand of the cluster at ``ts``, as ``source`` (e.g.
     ``prometheus``) saw it. ``None``: the source does not report it (no GPU nodes, no
     kube-state-metrics). Free capacity is summed over ``nodes`` nodes; pending demand is
-    what pending pods request."""
+    what pending pods request; ``queued_jobs`` the jobs a scheduler holds back (pushed)."""
 
     source: str
     ts: datetime
@@ -118,6 +118,7 @@ class ClusterState:
     pending_cpu: float | None = None
     pending_memory_mib: float | None = None
     pending_gpu: float | None = None
+    queued_jobs: int | None = None
 
 
 def utcnow() -> datetime:

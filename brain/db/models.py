@@ -331,3 +331,4 @@ class ClusterStateRow(Base):
     pending_cpu: Mapped[float | None] = mapped_column(Double)
     pending_memory_mib: Mapped[float | None] = mapped_column(Double)
     pending_gpu: Mapped[float | None] = mapped_column(Double)
+    queued_jobs: Mapped[int | None] = mapped_column(Integer)

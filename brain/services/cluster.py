@@ -1,6 +1,7 @@
 """The cluster's state (free capacity, pending demand): the newest per source, replaced
 each time it is recorded, so the table stays one row per source. The collector records
-what Prometheus shows; ``GET /api/v1/cluster/state`` reads the freshest."""
+what Prometheus shows, ``POST /api/v1/cluster/state`` what a platform pushes;
+``GET /api/v1/cluster/state`` and the running stage read the freshest."""
 
 from __future__ import annotations
 
@@ -37,4 +38,5 @@ def latest_cluster_state(session: Session) -> ClusterState | None:
         pending_cpu=row.pending_cpu,
         pending_memory_mib=row.pending_memory_mib,
         pending_gpu=row.pending_gpu,
+        queued_jobs=row.queued_jobs,
     )

@@ -54,6 +54,9 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
+CLUSTER_PUSH = {"source": "volcano", "nodes": 40, "free_cpu": 12.5, "pending_cpu": 48}
+
+
 def jobs_stored(client: TestClient) -> int:
     with client.app.state.session_factory() as session:
         return session.scalar(select(func.count()).select_from(JobRow))
@@ -186,6 +189,22 @@ def test_namespace_restricted_token_sees_only_its_namespaces(settings, make_toke
             assert response.status_code == 403, path
             assert "spans every namespace" in response.json()["error"]["message"]
         assert jobs_stored(client) == 4
+
+
+def test_pushing_the_cluster_state_needs_a_write_token_for_every_namespace(settings, make_token):
+    read = bearer(make_token("reader", "read"))
+    write = bearer(make_token("scheduler", "write"))
+    ml = bearer(make_token("ml-master", "write", namespaces=["ml"]))
+    path = "/api/v1/cluster/state"
+    with start(settings) as client:
+        assert client.post(path, json=CLUSTER_PUSH).status_code == 401
+        assert client.post(path, json=CLUSTER_PUSH, headers=read).status_code == 403
+        # The state steers every job's plans: a namespace-limited token may not set it.
+        limited = client.post(path, json=CLUSTER_PUSH, headers=ml)
+        assert limited.status_code == 403
+        assert client.get(path, headers=read).status_code == 404
+        assert client.post(path, json=CLUSTER_PUSH, headers=write).status_code == 200
+        assert client.get(path, headers=read).json()["free_cpu"] == 12.5
 
 
 def test_health_and_metrics_are_public_unless_configured(settings, tokens):
