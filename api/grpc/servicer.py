@@ -273,6 +273,9 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
                 return Answer(None, f"Brain has never seen job {uid}; no plan")
         node = None
         if call.oom_pod is not None:
+            # Recorded before asking: the oom stage refuses (409 over REST) a node with no
+            # recorded OOM; were it ever refused here, _answer turns the error into an
+            # empty answer naming the reason, as for any BrainError.
             pod = call.oom_pod
             master_reports.record_node_oom(session, job, NodeRef(pod.name, pod.role, pod.index))
             node = pod.name

@@ -34,7 +34,17 @@ def list_optimizers(registry: RegistryDep) -> list[OptimizerOut]:
     return [OptimizerOut(**vars(info)) for info in registry.info()]
 
 
-@router.post(f"{JOB}/optimize", response_model=PlanOut, summary="Run a stage's optimizers")
+@router.post(
+    f"{JOB}/optimize",
+    response_model=PlanOut,
+    summary="Run a stage's optimizers",
+    responses={
+        409: {
+            "description": "Stage `oom` for a node with no OOM recorded "
+            "(`conflict`, `field: node`): report the OOM event first; nothing is stored."
+        }
+    },
+)
 def optimize(
     uid: JobUid,
     body: OptimizeRequest,
@@ -44,7 +54,8 @@ def optimize(
     sizing_model: SizingModelDep,
 ) -> PlanOut:
     """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
-    An OOM event already answered returns the plan that answered it."""
+    An OOM event already answered returns the plan that answered it; stage `oom` for a
+    node without a recorded OOM event is a 409 and stores no plan."""
     job = jobs.get_job(session, uid)
     plan = plans.optimize(
         session,

@@ -28,7 +28,11 @@ class OptimizeRequest(BaseModel):
         default_factory=dict,
         description='Per-optimizer settings overrides, e.g. {"hot_ps": {"threshold": 0.85}}.',
     )
-    node: Name | None = Field(None, description="The node the stage is about (oom: the OOM node).")
+    node: Name | None = Field(
+        None,
+        description="The node the stage is about (oom: the OOM-killed node; its OOM event "
+        "must be recorded first, else 409).",
+    )
 
 
 class PlanOut(PlanBody):

@@ -55,6 +55,14 @@ def optimize(
         answered = _plan_for_latest_oom(session, job, node)
         if answered is not None:  # a replayed report: the event already has its plan
             return answered
+        if not _has_oom(session, job, node):
+            # An empty "nothing to relaunch" plan would look like an answer to an OOM that
+            # never was (and pile up on every retry): refuse, and store nothing.
+            raise Conflict(
+                f"no OOM recorded for node {node!r} of job {job.uid!r}: report it first "
+                f"(POST /api/v1/jobs/{job.uid}/events with kind oom)",
+                field="node",
+            )
     context = build_context(session, job, stage, settings, node=node, sizing_model=sizing_model)
     result = run_stage(registry, stage, context, settings, optimizer_names, overrides)
     bounded = result.proposal
@@ -66,6 +74,21 @@ def optimize(
             return existing
     body = plan_body(bounded, result.optimizers, context)
     return _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
+
+
+def _has_oom(session: Session, job: JobRow, node: str) -> bool:
+    return (
+        session.scalar(
+            select(EventRow.id)
+            .where(
+                EventRow.job_id == job.id,
+                EventRow.kind == EventKind.oom.value,
+                EventRow.node_name == node,
+            )
+            .limit(1)
+        )
+        is not None
+    )
 
 
 def _plan_for_latest_oom(session: Session, job: JobRow, node: str) -> ScalePlanRow | None:

@@ -173,6 +173,26 @@ def test_oom_event_is_answered_once(client):
     assert missing_node.json()["error"]["field"] == "node"
 
 
+def test_oom_stage_without_a_recorded_oom_is_refused_and_stores_nothing(client):
+    client.put("/api/v1/jobs/j", json=job_body(status="running"))
+    client.put(
+        "/api/v1/jobs/j/nodes/j-edljob-worker-0",
+        json={"role": "worker", "cpu": 4, "memory_mib": 8192},
+    )
+    # An OOM of another node does not count for this one.
+    other = [{"ts": "2026-03-01T00:10:00Z", "kind": "oom", "node": "j-edljob-worker-1"}]
+    client.post("/api/v1/jobs/j/events", json=other)
+    for node in ("j-edljob-worker-0", "no-such-node"):
+        response = client.post("/api/v1/jobs/j/optimize", json={"stage": "oom", "node": node})
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert (error["code"], error["field"]) == ("conflict", "node")
+        assert error["message"].startswith(f"no OOM recorded for node '{node}' of job 'j'")
+    assert client.get("/api/v1/jobs/j/plans").json() == []
+    documented = client.get("/openapi.json").json()["paths"]["/api/v1/jobs/{uid}/optimize"]
+    assert "no OOM recorded" in documented["post"]["responses"]["409"]["description"]
+
+
 UNSIZED_ROLES = {"ps": {"count": 1}, "worker": {"count": 2}}
 
 
