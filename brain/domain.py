@@ -93,6 +93,24 @@ class RoleSpec:
 
 
 @dataclass(frozen=True)
+class RoleBounds:
+    """How many nodes a role may run with (an elastic job, as Volcano's ``minAvailable``
+    and a maximum): no plan goes outside them. ``None`` means unbounded on that side.
+    Nodes above ``min_count`` are elastic: removed first, added last."""
+
+    min_count: int | None = None
+    max_count: int | None = None
+
+    def clip(self, count: int) -> int:
+        """``count`` moved into the bounds."""
+        if self.max_count is not None:
+            count = min(count, self.max_count)
+        if self.min_count is not None:
+            count = max(count, self.min_count)
+        return count
+
+
+@dataclass(frozen=True)
 class Limits:
     """Upper bounds for a whole job (sum over all its nodes); ``None`` means unbounded."""
 

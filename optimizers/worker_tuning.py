@@ -30,8 +30,9 @@ class WorkerTuningSettings(BaseModel):
         0.05,
         ge=0.0,
         le=1.0,
-        description="Relative speed gain an addition must bring; one that brought less is "
-        "taken back, and the job is not grown past that count again.",
+        description="Relative speed gain per added worker an addition must bring (2 workers "
+        "at 0.05: +10 %); one that brought less is taken back after the cooldown, and the "
+        "job is not grown past that count again.",
     )
     min_speed_samples: int = Field(
         3,
@@ -52,11 +53,13 @@ class WorkerTuningOptimizer:
     """Adds up to ``step`` workers while adding pays, and takes back an addition that did not.
 
     It adds while the busiest PS is below ``ps_cpu_threshold`` of its CPU request (jobs
-    without PS skip that check) and the job's limits allow. Once an addition is judged
-    (``min_speed_samples`` at the new count), a speed gain below ``min_speed_gain`` takes
-    the workers back to the previous count, and no later plan grows past it (a ceiling
-    read from the applied plans, so it outlives the speed window). No change within
-    ``cooldown_s`` of an applied worker change.
+    without PS skip that check), the job's limits allow and the worker role's
+    ``max_count`` is not reached. Once an addition is judged (``min_speed_samples`` at
+    the new count, after ``cooldown_s``), a speed gain per added worker below
+    ``min_speed_gain`` takes the workers back to the previous count (never below
+    ``min_count``), and no later plan grows past it (a ceiling read from the applied
+    plans, so it outlives the speed window). No change within ``cooldown_s`` of an
+    applied worker change.
     """
 
     name: ClassVar[str] = NAME
@@ -83,8 +86,10 @@ class WorkerTuningOptimizer:
             )
         speed_evidence = _speed_evidence(runs)
         gain = speed_evidence.get("speed_gain")
-        if gain is not None and gain < settings.min_speed_gain:
-            return _take_back(workers, speed_evidence, gain, settings)
+        per_worker = speed_evidence.get("speed_gain_per_worker")
+        if per_worker is not None and per_worker < settings.min_speed_gain:
+            minimum = context.job.bounds_of(ROLE_WORKER).min_count
+            return _take_back(workers, minimum, speed_evidence, per_worker, settings)
 
         ps_evidence: dict[str, object] = {}
         if context.nodes_of(ROLE_PS) or ROLE_PS in context.job.roles:
@@ -109,6 +114,16 @@ class WorkerTuningOptimizer:
                 f"more than {ceiling} workers did not pay earlier: staying at {workers}",
                 {"workers": workers, "ceiling": ceiling},
             )
+        maximum = context.job.bounds_of(ROLE_WORKER).max_count
+        if maximum is not None and workers + most > maximum:
+            most = maximum - workers
+            if most <= 0:
+                return no_change(
+                    NAME,
+                    f"{workers} workers, the job's max_count is {maximum}: no more workers",
+                    {"workers": workers},
+                    {"max_count": maximum},
+                )
         for added in range(most, 0, -1):
             roles = {ROLE_WORKER: RoleSpec(count=workers + added)}
             totals = role_totals(effective_roles(roles, context.job, context.nodes))
@@ -146,16 +161,27 @@ class WorkerTuningOptimizer:
 
 
 def _take_back(
-    workers: int, speed_evidence: dict, gain: float, settings: WorkerTuningSettings
+    workers: int,
+    minimum: int | None,
+    speed_evidence: dict,
+    per_worker: float,
+    settings: WorkerTuningSettings,
 ) -> Proposal:
     # Speed samples may count the chief too: take back what was added, from the role count.
     added = speed_evidence["workers"] - speed_evidence["previous_workers"]
-    previous = workers - added
+    previous = max(workers - added, minimum or 0)
     message = (
         f"going from {speed_evidence['previous_workers']} to {speed_evidence['workers']} "
-        f"training workers changed speed by {gain:.1%}, below {settings.min_speed_gain:.0%}"
+        f"training workers changed speed by {speed_evidence['speed_gain']:.1%}, "
+        f"{per_worker:.1%} per added worker, below {settings.min_speed_gain:.0%}"
     )
     threshold = {"min_speed_gain": settings.min_speed_gain}
+    if minimum is not None:
+        threshold["min_count"] = minimum
+    if previous >= workers:
+        return no_change(
+            NAME, f"{message}: the job's min_count {minimum} keeps them", speed_evidence, threshold
+        )
     if previous < 1:
         return no_change(NAME, f"{message}: stop adding", speed_evidence, threshold)
     return Proposal(
@@ -208,5 +234,7 @@ def _speed_evidence(runs: list[tuple[int, list[SpeedSample]]]) -> dict[str, floa
         previous = mean([s.steps_per_sec for s in runs[-2][1]])
         evidence |= {"previous_workers": runs[-2][0], "previous_steps_per_sec": round(previous, 4)}
         if previous > 0:
-            evidence["speed_gain"] = (speed - previous) / previous
+            gain = (speed - previous) / previous
+            evidence["speed_gain"] = gain
+            evidence["speed_gain_per_worker"] = gain / (count - runs[-2][0])
     return evidence

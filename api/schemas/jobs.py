@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from api.schemas.common import (
@@ -24,7 +31,7 @@ from api.schemas.common import (
     UserName,
 )
 from brain.db.models import JobRow
-from brain.domain import JobStatus, RoleSpec, Strategy
+from brain.domain import JobStatus, RoleBounds, RoleSpec, Strategy
 from brain.services.jobs import JobChanges, JobInput
 
 # A stored free text comes back in every job listing: bounded like event details and
@@ -42,23 +49,65 @@ class Limits(BaseModel):
 
 
 class RoleResources(BaseModel):
-    """Requested resources of one role: ``count`` nodes, each of this size."""
+    """Requested resources of one role: ``count`` nodes, each of this size, and for an
+    elastic role the node counts plans must stay within."""
 
     model_config = ConfigDict(extra="forbid")
     count: NodeCount = Field(description="Number of nodes of this role.")
     cpu: Cores = 0
     memory_mib: MiB = 0
     gpu: Gpus = 0
+    min_count: NodeCount | None = Field(
+        None,
+        description="Fewest nodes of this role any plan may leave (Volcano's minAvailable); "
+        "at most `count`. Nodes above it are elastic: removed first, added last. "
+        "Null: no minimum.",
+    )
+    max_count: NodeCount | None = Field(
+        None,
+        description="Most nodes of this role any plan may ask for; at least `count` and "
+        "`min_count`. Null: no maximum (the job's limits still apply).",
+    )
+
+    @field_validator("min_count")
+    @classmethod
+    def _min_within_count(cls, value: int | None, info: ValidationInfo) -> int | None:
+        count = info.data.get("count")
+        if value is not None and count is not None and value > count:
+            raise ValueError(f"min_count {value} is above count {count}")
+        return value
+
+    @field_validator("max_count")
+    @classmethod
+    def _max_within_bounds(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None:
+            return value
+        for other in ("count", "min_count"):
+            given = info.data.get(other)
+            if given is not None and value < given:
+                raise ValueError(f"max_count {value} is below {other} {given}")
+        return value
 
     @classmethod
-    def of(cls, spec: RoleSpec) -> RoleResources:
+    def of(cls, spec: RoleSpec, bounds: RoleBounds | None = None) -> RoleResources:
         """A stored role; sizes it does not give read as 0, as when it was registered."""
-        return cls(
+        bounds = bounds or RoleBounds()
+        return cls.model_construct(
             count=spec.count or 0,
             cpu=spec.cpu or 0,
             memory_mib=spec.memory_mib or 0,
             gpu=spec.gpu or 0,
+            min_count=bounds.min_count,
+            max_count=bounds.max_count,
         )
+
+    def spec(self) -> RoleSpec:
+        return RoleSpec(count=self.count, cpu=self.cpu, memory_mib=self.memory_mib, gpu=self.gpu)
+
+    def bounds(self) -> RoleBounds | None:
+        if self.min_count is None and self.max_count is None:
+            return None
+        return RoleBounds(min_count=self.min_count, max_count=self.max_count)
 
 
 RoleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
@@ -104,7 +153,12 @@ class JobSpec(BaseModel):
             limit_cpu=self.limits.cpu,
             limit_memory_mib=self.limits.memory_mib,
             limit_gpu=self.limits.gpu,
-            roles={role: RoleSpec(**spec.model_dump()) for role, spec in self.roles.items()},
+            roles={role: spec.spec() for role, spec in self.roles.items()},
+            role_bounds={
+                role: bounds
+                for role, spec in self.roles.items()
+                if (bounds := spec.bounds()) is not None
+            },
             total_steps=self.total_steps,
             status=self.status,
             exit_reason=self.exit_reason,
@@ -177,7 +231,10 @@ class JobOut(BaseModel):
             cluster=job.cluster,
             gpu_type=job.gpu_type,
             limits=Limits(cpu=job.limit_cpu, memory_mib=job.limit_memory_mib, gpu=job.limit_gpu),
-            roles={role: RoleResources.of(spec) for role, spec in (job.roles or {}).items()},
+            roles={
+                role: RoleResources.of(spec, (job.role_bounds or {}).get(role))
+                for role, spec in (job.roles or {}).items()
+            },
             total_steps=job.total_steps,
             status=job.status,
             exit_reason=job.exit_reason,

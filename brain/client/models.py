@@ -29,12 +29,15 @@ class ErrorEnvelope(_Out):
 
 
 class RoleRequest(BaseModel):
-    """What one role asks for: ``count`` nodes of this size each."""
+    """What one role asks for: ``count`` nodes of this size each; an elastic role also
+    the fewest and most nodes plans may give it."""
 
     count: int
     cpu: float = 0
     memory_mib: float = 0
     gpu: float = 0
+    min_count: int | None = None
+    max_count: int | None = None
 
 
 class JobLimits(BaseModel):

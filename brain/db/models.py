@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from brain.db.types import TypedJSON, UTCDateTime, enum_column
-from brain.domain import EventKind, JobStatus, PlanStatus, RoleSpec, Stage, Strategy
+from brain.domain import EventKind, JobStatus, PlanStatus, RoleBounds, RoleSpec, Stage, Strategy
 from brain.optimizing.proposal import PlanBody
 
 NAMING = {
@@ -68,6 +68,10 @@ class JobRow(Base):
     limit_gpu: Mapped[float | None] = mapped_column(Double)
     # What each role requests: {"worker": RoleSpec(count=4, cpu=8, ...), ...}
     roles: Mapped[dict[str, RoleSpec]] = mapped_column(TypedJSON(dict[str, RoleSpec]), default=dict)
+    # Per role, the node counts plans must stay within: {"worker": RoleBounds(2, 8)}.
+    role_bounds: Mapped[dict[str, RoleBounds] | None] = mapped_column(
+        TypedJSON(dict[str, RoleBounds]), default=dict
+    )
     total_steps: Mapped[int | None] = mapped_column(BigInteger)
     status: Mapped[JobStatus] = mapped_column(enum_column(JobStatus, 16))
     exit_reason: Mapped[str | None] = mapped_column(Text)

@@ -24,4 +24,6 @@ def job_view(job: JobRow) -> JobView:
         created_at=job.created_at,
         started_at=job.started_at,
         finished_at=job.finished_at,
+        bounds=dict(job.role_bounds or {}),
+        namespace=job.namespace,
     )

@@ -10,7 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from brain.domain import JobStatus, Limits, PlanStatus, Resources, RoleSpec, Stage, Strategy
+from brain.domain import (
+    JobStatus,
+    Limits,
+    PlanStatus,
+    Resources,
+    RoleBounds,
+    RoleSpec,
+    Stage,
+    Strategy,
+)
 from brain.optimizing.proposal import NodeChange
 from brain.optimizing.sizing import SizingModel
 
@@ -31,6 +40,12 @@ class JobView:
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # Per role, the node counts no plan may leave (elastic jobs); roles without are unbounded.
+    bounds: dict[str, RoleBounds] = field(default_factory=dict)
+    namespace: str | None = None
+
+    def bounds_of(self, role: str) -> RoleBounds:
+        return self.bounds.get(role, RoleBounds())
 
     @property
     def duration_s(self) -> float | None:

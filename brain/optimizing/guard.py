@@ -1,8 +1,11 @@
 """Last checks on what the optimizers of one stage proposed, before it becomes a plan.
 
 ``combine`` merges the proposals of several optimizers; ``enforce_bounds`` keeps the
-result schedulable: no node above the largest node, no zero or negative size, and the
-whole job within its limits (workers are given up first). Both are pure.
+result schedulable: no node above the largest node, no zero or negative size, every
+role's count within its declared ``min_count``/``max_count``, and the whole job within
+its limits. Elastic workers (above ``min_count``) are given up first and added last:
+they make room for the plan's other changes and are the nodes a shrinking plan names
+for removal. Both are pure.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from brain.domain import ROLE_CHIEF, ROLE_WORKER, Limits, Resources, RoleSpec
+from brain.domain import ROLE_CHIEF, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import NodeChange, Proposal, Reason
 
@@ -83,34 +86,110 @@ def _max_or_none(a: float | None, b: float | None) -> float | None:
 def enforce_bounds(
     proposal: Proposal, job: JobView, nodes: Sequence[NodeView], node_max: Resources
 ) -> Proposal:
-    """A copy of ``proposal`` that the cluster can schedule and the job's limits allow.
+    """A copy of ``proposal`` that the cluster can schedule and the job's bounds allow.
 
     Sizes above ``node_max`` are capped; zero or negative CPU and memory, negative GPU
-    counts and negative role counts are dropped (left to the job's current value). If
-    the job's total (role count x size, current values where the proposal has none)
-    exceeds ``job.limits``, the worker count is reduced until it fits. Each change is a
-    reason.
+    counts and negative role counts are dropped (left to the job's current value).
+    Counts are clipped into each role's ``min_count``/``max_count`` (launches and
+    removals too). If the job's total (role count x size, current values where the
+    proposal has none) exceeds ``job.limits``, the worker count is reduced, never below
+    ``min_count``, until it fits; workers the plan adds above ``min_count`` are given up
+    before a launch or migration of the plan would be cut. A shrinking role names the
+    nodes it removes: the highest indices, the elastic ones. Each change is a reason.
     """
     reasons = list(proposal.reasons)
     roles = {
         role: _bounded_role(role, spec, node_max, reasons)
         for role, spec in _roles_the_job_has(proposal.roles, job, nodes, reasons).items()
     }
-    roles = _fit_limits(roles, job, nodes, reasons)
+    roles = _fit_limits(_within_counts(roles, job, nodes, reasons), job, nodes, reasons)
     launch = [_bounded_change("launch", c, node_max, reasons) for c in proposal.launch]
+    launch, remove = _node_lists_within_counts(
+        roles, launch, list(proposal.remove), job, nodes, reasons
+    )
     replacements = _same_size_migrations(proposal.migrate, nodes)
     migrate = [_bounded_change("migrate", c, node_max, reasons) for c in proposal.migrate]
+    roles = _elastic_workers_last(roles, launch, migrate, job, nodes, reasons)
     launch, migrate = _fit_node_changes(roles, launch, migrate, job, nodes, reasons)
     migrate += [c for c in proposal.migrate if c.name in replacements and c not in migrate]
     return replace(
         proposal,
         roles=roles,
         launch=launch,
-        remove=list(proposal.remove),
+        remove=_named_removals(roles, remove, nodes, reasons),
         migrate=migrate,
         ps_hosts=list(proposal.ps_hosts),
         reasons=reasons,
     )
+
+
+def _within_counts(
+    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView], reasons: list[Reason]
+) -> dict[str, RoleSpec]:
+    """Each planned count clipped into its role's bounds; a count clipped back to what
+    the role runs now is no change (the role is left out when nothing else changes)."""
+    kept = {}
+    for role, spec in roles.items():
+        bounds = job.bounds_of(role)
+        if spec.count is None or bounds.clip(spec.count) == spec.count:
+            kept[role] = spec
+            continue
+        clipped = bounds.clip(spec.count)
+        side = "max_count" if clipped < spec.count else "min_count"
+        current = current_role(role, job, nodes).count
+        reasons.append(
+            Reason(
+                GUARD,
+                f"clipped {role}.count from {spec.count} to {clipped}: the job's {side} "
+                f"is {getattr(bounds, side)}"
+                + (f" and {role} already runs {current}" if clipped == current else ""),
+                evidence={"role": role, "count": spec.count, "current_count": current},
+                threshold=_bounds_dict(bounds),
+            )
+        )
+        spec = replace(spec, count=None if clipped == current else clipped)
+        if spec != RoleSpec():
+            kept[role] = spec
+    return kept
+
+
+def _node_lists_within_counts(
+    roles: dict[str, RoleSpec],
+    launch: list[NodeChange],
+    remove: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    reasons: list[Reason],
+) -> tuple[list[NodeChange], list[NodeChange]]:
+    """Launches and removals of a role whose count the plan does not set, cut where they
+    would take it past ``max_count`` (the last launches) or below ``min_count``."""
+    kept_launch, kept_remove = list(launch), list(remove)
+    for role in dict.fromkeys(c.role for c in [*launch, *remove]):
+        if roles.get(role, RoleSpec()).count is not None:
+            continue  # the count decides; the lists name nodes
+        bounds = job.bounds_of(role)
+        current = current_role(role, job, nodes).count or 0
+        launches = sum(1 for c in kept_launch if c.role == role)
+        wanted = current + launches - sum(1 for c in kept_remove if c.role == role)
+        allowed = bounds.clip(wanted)
+        if allowed == wanted:
+            continue
+        # The last ones of the role go (equal changes are told apart by position).
+        if allowed < wanted:
+            kept_launch = _without_last(kept_launch, role, wanted - allowed)
+        else:
+            kept_remove = _without_last(kept_remove, role, allowed - wanted)
+        kind = "launch" if allowed < wanted else "removal"
+        reasons.append(
+            Reason(
+                GUARD,
+                f"dropped {abs(wanted - allowed)} {kind}(s) of {role}: {current} -> {wanted} "
+                f"nodes would leave its bounds, {allowed} allowed",
+                evidence={"role": role, "current_count": current, "wanted_count": wanted},
+                threshold=_bounds_dict(bounds),
+            )
+        )
+    return kept_launch, kept_remove
 
 
 def _roles_the_job_has(
@@ -274,8 +353,9 @@ def _fit_limits(
         return roles
     worker = effective.get(ROLE_WORKER, RoleSpec(count=0))
     has_chief = bool(effective.get(ROLE_CHIEF, RoleSpec()).count)
-    # Without a chief the last worker is what trains: keep it.
-    min_workers = 0 if has_chief else 1
+    # Without a chief the last worker is what trains: keep it. Below min_count the job
+    # would not run at all: the plan says it still exceeds its limits instead.
+    min_workers = max(0 if has_chief else 1, job.bounds_of(ROLE_WORKER).min_count or 0)
     start = count = worker.count or 0
     while over and count > min_workers:
         count -= 1
@@ -289,7 +369,7 @@ def _fit_limits(
                 GUARD,
                 f"reduced workers from {start} to {count} to fit the job's limits",
                 evidence={"workers_before": start, "workers_after": count},
-                threshold=_limits_dict(job.limits),
+                threshold=_limits_dict(job.limits) | _bounds_dict(job.bounds_of(ROLE_WORKER)),
             )
         )
     if over:
@@ -303,6 +383,101 @@ def _fit_limits(
             )
         )
     return fitted
+
+
+def _without_last(changes: list[NodeChange], role: str, drop: int) -> list[NodeChange]:
+    positions = [i for i, c in enumerate(changes) if c.role == role][-drop:]
+    return [c for i, c in enumerate(changes) if i not in positions]
+
+
+def _elastic_workers_last(
+    roles: dict[str, RoleSpec],
+    launch: list[NodeChange],
+    migrate: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    reasons: list[Reason],
+) -> dict[str, RoleSpec]:
+    """Workers the plan adds above ``min_count`` (and above what runs now) are given up,
+    one at a time, while a launch or migration of the same plan would otherwise be cut:
+    elastic workers come after the nodes a job needs."""
+    planned = roles.get(ROLE_WORKER, RoleSpec()).count
+    if planned is None or not (launch or migrate):
+        return roles
+    current = current_role(ROLE_WORKER, job, nodes).count or 0
+    floor = max(current, job.bounds_of(ROLE_WORKER).min_count or 0)
+    count = planned
+    while count > floor and _cuts_node_changes(
+        roles | {ROLE_WORKER: replace(roles[ROLE_WORKER], count=count)},
+        launch,
+        migrate,
+        job,
+        nodes,
+    ):
+        count -= 1
+    if count == planned:
+        return roles
+    reasons.append(
+        Reason(
+            GUARD,
+            f"gave up {planned - count} elastic worker(s) ({planned} -> {count}) so that the "
+            "plan's launches and migrations fit the job's limits: elastic workers are added last",
+            evidence={"workers_planned": planned, "workers_after": count, "workers_now": current},
+            threshold=_limits_dict(job.limits) | _bounds_dict(job.bounds_of(ROLE_WORKER)),
+        )
+    )
+    fitted = dict(roles)
+    worker = replace(roles[ROLE_WORKER], count=None if count == current else count)
+    if worker == RoleSpec():
+        del fitted[ROLE_WORKER]
+    else:
+        fitted[ROLE_WORKER] = worker
+    return fitted
+
+
+def _cuts_node_changes(
+    roles: dict[str, RoleSpec],
+    launch: list[NodeChange],
+    migrate: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+) -> bool:
+    cuts: list[Reason] = []  # a reason is written for every growth cut or launch dropped
+    _fit_node_changes(roles, launch, migrate, job, nodes, cuts)
+    return bool(cuts)
+
+
+def _named_removals(
+    roles: dict[str, RoleSpec],
+    remove: list[NodeChange],
+    nodes: Sequence[NodeView],
+    reasons: list[Reason],
+) -> list[NodeChange]:
+    """Removals naming the nodes a shrinking role gives up: its highest indices, which
+    are the elastic ones above ``min_count`` (the last added), so the master removes
+    exactly those and the job's record knows which went."""
+    removals = list(remove)
+    for role, spec in roles.items():
+        if spec.count is None:
+            continue
+        named = {c.name for c in removals if c.role == role}
+        staying = sorted(
+            (n for n in nodes if n.role == role and n.name not in named), key=lambda n: n.index
+        )
+        surplus = staying[spec.count :][::-1]
+        if not surplus:
+            continue
+        removals += [NodeChange(role=role, name=n.name) for n in surplus]
+        reasons.append(
+            Reason(
+                GUARD,
+                f"{role} goes from {len(staying) + len(named)} to {spec.count} nodes: removes "
+                + ", ".join(n.name for n in surplus)
+                + " (highest index first: the elastic ones)",
+                evidence={"role": role, "removed": [n.name for n in surplus]},
+            )
+        )
+    return removals
 
 
 def _same_size_migrations(migrate: Sequence[NodeChange], nodes: Sequence[NodeView]) -> set[str]:
@@ -410,6 +585,14 @@ def _node_level_totals(
             own = sum(role_size if resized else (getattr(n, f) or role_size) for n in kept)
             totals[f] += own + max(count - len(kept), 0) * role_size
     return totals
+
+
+def _bounds_dict(bounds: RoleBounds) -> dict[str, int]:
+    return {
+        side: getattr(bounds, side)
+        for side in ("min_count", "max_count")
+        if getattr(bounds, side) is not None
+    }
 
 
 def _limits_dict(limits: Limits) -> dict[str, float]:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from brain.bounds import INT32_MAX
 from brain.db.models import JobRow
-from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
+from brain.domain import JobStatus, RoleBounds, RoleSpec, Strategy, as_utc, utcnow
 from brain.errors import InvalidInput, NotFound
 
 
@@ -35,6 +35,7 @@ class JobInput:
     limit_memory_mib: float | None = None
     limit_gpu: float | None = None
     roles: dict[str, RoleSpec] = field(default_factory=dict)
+    role_bounds: dict[str, RoleBounds] = field(default_factory=dict)
     total_steps: int | None = None
     status: JobStatus = JobStatus.pending
     exit_reason: str | None = None
@@ -117,6 +118,7 @@ def _describe(job: JobRow, data: JobInput, now: datetime) -> None:
     job.limit_memory_mib = data.limit_memory_mib
     job.limit_gpu = data.limit_gpu
     job.roles = data.roles
+    job.role_bounds = data.role_bounds
     job.total_steps = data.total_steps
     job.status = JobStatus(data.status).value
     job.exit_reason = data.exit_reason

@@ -91,7 +91,14 @@ def test_applied_role_counts_are_the_job_roles(client):
     assert plan["roles"]["worker"]["count"] == 4  # 2 + step 2
     _apply(client, plan, at=60)
     job = client.get("/api/v1/jobs/j").json()
-    assert job["roles"]["worker"] == {"count": 4, "cpu": 4, "memory_mib": 8192, "gpu": 0}
+    assert job["roles"]["worker"] == {
+        "count": 4,
+        "cpu": 4,
+        "memory_mib": 8192,
+        "gpu": 0,
+        "min_count": None,
+        "max_count": None,
+    }
 
 
 def _limit_bound_job(client, limit_cpu: float) -> None:

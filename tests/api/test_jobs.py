@@ -18,7 +18,14 @@ def test_put_creates_then_updates_idempotently(client):
     assert got["total_steps"] == 5000
     assert got["gpu_type"] == "A100"
     assert got["group_key"] == "alice/ctr-train"  # user/name by default
-    assert got["roles"]["ps"] == {"count": 2, "cpu": 8.0, "memory_mib": 16384.0, "gpu": 0.0}
+    assert got["roles"]["ps"] == {
+        "count": 2,
+        "cpu": 8.0,
+        "memory_mib": 16384.0,
+        "gpu": 0.0,
+        "min_count": None,
+        "max_count": None,
+    }
     assert got["limits"] == {"cpu": 64.0, "memory_mib": 262144.0, "gpu": None}
     assert len(client.get("/api/v1/jobs").json()["items"]) == 1
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from brain.domain import JobStatus, Limits, PlanStatus, Resources, RoleSpec, Stage, Strategy
+from brain.domain import (
+    JobStatus,
+    Limits,
+    PlanStatus,
+    Resources,
+    RoleBounds,
+    RoleSpec,
+    Stage,
+    Strategy,
+)
 from brain.optimizing import (
     EventView,
     HistoricalJob,
@@ -31,6 +40,7 @@ def job(
     gpu_type: str | None = None,
     total_steps: int | None = None,
     duration_s: float | None = None,
+    bounds: dict[str, RoleBounds] | None = None,
 ) -> JobView:
     started = NOW - timedelta(hours=2)
     return JobView(
@@ -47,11 +57,14 @@ def job(
         total_steps=total_steps,
         started_at=started,
         finished_at=None if duration_s is None else started + timedelta(seconds=duration_s),
+        bounds=bounds or {},
     )
 
 
-def node(name: str, role: str, cpu: float, memory_mib: float, gpu: float = 0.0) -> NodeView:
-    return NodeView(name=name, role=role, index=0, cpu=cpu, memory_mib=memory_mib, gpu=gpu)
+def node(
+    name: str, role: str, cpu: float, memory_mib: float, gpu: float = 0.0, index: int = 0
+) -> NodeView:
+    return NodeView(name=name, role=role, index=index, cpu=cpu, memory_mib=memory_mib, gpu=gpu)
 
 
 def series(

@@ -1,4 +1,4 @@
-from brain.domain import Limits, PlanStatus, RoleSpec, Stage
+from brain.domain import Limits, PlanStatus, RoleBounds, RoleSpec, Stage
 from optimizers.worker_tuning import WorkerTuningOptimizer, WorkerTuningSettings
 from tests.optimizers.builders import context, job, node, plan, series, speeds
 
@@ -7,13 +7,13 @@ PS = node("ps-0", "ps", cpu=8, memory_mib=8192)
 COOL_PS = series("ps-0", cpu=[4, 4, 4])  # 50 % of 8 cores
 
 
-def tuning_context(workers, speed, plans=(), ps_samples=COOL_PS, limits=None):
+def tuning_context(workers, speed, plans=(), ps_samples=COOL_PS, limits=None, bounds=None):
     roles = {
         "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
         "worker": RoleSpec(count=workers, cpu=4, memory_mib=8192),
         "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
     }
-    the_job = job(roles=roles, limits=limits or Limits(cpu=100))
+    the_job = job(roles=roles, limits=limits or Limits(cpu=100), bounds=bounds)
     return context(Stage.running, the_job, nodes=[PS], samples=ps_samples, speed=speed, plans=plans)
 
 
@@ -90,3 +90,37 @@ def test_waits_for_enough_speed_samples():
     proposal = propose(tuning_context(2, speeds([(3, 10.0)] * 2)))
     assert proposal.is_empty
     assert proposal.reasons[0].evidence == {"speed_samples": 2}
+
+
+def test_the_gain_is_judged_per_added_worker():
+    # 4 -> 6 workers (5 -> 7 training), 14.0 -> 15.0 steps/s: +7.1 % in all, 3.6 % per
+    # added worker < 5 %: the two workers did not pay for themselves and go again
+    speed = speeds([(5, 14.0)] * 3 + [(7, 15.0)] * 3)
+    proposal = propose(tuning_context(6, speed, plans=[changed_workers(6, 700)]))
+    assert proposal.roles == {"worker": RoleSpec(count=4)}
+    evidence = proposal.reasons[0].evidence
+    assert evidence["speed_gain"] == (15 - 14) / 14
+    assert evidence["speed_gain_per_worker"] == (15 - 14) / 14 / 2
+    assert "3.6% per added worker, below 5%" in proposal.reasons[0].message
+
+
+def test_a_take_back_stops_at_min_count():
+    speed = speeds([(5, 14.0)] * 3 + [(7, 15.0)] * 3)
+    bounds = {"worker": RoleBounds(min_count=5)}
+    ctx = tuning_context(6, speed, plans=[changed_workers(6, 700)], bounds=bounds)
+    assert propose(ctx).roles == {"worker": RoleSpec(count=5)}
+    bounds = {"worker": RoleBounds(min_count=6)}
+    ctx = tuning_context(6, speed, plans=[changed_workers(6, 700)], bounds=bounds)
+    kept = propose(ctx)
+    assert kept.is_empty
+    assert "min_count 6 keeps them" in kept.reasons[0].message
+
+
+def test_growth_stops_at_max_count():
+    speed = speeds([(3, 10.0)] * 3)
+    # 2 workers, step 2, max_count 3: one more
+    grown = propose(tuning_context(2, speed, bounds={"worker": RoleBounds(max_count=3)}))
+    assert grown.roles == {"worker": RoleSpec(count=3)}
+    at_max = propose(tuning_context(2, speed, bounds={"worker": RoleBounds(max_count=2)}))
+    assert at_max.is_empty
+    assert at_max.reasons[0].threshold == {"max_count": 2}
