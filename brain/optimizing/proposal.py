@@ -68,7 +68,12 @@ class PlanBody(BaseModel):
     launch: list[NodeChange] = Field(default_factory=list)
     remove: list[NodeChange] = Field(default_factory=list)
     migrate: list[NodeChange] = Field(default_factory=list)
-    ps_hosts: list[str] = Field(default_factory=list)
+    ps_hosts: list[str] = Field(
+        default_factory=list,
+        description="PS addresses once the plan is applied, in rank order, as DLRover's "
+        "psHosts (`<pod>.<namespace>.svc:2222`; new pods named as its master names them); "
+        "empty for a job without PS.",
+    )
     reasons: list[Reason] = Field(default_factory=list)
     optimizers: list[str] = Field(
         default_factory=list, description="Optimizers that ran for this plan."

@@ -15,17 +15,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
-from brain.db.models import EventRow, JobRow, ScalePlanRow
-from brain.domain import EventKind, PlanStatus, Stage, utcnow
+from brain.db.models import EventRow, JobRow, NodeRow, ScalePlanRow
+from brain.domain import ROLE_PS, EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.optimizing import OptimizerRegistry, Proposal
 from brain.optimizing.guard import effective_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.sizing import SizingModel
+from brain.scaleplan_k8s import PsNode, ps_hosts
 from brain.services.desired_state import apply_plan
 from brain.services.locks import lock_job
-from brain.services.optimizer_context import build_context
+from brain.services.optimizer_context import GONE_NODE_STATUSES, build_context
 
 # Status changes a job master may report; superseded is Brain's own.
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
@@ -73,6 +74,8 @@ def optimize(
         if existing is not None:  # this event already has its answer
             return existing
     body = plan_body(bounded, result.optimizers, context)
+    if not body.ps_hosts:
+        body.ps_hosts = _ps_hosts(session, job, body)
     return _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
 
 
@@ -104,6 +107,19 @@ def _plan_for_latest_oom(session: Session, job: JobRow, node: str) -> ScalePlanR
         .scalar_subquery()
     )
     return session.scalar(select(ScalePlanRow).where(ScalePlanRow.source_event_id == latest_oom))
+
+
+def _ps_hosts(session: Session, job: JobRow, body: PlanBody) -> list[str]:
+    """Where the job's PS will be once the plan is applied (DLRover's ``psHosts``)."""
+    rows = session.execute(
+        select(NodeRow.name, NodeRow.index, NodeRow.status).where(
+            NodeRow.job_id == job.id, NodeRow.role == ROLE_PS
+        )
+    )
+    nodes = [PsNode(r.name, r.index, r.status not in GONE_NODE_STATUSES) for r in rows]
+    declared = (job.roles or {}).get(ROLE_PS)
+    count = declared.count if declared is not None else None
+    return ps_hosts(job.name, job.namespace, nodes, body, count)
 
 
 def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> PlanBody:

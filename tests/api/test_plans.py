@@ -263,6 +263,10 @@ def test_k8s_rendering_is_a_valid_scaleplan(client):
             "resource": {"cpu": "6400m", "memory": "16384Mi"},
         }
     ]
+    # ps-0 is migrated: DLRover relaunches it as the next id (2) in its rank; ps-1 stays.
+    hosts = ["j-edljob-ps-2.ml.svc:2222", "j-edljob-ps-1.ml.svc:2222"]
+    assert manifest["spec"]["psHosts"] == hosts
+    assert plan["ps_hosts"] == hosts
 
 
 def test_k8s_rendering_of_roles_validates(client):
@@ -279,3 +283,5 @@ def test_k8s_rendering_of_roles_validates(client):
         "replicas": 1,
         "resource": {"cpu": "8", "memory": "8192Mi"},
     }
+    # No PS runs yet: the one planned PS gets DLRover's first name, in the default namespace.
+    assert manifest["spec"]["psHosts"] == ["ctr-train-edljob-ps-0.default.svc:2222"]
