@@ -19,6 +19,8 @@ CEILING_MEMORY_MIB = 1e9
 CEILING_GPU = 1e4
 CEILING_STEPS_PER_SEC = 1e9
 CEILING_NODES = 10_000_000
+# Longest mean mini-batch time a node may report (pushed or scraped), seconds.
+MAX_STEP_TIME_S = 3600.0
 
 DEFAULT_MIN_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
 

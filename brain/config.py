@@ -85,6 +85,14 @@ class CollectorSettings(BaseSettings):
     prometheus_selector: str = Field(
         "", description='Extra label matchers added to every pod query, e.g. cluster="prod".'
     )
+    prometheus_step_time: str = Field(
+        "",
+        description="Per-pod training progress read as node samples' step_time_s (mean "
+        "seconds of one mini-batch, for slow-node detection): a metric name, read as "
+        "`avg by (namespace, pod) (<metric>{<selector>})`, or a PromQL template with the "
+        "placeholders of BRAIN_PROMETHEUS_QUERIES returning seconds per pod; empty (the "
+        "default) reads none.",
+    )
     prometheus_rate_window: str = Field(
         "2m", description="Range of rate() in the CPU query (at least 4 scrape intervals)."
     )

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from brain.bounds import MAX_STEP_TIME_S
 from collectors.client import Series
 from collectors.mapping import JobIndex, PodRef, SeriesMapper
-from collectors.queries import to_brain_unit
+from collectors.queries import STEP_TIME_SIGNAL, to_brain_unit
 from collectors.reading import GroupAnswers
 from collectors.windows import Window
 
@@ -67,9 +68,12 @@ def map_group(
 def add_values(signal: str, series: Series, first: datetime, end: datetime, pod: PodLoad) -> None:
     for ts, value in series.points:
         if first <= ts <= end:
+            converted = to_brain_unit(signal, value)
+            if signal == STEP_TIME_SIGNAL and not 0 < converted <= MAX_STEP_TIME_S:
+                continue  # no step yet (0), or not a mini-batch time: the point goes without
             fields = pod.values.setdefault(ts, {})
             # One series per pod is the contract; keep the first if a template breaks it.
-            fields.setdefault(signal, to_brain_unit(signal, value))
+            fields.setdefault(signal, converted)
 
 
 def add_kills(series: Series, first: datetime, pod: PodLoad) -> None:

@@ -24,6 +24,7 @@ in the unit listed in ``UNITS``; the collector converts to Brain's units (MiB, f
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,11 @@ from brain.config import CollectorSettings
 # says what its template returns instead). Stored as node samples, one column each: the
 # names are the columns of ``brain.services.samples.NodePoint``.
 SAMPLE_SIGNALS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib", "gpu_memory_total_mib")
+# Optional (BRAIN_PROMETHEUS_STEP_TIME): a node's mean mini-batch time, a sample column too.
+STEP_TIME_SIGNAL = "step_time_s"
+# A bare metric name in BRAIN_PROMETHEUS_STEP_TIME is read with this template.
+STEP_TIME_FROM_METRIC = "avg by (namespace, pod) ({metric}{{$selector}})"
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 # OOM kills, stored as events.
 OOM_SIGNAL = "oom"
 # The cluster's state, stored as its newest state: free capacity, one series per node
@@ -145,10 +151,18 @@ UNITS: dict[str, str] = {
     "pending_cpu": "cores",
     "pending_memory_mib": "bytes",
     "pending_gpu": "count",
+    STEP_TIME_SIGNAL: "seconds",
 }
 
 # Brain's unit = template unit / divisor (a division, so 40 % is exactly 0.4).
-_DIVISOR = {"cores": 1.0, "bytes": 1024.0 * 1024.0, "percent": 100.0, "MiB": 1.0, "count": 1.0}
+_DIVISOR = {
+    "cores": 1.0,
+    "bytes": 1024.0 * 1024.0,
+    "percent": 100.0,
+    "MiB": 1.0,
+    "count": 1.0,
+    "seconds": 1.0,
+}
 
 # Signal names before units were part of them: named in the error, so an old override
 # is renamed rather than silently ignored.
@@ -202,6 +216,12 @@ class QuerySet:
     join_labels: tuple[str, ...] = ()
     join_selector: str = ""
 
+    @property
+    def sample_signals(self) -> tuple[str, ...]:
+        """The node-sample columns read: the usage signals, and the step time when
+        configured."""
+        return SAMPLE_SIGNALS + ((STEP_TIME_SIGNAL,) if STEP_TIME_SIGNAL in self.templates else ())
+
     def pod_query(self, signal: str) -> str:
         """The PromQL of a per-pod signal (a sample column or ``oom``)."""
         query = self._render(signal)
@@ -237,6 +257,7 @@ def queries_from_settings(settings: CollectorSettings) -> QuerySet:
         overrides=settings.prometheus_queries,
         extra_selector=settings.prometheus_selector,
         rate_window=settings.prometheus_rate_window,
+        step_time=settings.prometheus_step_time,
     )
 
 
@@ -250,9 +271,15 @@ def build_queries(
     overrides: Mapping[str, str] | None = None,
     extra_selector: str = "",
     rate_window: str = "2m",
+    step_time: str = "",
 ) -> QuerySet:
     """Validate the configuration and render the query set."""
     overrides = dict(overrides or {})
+    if STEP_TIME_SIGNAL in overrides:
+        raise QueryConfigError(
+            f"set the {STEP_TIME_SIGNAL} query with BRAIN_PROMETHEUS_STEP_TIME, not in "
+            "BRAIN_PROMETHEUS_QUERIES"
+        )
     unknown = sorted(set(overrides) - set(DEFAULT_TEMPLATES))
     if unknown:
         renamed = [f"{old} is now {RENAMED[old]}" for old in unknown if old in RENAMED]
@@ -262,6 +289,13 @@ def build_queries(
             + (f" ({'; '.join(renamed)})" if renamed else "")
         )
     templates = {**DEFAULT_TEMPLATES, **overrides}
+    step_time = step_time.strip()
+    if step_time:
+        templates[STEP_TIME_SIGNAL] = (
+            STEP_TIME_FROM_METRIC.format(metric=step_time)
+            if _METRIC_NAME.match(step_time)
+            else step_time
+        )
     for name, template in templates.items():
         if not isinstance(template, str) or not template.strip():
             raise QueryConfigError(f"query {name!r} is empty")

@@ -19,7 +19,6 @@ from collectors.queries import (
     PENDING_GPU,
     PENDING_MEMORY_MIB,
     PENDING_PODS,
-    SAMPLE_SIGNALS,
     QuerySet,
     to_brain_unit,
 )
@@ -62,7 +61,9 @@ class SignalReader:
         self.sent = 0
 
     def read_group(self, start: datetime, end: datetime) -> GroupAnswers:
-        samples = {signal: self._range(signal, start, end) for signal in SAMPLE_SIGNALS}
+        samples = {
+            signal: self._range(signal, start, end) for signal in self.queries.sample_signals
+        }
         before = start - timedelta(seconds=self.step_s)
         return GroupAnswers(samples=samples, oom=self._range(OOM_SIGNAL, before, end))
 

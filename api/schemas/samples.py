@@ -21,7 +21,7 @@ from api.schemas.common import (
     StepCount,
     Timestamp,
 )
-from brain.bounds import CEILING_STEPS_PER_SEC
+from brain.bounds import CEILING_STEPS_PER_SEC, MAX_STEP_TIME_S
 from brain.services.samples import NodePoint, SpeedPoint
 
 
@@ -41,7 +41,7 @@ class NodePointIn(BaseModel):
     step_time_s: float | None = Field(
         None,
         gt=0,
-        le=3600,
+        le=MAX_STEP_TIME_S,
         allow_inf_nan=False,
         description="Mean time of one mini-batch on this node since its previous sample, "
         "seconds (slow-node detection).",

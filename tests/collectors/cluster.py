@@ -119,6 +119,16 @@ JOB_PODS = {
 # Series of the ghost pod each query returns: cpu, memory, oom.
 GHOST_SERIES = 3
 
+# Training progress a job exports per worker pod (for BRAIN_PROMETHEUS_STEP_TIME): a gauge
+# of the mean mini-batch seconds, 0 while the pod has not trained yet, and a step counter
+# growing at 1 / step time. beta's worker starts training STEP_TIME_FROM_BEFORE_T0 before t0.
+STEP_TIME_S = {
+    "alpha-edljob-worker-0": 0.5,
+    "alpha-edljob-worker-1": 0.75,
+    "beta-edljob-worker-0": 1.25,
+}
+STEP_TIME_FROM_BEFORE_T0 = 30 * 60
+
 NODES = {"node-a:9100": (2, 0.75, 64 * 1024), "node-b:9100": (2, 0.75, 32 * 1024)}
 
 
@@ -184,6 +194,15 @@ class Cluster:
         if spec.restart_before_t0 is None:
             return 0
         return 1 if t >= self.t0 - spec.restart_before_t0 else 0
+
+    def step_time(self, pod: str, t: int) -> float | None:
+        """The gauge's value; ``None`` where Brain should store no step time (no series,
+        or 0 before training starts)."""
+        if pod not in STEP_TIME_S:
+            return None
+        if pod.startswith("beta-") and t < self.t0 - STEP_TIME_FROM_BEFORE_T0:
+            return None
+        return STEP_TIME_S[pod]
 
     def expected(self, spec: PodSpec, t: int) -> dict[str, float | None]:
         """The node sample Brain should store for ``spec`` at ``t`` (its units)."""
@@ -290,6 +309,19 @@ class Cluster:
             available.append(({"instance": instance}, lambda t, m=mem_mib: m * MIB))
         family("node_cpu_seconds_total", idle)
         family("node_memory_MemAvailable_bytes", available)
+        progress = [
+            ({"namespace": spec.namespace, "pod": spec.pod, "job": "trainer"}, spec.pod)
+            for spec in PODS
+            if spec.pod in STEP_TIME_S
+        ]
+        family(
+            "training_step_time_seconds",
+            [(labels, lambda t, p=pod: self.step_time(p, t) or 0) for labels, pod in progress],
+        )
+        family(
+            "training_steps_total",
+            [(labels, self._counter(1 / STEP_TIME_S[pod])) for labels, pod in progress],
+        )
         self._scheduling(family)
         lines.append("# EOF")
         return "\n".join(lines) + "\n"

@@ -32,6 +32,8 @@ from tests.collectors.cluster import (
     JOB_PODS,
     OOM_BEFORE_T0,
     STEP,
+    STEP_TIME_FROM_BEFORE_T0,
+    STEP_TIME_S,
     TERMINATED_OOM_BEFORE_T0,
     Cluster,
 )
@@ -194,6 +196,59 @@ def _count_rows(session_factory) -> int:
 
     with session_factory() as session:
         return session.scalar(select(func.count()).select_from(ClusterStateRow))
+
+
+def _step_times(session_factory, uid: str) -> dict[tuple[str, int], float | None]:
+    return {key: sample.step_time_s for key, (_, sample) in _samples(session_factory, uid).items()}
+
+
+def test_step_time_is_off_by_default(collector_settings, session_factory, cluster):
+    _register_both(session_factory, cluster)
+    report = _collector(collector_settings, session_factory).run_cycle(now=cluster.t0_dt)
+    assert report.ok and report.stored == ALL_POINTS
+    assert set(_step_times(session_factory, "uid-alpha").values()) == {None}
+
+
+def test_a_step_time_metric_name_maps_to_node_samples(collector_settings, session_factory, cluster):
+    """The gauge per worker pod becomes its samples' step_time_s; pods without the series
+    (the PS) have none, and 0 (beta's worker before it trained) is not a step time."""
+    _register_both(session_factory, cluster)
+    settings = collector_settings.model_copy(
+        update={"prometheus_step_time": "training_step_time_seconds"}
+    )
+    report = _collector(settings, session_factory).run_cycle(now=cluster.t0_dt)
+    assert report.ok, report.errors
+    assert report.stored == ALL_POINTS  # the same points, one more column
+    stored = {
+        **_step_times(session_factory, "uid-alpha"),
+        **_step_times(session_factory, "uid-beta"),
+    }
+    assert len(stored) == ALL_POINTS
+    for (pod, t), step_time in stored.items():
+        assert step_time == cluster.step_time(pod, t), (pod, t - cluster.t0)
+    beta = [v for (pod, t), v in stored.items() if pod == "beta-edljob-worker-0"]
+    # 15 s points from 30 min before t0 to t0 carry 1.25 s; the earlier ones none
+    assert beta.count(1.25) == STEP_TIME_FROM_BEFORE_T0 // STEP + 1
+    assert beta.count(None) == POINTS_PER_POD - beta.count(1.25)
+
+
+def test_a_step_time_promql_template_maps_to_node_samples(
+    collector_settings, session_factory, cluster
+):
+    """A full template, here 1 / the rate of a step counter, with the usual placeholders."""
+    _register_both(session_factory, cluster)
+    query = "1 / sum by (namespace, pod) (rate(training_steps_total{$selector}[$rate_window]))"
+    settings = collector_settings.model_copy(
+        update={"prometheus_step_time": query, "collect_mapping": "labels"}
+    )
+    report = _collector(settings, session_factory).run_cycle(now=cluster.t0_dt)
+    assert report.ok, report.errors
+    for uid in ("uid-alpha", "uid-beta"):
+        for (pod, _), step_time in _step_times(session_factory, uid).items():
+            if pod in STEP_TIME_S:
+                assert step_time == pytest.approx(STEP_TIME_S[pod], rel=1e-9)
+            else:
+                assert step_time is None
 
 
 def test_second_run_and_backfill_store_nothing_new(collector_settings, session_factory, cluster):

@@ -109,6 +109,27 @@ def test_queries_validate_overrides_and_render_the_selector():
     assert set(DEFAULT_TEMPLATES) >= {"cpu", "memory_mib", "gpu_util", "gpu_memory_mib", "oom"}
 
 
+def test_step_time_is_read_only_when_configured():
+    assert "step_time_s" not in queries_from_settings(CollectorSettings()).sample_signals
+    by_name = queries_from_settings(
+        CollectorSettings(prometheus_step_time=" dlrover:step_time ", prometheus_selector='c="x"')
+    )
+    assert by_name.sample_signals[-1] == "step_time_s"
+    assert by_name.pod_query("step_time_s") == (
+        'avg by (namespace, pod) (dlrover:step_time{pod=~"^(?P<job>.+)-edljob-(?P<role>[a-z]+)'
+        '-(?P<index>\\\\d+)$", c="x"})'
+    )
+    template = "1 / rate(steps_total{$selector}[$rate_window])"
+    by_query = queries_from_settings(
+        CollectorSettings(prometheus_step_time=template, collect_mapping="labels")
+    )
+    assert by_query.pod_query("step_time_s").startswith('(1 / rate(steps_total{pod!=""}[2m]))')
+    with pytest.raises(QueryConfigError, match="BRAIN_PROMETHEUS_STEP_TIME"):
+        queries_from_settings(CollectorSettings(prometheus_queries={"step_time_s": template}))
+    with pytest.raises(QueryConfigError, match=r"\$job"):
+        queries_from_settings(CollectorSettings(prometheus_step_time="x{$job}"))
+
+
 def test_label_mapping_joins_kube_pod_labels():
     queries = build_queries(
         mapping="labels",

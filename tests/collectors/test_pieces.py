@@ -16,7 +16,12 @@ from brain.services.samples import NodePoint
 from collectors.client import Series
 from collectors.loads import map_group
 from collectors.mapping import JobIndex, SeriesMapper
-from collectors.queries import SAMPLE_SIGNALS, QueryConfigError, queries_from_settings
+from collectors.queries import (
+    SAMPLE_SIGNALS,
+    STEP_TIME_SIGNAL,
+    QueryConfigError,
+    queries_from_settings,
+)
 from collectors.reading import ClusterAnswers, GroupAnswers, cluster_state_of
 from collectors.windows import Window, WindowPlanner
 from collectors.writing import REQUIRED_SIGNALS, prepare
@@ -215,7 +220,7 @@ def test_prepare_stores_complete_points_and_one_event_per_kill():
 
 def test_sample_signals_are_named_like_the_stored_fields():
     point_fields = {f.name for f in fields(NodePoint)}
-    assert set(SAMPLE_SIGNALS) <= point_fields
+    assert {*SAMPLE_SIGNALS, STEP_TIME_SIGNAL} <= point_fields
     assert set(SAMPLE_SIGNALS) >= REQUIRED_SIGNALS
     assert {"memory_mib", "gpu_memory_mib", "gpu_memory_total_mib"} <= set(SAMPLE_SIGNALS)
 
