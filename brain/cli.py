@@ -15,8 +15,8 @@ from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.domain import utcnow
 from brain.plugins import COMMANDS_GROUP, load_callables
-from brain.services.retention import delete_old_samples
 from brain.summaries.command import add_parser as add_summarize_parser
+from brain.summaries.retention import delete_old_samples
 from brain.token_command import add_parser as add_token_parser
 from brain.training.command import add_parser as add_train_parser
 

@@ -148,3 +148,8 @@ def as_utc(ts: datetime) -> datetime:
     if ts.tzinfo is None:
         return ts.replace(tzinfo=UTC)
     return ts.astimezone(UTC)
+
+
+def default_group_key(user: str, name: str) -> str:
+    """Recurring jobs are the same user's runs of the same name unless told otherwise."""
+    return f"{user}/{name}"

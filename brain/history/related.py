@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow
@@ -76,18 +76,7 @@ def find_related(
 ) -> Related:
     """``related_history`` that also says which rule matched."""
     before = before or utcnow()
-    rules: list[tuple[str, list[ColumnElement[bool]]]] = []
-    if user is not None and dataset is not None:
-        rules.append(
-            (MATCH_USER_DATASET, [JobSummaryRow.user == user, JobSummaryRow.dataset == dataset])
-        )
-    if group_key is not None:
-        rules.append((MATCH_GROUP, [JobSummaryRow.group_key == group_key]))
-    if name is not None:
-        rules.append((MATCH_NAME, [JobSummaryRow.name == name]))
-    if user is not None and not rules:
-        # Only the user is known (a suggestion asked by user alone): their own runs.
-        rules.append((MATCH_USER, [JobSummaryRow.user == user]))
+    rules = _rules(JobSummaryRow, user, dataset, group_key, name)
     window = [
         JobSummaryRow.status == JobStatus.succeeded.value,
         JobSummaryRow.ended_at >= before - timedelta(days=window_days),
@@ -107,6 +96,64 @@ def find_related(
         if ids:
             return Related(match, historical_jobs(session, ids))
     return Related(None, [])
+
+
+def _rules(
+    table: type[JobRow] | type[JobSummaryRow],
+    user: str | None,
+    dataset: str | None,
+    group_key: str | None,
+    name: str | None,
+) -> list[tuple[str, list[ColumnElement[bool]]]]:
+    """The relatedness rules, strongest first, on a table with the job's keys."""
+    rules: list[tuple[str, list[ColumnElement[bool]]]] = []
+    if user is not None and dataset is not None:
+        rules.append((MATCH_USER_DATASET, [table.user == user, table.dataset == dataset]))
+    if group_key is not None:
+        rules.append((MATCH_GROUP, [table.group_key == group_key]))
+    if name is not None:
+        rules.append((MATCH_NAME, [table.name == name]))
+    if user is not None and not rules:
+        # Only the user is known (a suggestion asked by user alone): their own runs.
+        rules.append((MATCH_USER, [table.user == user]))
+    return rules
+
+
+def unsummarized_related(
+    session: Session,
+    *,
+    user: str | None,
+    dataset: str | None,
+    group_key: str | None,
+    name: str | None,
+    gpu_type: str | None = None,
+    before: datetime | None = None,
+    window_days: int,
+    limit: int,
+) -> list[JobRow]:
+    """Succeeded jobs that a rule of ``find_related`` matches but that have no final
+    summary yet (a finish reported moments ago: its summary is written after that
+    response), up to ``limit`` per rule, newest first."""
+    before = before or utcnow()
+    window = [
+        JobRow.status == JobStatus.succeeded.value,
+        JobRow.summarized_at.is_(None),
+        # Without finished_at a summary ends at the last sample: let the summary decide.
+        or_(
+            JobRow.finished_at.is_(None),
+            and_(
+                JobRow.finished_at >= before - timedelta(days=window_days),
+                JobRow.finished_at < before,
+            ),
+        ),
+    ]
+    if gpu_type is not None:
+        window.append(JobRow.gpu_type == gpu_type)
+    found: dict[int, JobRow] = {}
+    for _, conditions in _rules(JobRow, user, dataset, group_key, name):
+        query = select(JobRow).where(*conditions, *window).order_by(JobRow.id.desc()).limit(limit)
+        found.update((job.id, job) for job in session.scalars(query))
+    return list(found.values())
 
 
 def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]:

@@ -14,7 +14,15 @@ from sqlalchemy.orm import Session
 
 from brain.bounds import INT32_MAX
 from brain.db.models import JobRow
-from brain.domain import JobStatus, RoleBounds, RoleSpec, Strategy, as_utc, utcnow
+from brain.domain import (
+    JobStatus,
+    RoleBounds,
+    RoleSpec,
+    Strategy,
+    as_utc,
+    default_group_key,
+    utcnow,
+)
 from brain.errors import InvalidInput, NotFound
 
 
@@ -53,11 +61,6 @@ class JobFilters:
     group_key: str | None = None
     # Only jobs in these namespaces (a namespace-restricted token); None: every job.
     namespaces: frozenset[str] | None = None
-
-
-def default_group_key(user: str, name: str) -> str:
-    """Recurring jobs are the same user's runs of the same name unless told otherwise."""
-    return f"{user}/{name}"
 
 
 def get_job(session: Session, uid: str) -> JobRow:

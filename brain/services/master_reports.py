@@ -16,9 +16,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.db.models import EventRow, JobRow, MasterReportRow
-from brain.domain import EventKind, JobStatus, Strategy, utcnow
+from brain.domain import EventKind, JobStatus, Strategy, default_group_key, utcnow
 from brain.services import events, nodes
-from brain.services.jobs import default_group_key, find_job
+from brain.services.jobs import find_job
 
 UNKNOWN_USER = "unknown"
 

@@ -22,6 +22,7 @@ from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
 from brain.optimizing.guard import effective_roles
 from brain.optimizing.sizing import SizingModel
+from brain.summaries.store import summarize_missing_related
 
 RECENT_EVENTS = 1000
 RECENT_PLANS = 100
@@ -90,16 +91,18 @@ def has_related_history(session: Session, job: JobRow, settings: Settings) -> bo
 
 
 def _related(session: Session, job: JobRow, settings: Settings, limit: int):
-    return related_history(
-        session,
-        user=job.user,
-        dataset=job.dataset,
-        group_key=job.group_key,
-        name=job.name,
-        before=job.created_at,
-        window_days=settings.history_window_days,
-        limit=limit,
-    )
+    keys = {
+        "user": job.user,
+        "dataset": job.dataset,
+        "group_key": job.group_key,
+        "name": job.name,
+        "before": job.created_at,
+        "window_days": settings.history_window_days,
+        "limit": limit,
+    }
+    # A related job that finished moments ago has no summary yet: write it now.
+    summarize_missing_related(session, **keys)
+    return related_history(session, **keys)
 
 
 def current_roles(session: Session, job: JobRow) -> dict[str, RoleSpec]:

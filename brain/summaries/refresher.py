@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from brain.domain import utcnow
 from brain.periodic import Periodic
-from brain.services.retention import delete_old_samples
+from brain.summaries.retention import delete_old_samples
 from brain.summaries.store import jobs_to_summarize, summarize_uids
 
 log = logging.getLogger(__name__)

@@ -24,6 +24,7 @@ from brain.domain import (
     RoleSpec,
     Stage,
     Strategy,
+    default_group_key,
     utcnow,
 )
 from brain.history.related import find_related
@@ -37,7 +38,7 @@ from brain.optimizing import (
 from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.sizing import SizingModel, role_history
-from brain.services.jobs import default_group_key
+from brain.summaries.store import summarize_missing_related
 
 # Runs from which a suggestion is considered measured rather than tentative.
 CONFIDENT_RUNS = 3
@@ -119,17 +120,19 @@ def suggest(
     sizing_model: SizingModel | None = None,
 ) -> Suggestion:
     now = now or utcnow()
-    related = find_related(
-        session,
-        user=query.user,
-        dataset=query.dataset,
-        group_key=query.effective_group_key,
-        name=query.name,
-        gpu_type=query.gpu_type,
-        before=now,
-        window_days=settings.history_window_days,
-        limit=settings.history_jobs,
-    )
+    keys = {
+        "user": query.user,
+        "dataset": query.dataset,
+        "group_key": query.effective_group_key,
+        "name": query.name,
+        "gpu_type": query.gpu_type,
+        "before": now,
+        "window_days": settings.history_window_days,
+        "limit": settings.history_jobs,
+    }
+    # A related run that finished moments ago has no summary yet: write it now.
+    summarize_missing_related(session, **keys)
+    related = find_related(session, **keys)
     template = related.jobs[0].job if related.jobs else None
     job = JobView(
         uid=SUGGESTION_UID,

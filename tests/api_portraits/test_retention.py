@@ -6,8 +6,8 @@ from sqlalchemy import func, select
 
 from brain.db.models import JobRow, NodeSampleRow
 from brain.domain import utcnow
-from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
+from brain.summaries.retention import delete_old_samples
 from tests.builders import flat_job, hand_job, recent_hour
 
 PORTRAITS = (

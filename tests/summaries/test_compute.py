@@ -9,9 +9,9 @@ from sqlalchemy import func, select
 
 from brain.db.models import JobSummaryRow, NodeSampleRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import utcnow
-from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
 from brain.summaries.hours import Hours
+from brain.summaries.retention import delete_old_samples
 from tests.builders import add_points, at, flat_job, hand_job, recent_hour
 
 approx = pytest.approx

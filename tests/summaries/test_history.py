@@ -14,8 +14,8 @@ from brain.history.related import (
     find_related,
     related_history,
 )
-from brain.services.retention import delete_old_samples
 from brain.summaries import summarize_job
+from brain.summaries.retention import delete_old_samples
 from tests.builders import flat_job, recent_hour
 
 WINDOW = {"window_days": 30, "limit": 10}

@@ -1,0 +1,65 @@
+"""A job that finished moments ago is history for the very next create stage or
+suggestion, although its summary is written after the finish report's response."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from brain.config import Settings
+from brain.db.models import JobSummaryRow
+from brain.domain import RoleSpec, Stage, utcnow
+from brain.services.optimizer_context import build_context
+from brain.summaries.suggestions import SuggestionQuery, suggest
+from tests.builders import flat_job, make_job, recent_hour
+from tests.optimizers.test_pipeline import registry
+
+SETTINGS = Settings(stage_optimizers={"create": []})
+
+
+def _finished_unsummarized(session, uid="done", **keys):
+    """A succeeded run (4 cores asked, 2 used) whose summary is not written yet, as right
+    after PATCH status succeeded: the background summary has not run."""
+    job = flat_job(
+        session, uid, start=recent_hour(1), cpu_request=4, cpu_used=2, user="alice", **keys
+    )
+    session.flush()
+    assert session.get(JobSummaryRow, job.id) is None
+    return job
+
+
+def test_the_next_create_stage_sees_a_job_finished_moments_ago(session):
+    done = _finished_unsummarized(session, dataset="imagenet")
+    new = make_job(
+        session,
+        "next",
+        start=utcnow() - timedelta(minutes=1),
+        status="pending",
+        user="alice",
+        dataset="imagenet",
+        roles={"worker": RoleSpec(count=1)},
+    )
+
+    context = build_context(session, new, Stage.create, SETTINGS)
+
+    [history] = context.history
+    assert history.job.uid == "done"
+    # Its one worker used 2 of 4 cores for the hour.
+    assert [(n.role, n.cpu_mean, n.requested.cpu) for n in history.nodes] == [("worker", 2, 4)]
+    assert history.duration_s == 3600
+    # Written in the reader's transaction, final, so it is not computed again.
+    assert session.get(JobSummaryRow, done.id).final
+    assert done.summarized_at is not None
+
+
+def test_the_next_suggestion_sees_it_and_other_users_runs_are_left_alone(session):
+    _finished_unsummarized(session, dataset="imagenet")
+    other = flat_job(
+        session, "bob-run", start=recent_hour(1), cpu_request=4, cpu_used=2, user="bob"
+    )
+
+    suggestion = suggest(
+        session, registry(), SETTINGS, SuggestionQuery(user="alice", dataset="imagenet")
+    )
+
+    assert [r.uid for r in suggestion.basis.runs] == ["done"]
+    assert session.get(JobSummaryRow, other.id) is None
