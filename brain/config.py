@@ -21,7 +21,7 @@ DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
     "create": ["startup", "gpu_cpu", "learned_margin"],
     "oom": ["oom_recovery"],
     "estimate": ["estimate"],
-    "running": ["hot_ps", "oom_risk", "worker_tuning", "slow_node"],
+    "running": ["hot_ps", "ps_scaling", "oom_risk", "worker_tuning", "slow_node"],
 }
 
 

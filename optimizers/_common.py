@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from brain.domain import PlanStatus
+from brain.domain import ROLE_PS, PlanStatus
 from brain.optimizing import (
     NodeChange,
     NodeSample,
@@ -35,6 +35,19 @@ class CpuStepSettings(BaseModel):
 
     cpu_step: float = Field(
         0.1, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
+    )
+
+
+class PsChangeSettings(BaseModel):
+    """The setting every optimizer that changes the PS tier shares."""
+
+    ps_change_interval_s: float = Field(
+        3600,
+        ge=0,
+        le=7 * 86400,
+        description="No PS change within this many seconds of the last applied one (PS "
+        "count or size, a PS migrated; OOM fixes excepted): DLRover masters allow one PS "
+        "change an hour.",
     )
 
 
@@ -138,3 +151,35 @@ def cooling_down(
 
 def migrates(plan: PlanView, node: str) -> bool:
     return any(c.name == node for c in plan.migrate)
+
+
+def changes_ps(plan: PlanView) -> bool:
+    """An applied plan that changed the PS tier (count or size, a PS migrated), OOM fixes
+    excepted: they are not elective and must never wait."""
+    return (
+        plan.status == PlanStatus.applied
+        and plan.applied_at is not None
+        and plan.source_event_id is None
+        and (ROLE_PS in plan.roles or any(c.role == ROLE_PS for c in plan.migrate))
+    )
+
+
+def ps_changed_recently(
+    optimizer: str, context: OptimizerContext, interval_s: float
+) -> Proposal | None:
+    """A no-change answer while the PS tier's last applied change is younger than
+    ``interval_s``; None once it is older (or there was none)."""
+    changes = sorted((p for p in context.plans if changes_ps(p)), key=lambda p: p.applied_at)
+    if not changes:
+        return None
+    last = changes[-1]
+    elapsed = (context.now - last.applied_at).total_seconds()
+    if elapsed >= interval_s:
+        return None
+    return no_change(
+        optimizer,
+        f"the PS tier changed {elapsed:.0f} s ago (plan {last.id}): at most one PS change "
+        f"per {interval_s:.0f} s",
+        {"seconds_since_ps_change": round(elapsed, 1), "plan": last.id},
+        {"ps_change_interval_s": interval_s},
+    )

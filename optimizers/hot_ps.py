@@ -11,11 +11,11 @@ from brain.domain import ROLE_PS, Stage
 from brain.optimizing import OptimizerContext, Proposal
 from optimizers._common import (
     CpuStepSettings,
+    PsChangeSettings,
     ceil_to,
-    cooling_down,
     mean,
-    migrates,
     no_change,
+    ps_changed_recently,
     reason,
     resized,
 )
@@ -23,7 +23,7 @@ from optimizers._common import (
 NAME = "hot_ps"
 
 
-class HotPsSettings(CpuStepSettings):
+class HotPsSettings(CpuStepSettings, PsChangeSettings):
     hot_threshold: float = Field(
         0.8,
         ge=0.1,
@@ -48,12 +48,6 @@ class HotPsSettings(CpuStepSettings):
     target_utilization: float = Field(
         0.6, ge=0.1, le=1.0, description="CPU utilization the migrated PS is sized for."
     )
-    cooldown_s: float = Field(
-        900,
-        ge=0,
-        le=86400,
-        description="No migration of a PS within this many seconds of its last applied one.",
-    )
 
 
 class HotPsOptimizer:
@@ -63,7 +57,7 @@ class HotPsOptimizer:
     last ``hot_samples`` samples and, when the job has other PS, its mean utilization is
     ``relative_factor`` times theirs (median). It is migrated with ``peak recent use /
     target_utilization`` cores (rounded up to ``cpu_step``), at most the largest node,
-    and not again within ``cooldown_s`` of its last applied migration.
+    and not within ``ps_change_interval_s`` of the PS tier's last applied change.
     """
 
     name: ClassVar[str] = NAME
@@ -105,6 +99,7 @@ class HotPsOptimizer:
                 threshold,
             )
         proposal = Proposal()
+        interval = ps_changed_recently(NAME, context, settings.ps_change_interval_s)
         for ps in hot:
             others = [u for name, u in utilization.items() if name != ps.name]
             if others and utilization[ps.name] < settings.relative_factor * median(others):
@@ -118,11 +113,8 @@ class HotPsOptimizer:
                     )
                 )
                 continue
-            cooling = cooling_down(
-                NAME, context, lambda p, n=ps.name: migrates(p, n), settings.cooldown_s, ps.name
-            )
-            if cooling is not None:
-                proposal.reasons.extend(cooling.reasons)
+            if interval is not None:
+                proposal.reasons.extend(interval.reasons)
                 continue
             _migrate(context, ps, recent[ps.name], settings, threshold, proposal)
         return proposal

@@ -67,7 +67,7 @@ class UnknownRequest(ValueError):
 
 # The running stage split the way the master asks: PS-side optimizers for its PS stage,
 # worker tuning for its worker stages.
-PS_SIDE = frozenset({"hot_ps", "oom_risk"})
+PS_SIDE = frozenset({"hot_ps", "ps_scaling", "oom_risk"})
 WORKER_SIDE = frozenset({"worker_tuning"})
 
 

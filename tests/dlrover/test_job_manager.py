@@ -93,7 +93,11 @@ def test_a_hot_ps_becomes_a_migration_the_master_performs(brain, fake_k8s, dlrov
         ("ps", 0, {"cpu": "13", "memory": "12288Mi"})
     ]
     served = rest.get(f"/api/v1/jobs/{JOB_UID}/plans").json()[0]
-    assert served["stage"] == "running" and served["optimizers"] == ["hot_ps", "oom_risk"]
+    assert served["stage"] == "running" and served["optimizers"] == [
+        "hot_ps",
+        "ps_scaling",
+        "oom_risk",
+    ]
     assert served["migrate"] == [
         {"role": "ps", "name": pod("ps", 0), "cpu": 12.7, "memory_mib": 12288.0, "gpu": None}
     ]

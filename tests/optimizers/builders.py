@@ -41,6 +41,7 @@ def job(
     total_steps: int | None = None,
     duration_s: float | None = None,
     bounds: dict[str, RoleBounds] | None = None,
+    namespace: str | None = None,
 ) -> JobView:
     started = NOW - timedelta(hours=2)
     return JobView(
@@ -58,6 +59,7 @@ def job(
         started_at=started,
         finished_at=None if duration_s is None else started + timedelta(seconds=duration_s),
         bounds=bounds or {},
+        namespace=namespace,
     )
 
 

@@ -66,12 +66,18 @@ def test_all_ps_equally_busy_are_not_migrated():
     assert all("more PS would help" in r.message for r in proposal.reasons)
 
 
-def test_a_migrated_ps_cools_down_from_its_applied_time():
-    moved = plan(seconds_ago=300, migrate=(NodeChange(role="ps", name="ps-0", cpu=8),))
+def test_no_migration_within_the_ps_change_interval():
+    # any applied change of the PS tier counts: here a migration of the other hot PS
+    moved = plan(seconds_ago=3000, migrate=(NodeChange(role="ps", name="ps-1", cpu=8),))
     ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[moved])
     proposal = HotPsOptimizer().propose(ctx, SETTINGS)
     assert proposal.migrate == []
-    assert "cooling down for 900 s" in proposal.reasons[0].message
-    later = plan(seconds_ago=901, migrate=(NodeChange(role="ps", name="ps-0", cpu=8),))
+    assert "at most one PS change per 3600 s" in proposal.reasons[0].message
+    assert proposal.reasons[0].evidence == {"seconds_since_ps_change": 3000.0, "plan": 1}
+    later = plan(seconds_ago=3601, migrate=(NodeChange(role="ps", name="ps-1", cpu=8),))
     ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[later])
+    assert HotPsOptimizer().propose(ctx, SETTINGS).migrate
+    # an OOM fix is not an elective change: it starts no interval
+    fix = plan(seconds_ago=60, source_event_id=7, migrate=(NodeChange(role="ps", name="ps-1"),))
+    ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[fix])
     assert HotPsOptimizer().propose(ctx, SETTINGS).migrate

@@ -1,0 +1,104 @@
+"""ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
+
+from brain.domain import RoleSpec, Stage
+from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
+from tests.optimizers.builders import context, job, node, plan, series, speeds
+
+# tier >= 80 %, trainers <= 70 %, 8 samples, 6 speed samples stalled below +5 %, 60 % target
+SETTINGS = PsScalingSettings()
+ROLES = {
+    "ps": RoleSpec(count=2, cpu=4, memory_mib=8192),
+    "worker": RoleSpec(count=4, cpu=4, memory_mib=8192),
+}
+PS = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(2)]
+WORKERS = [
+    node(f"j-edljob-worker-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(4)
+]
+STALLED = speeds([(4, v) for v in (20.0, 20.2, 19.8, 20.0, 20.1, 19.9)])
+
+
+def samples(ps=(3.6, 3.4), worker=2.0):
+    points = [s for n, cpu in zip(PS, ps, strict=True) for s in series(n.name, cpu=[cpu] * 8)]
+    return points + [s for n in WORKERS for s in series(n.name, cpu=[worker] * 8)]
+
+
+def propose(points=None, speed=STALLED, plans=(), namespace="ml", nodes=None, settings=SETTINGS):
+    ctx = context(
+        Stage.running,
+        job(roles=ROLES, namespace=namespace),
+        nodes=nodes or PS + WORKERS,
+        samples=points if points is not None else samples(),
+        speed=speed,
+        plans=plans,
+    )
+    return PsScalingOptimizer().propose(ctx, settings)
+
+
+def test_a_saturated_tier_with_waiting_workers_gets_more_ps():
+    proposal = propose()
+    # PS at 3.6 and 3.4 of 4 cores: tier 87.5 %; workers at 2 of 4: 50 %; speed 20.0 -> 20.0.
+    # Demand at full pace 7.0 / 0.5 = 14 cores; at 60 % of 4 cores: ceil(5.83) = 6 PS,
+    # at most 2 + 2 = 4
+    assert proposal.roles == {"ps": RoleSpec(count=4)}
+    assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(4)]
+    evidence = proposal.reasons[0].evidence
+    assert evidence["ps_tier_utilization"] == 0.875
+    assert evidence["trainer_utilization"] == 0.5
+    assert evidence["ps_cpu_demand"] == 14.0
+    assert evidence["speed_change"] == 0.0
+    assert "7.00 / 0.50 = 14.00 cores" in proposal.reasons[0].message
+
+
+def test_one_ps_at_a_time_and_hosts_without_a_namespace():
+    proposal = propose(namespace=None, settings=PsScalingSettings(step=1))
+    assert proposal.roles == {"ps": RoleSpec(count=3)}
+    assert proposal.ps_hosts == [f"j-edljob-ps-{i}:2222" for i in range(3)]
+
+
+def test_a_tier_below_saturation_is_left_alone():
+    proposal = propose(samples(ps=(2.0, 2.0)))
+    assert proposal.is_empty
+    assert "PS tier at 50% CPU, below 80%" in proposal.reasons[0].message
+
+
+def test_one_hot_ps_is_hot_ps_business():
+    # ps-0 at 100 %, ps-1 at 65 %: tier 82.5 %, but 1.0 >= 1.5 x 0.65
+    proposal = propose(samples(ps=(4.0, 2.6)))
+    assert proposal.is_empty
+    assert "j-edljob-ps-0 is hot relative to the other PS" in proposal.reasons[0].message
+
+
+def test_busy_workers_are_not_waiting_on_the_ps():
+    proposal = propose(samples(worker=3.2))  # 80 % > 70 %
+    assert proposal.is_empty
+    assert "they are not waiting on the PS" in proposal.reasons[0].message
+
+
+def test_a_rising_speed_is_not_a_stall():
+    # 15, 15, 15 -> 18, 18, 18: +20 % >= 5 %
+    proposal = propose(speed=speeds([(4, 15.0)] * 3 + [(4, 18.0)] * 3))
+    assert proposal.is_empty
+    assert proposal.reasons[0].evidence == {"speed_change": 0.2}
+
+
+def test_at_most_one_ps_change_per_interval():
+    estimated = plan(seconds_ago=1800, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate)
+    proposal = propose(plans=[estimated])
+    assert proposal.is_empty
+    assert proposal.reasons[0].threshold == {"ps_change_interval_s": 3600}
+    assert propose(plans=[plan(seconds_ago=3600, roles={"ps": RoleSpec(count=2)})]).roles
+
+
+def test_ps_named_otherwise_leave_the_hosts_to_the_master():
+    odd = [
+        node("param-server-a", "ps", cpu=4, memory_mib=8192, index=0),
+        node("param-server-b", "ps", cpu=4, memory_mib=8192, index=1),
+    ]
+    points = [
+        s for n, cpu in zip(odd, (3.6, 3.4), strict=True) for s in series(n.name, cpu=[cpu] * 8)
+    ]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    proposal = propose(points, nodes=odd + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=4)}
+    assert proposal.ps_hosts == []
+    assert proposal.reasons[0].evidence["ps_hosts_unknown"] == ["param-server-a", "param-server-b"]
