@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.model import normalized
+from simulator.model import ThroughputModel, normalized
 from simulator.scenarios import Scenario
 
 MAX_WORKERS = 64
@@ -26,13 +26,15 @@ class Allocation:
         return self.workers * self.worker_cpu + self.ps_cpu_total
 
 
-def best_allocation(s: Scenario) -> Allocation:
-    """The highest speed within the job's CPU and GPU limits (fewest cores on a tie).
+def best_allocation(s: Scenario, global_step: float = 0.0) -> Allocation:
+    """The highest speed within the job's CPU and GPU limits (fewest cores on a tie), with
+    the PS cost the job has after ``global_step`` steps (the scenarios whose cost grows
+    are judged on their last one).
 
     PS get CPU in proportion to their traffic, each at most the largest node; every
     worker keeps its declared GPUs (an all-reduce job scales by whole workers).
     """
-    model = s.throughput
+    model = s.throughput_at(global_step)
     gpu_each = s.roles["worker"].gpu
     best = Allocation(0.0, 0, 0.0, 0, 0.0)
     ps_counts = range(1, MAX_PS + 1) if s.strategy == "ps" else (0,)
@@ -46,16 +48,21 @@ def best_allocation(s: Scenario) -> Allocation:
             if budget < 0:
                 continue
             for ps in ps_counts:
-                candidate = _with_ps(s, workers, worker_cpu, demand, ps, budget)
+                candidate = _with_ps(s, model, workers, worker_cpu, demand, ps, budget)
                 if candidate is not None and _better(candidate, best):
                     best = candidate
     return best
 
 
 def _with_ps(
-    s: Scenario, workers: int, worker_cpu: float, demand: float, ps: int, budget: float
+    s: Scenario,
+    model: ThroughputModel,
+    workers: int,
+    worker_cpu: float,
+    demand: float,
+    ps: int,
+    budget: float,
 ) -> Allocation | None:
-    model = s.throughput
     if ps == 0:
         return Allocation(demand, workers, worker_cpu, 0, 0.0)
     shares = normalized([s.ps_weight(i) for i in range(ps)])

@@ -16,7 +16,7 @@ def write_chart(run: Run, path: Path) -> None:
 
     s = run.scenario
     minutes = [x.t / 60 for x in run.timeline]
-    best = best_allocation(s)
+    best = best_allocation(s, run.final_global_step)
     fig, (speed_ax, alloc_ax) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     speed_ax.plot(minutes, [x.steps_per_sec for x in run.timeline], lw=0.8, label="steps/s")
     speed_ax.axhline(best.steps_per_sec, color="green", ls="--", lw=0.8, label="best in limits")
@@ -27,6 +27,7 @@ def write_chart(run: Run, path: Path) -> None:
     speed_ax.legend(loc="lower right")
     alloc_ax.plot(minutes, [x.cpu for x in run.timeline], label="cores requested")
     alloc_ax.plot(minutes, [x.workers for x in run.timeline], label="workers training")
+    alloc_ax.plot(minutes, [x.ps for x in run.timeline], label="PS")
     if s.limit_cpu is not None:
         alloc_ax.axhline(s.limit_cpu, color="red", ls="--", lw=0.8, label="CPU limit")
     alloc_ax.set_xlabel("minutes")

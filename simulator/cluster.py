@@ -110,13 +110,14 @@ class SimJob:
     def advance(self, t: float, dt: float) -> Tick:
         """Train from ``t - dt`` to ``t``; report load, speed and OOM kills at ``t``."""
         s = self.scenario
+        model = s.throughput_at(self.global_step)
         workers = [n for n in self.of_role("worker") if n.running(t)]
         ps = self.of_role("ps")
         ps_up = all(n.running(t) for n in ps)
         shares = normalized([s.ps_weight(n.index) for n in ps]) if ps else []
         worker_cpus = [n.cpu for n in workers]
-        bound = s.throughput.worker_bound(worker_cpus)
-        speed = s.throughput.speed(worker_cpus, [n.cpu for n in ps], shares)
+        bound = model.worker_bound(worker_cpus)
+        speed = model.speed(worker_cpus, [n.cpu for n in ps], shares)
         if s.strategy == "ps" and not (ps and ps_up):
             speed = 0.0  # training waits for every PS
         measured = max(speed * float(self.rng.normal(1.0, SPEED_NOISE)), 0.0)
@@ -125,12 +126,12 @@ class SimJob:
         loads, killed = [], []
         pace = speed / bound if bound > 0 else 0.0
         for node in workers:
-            used_cpu = min(node.cpu, s.throughput.worker_cpu_needed) * pace
+            used_cpu = min(node.cpu, model.worker_cpu_needed) * pace
             loads.append(self._load(node, used_cpu, s.memory.worker_mib, pace))
         if ps_up:
             ps_memory = s.memory.ps_total(self.global_step)
             for node, share in zip(ps, shares, strict=True):
-                used_cpu = s.throughput.ps_cpu_per_step * share * speed
+                used_cpu = model.ps_cpu_per_step * share * speed
                 loads.append(self._load(node, used_cpu, ps_memory * share, None))
         for load in loads:
             if load.memory_mib > load.node.memory_mib:

@@ -65,6 +65,7 @@ class Run:
     oom_plans: list[int] = field(default_factory=list)
     final_status: dict[int, PlanStatus] = field(default_factory=dict)
     foreign_roles: int = 0
+    final_global_step: float = 0.0
 
 
 class JobMaster:
@@ -119,6 +120,7 @@ class JobMaster:
             if t % PUSH_EVERY_S == 0:
                 self._flush()
         self._flush()
+        self.run.final_global_step = self.job.global_step
         self.run.final_status = {p.id: p.status for p in self.client.plans(self.uid, limit=500)}
         return self.run
 

@@ -38,7 +38,7 @@ class ScenarioResult:
 
 def measure(run: Run, horizon_s: float) -> ScenarioResult:
     s = run.scenario
-    best = best_allocation(s)
+    best = best_allocation(s, run.final_global_step)
     speeds = [x.steps_per_sec for x in run.timeline]
     window = max(int(SMOOTHING_S / TICK_S), 1)
     smoothed = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from simulator.model import BETA_ALLREDUCE_V100, BETA_PS_NCF, MemoryModel, ThroughputModel
 
@@ -36,9 +36,19 @@ class Scenario:
     node_max_cpu: float = 64
     node_max_memory_mib: float = 512 * 1024
     extra: dict[str, float] = field(default_factory=dict)
+    # Relative growth of the PS cost per global step (sparse features whose embedding
+    # tables grow): the PS need ``ps_cpu_per_step x (1 + growth x step)`` core-seconds.
+    ps_cpu_growth_per_step: float = 0.0
 
     def ps_weight(self, index: int) -> float:
         return self.ps_weights[index] if index < len(self.ps_weights) else 1.0
+
+    def throughput_at(self, global_step: float) -> ThroughputModel:
+        """The throughput model once the job has trained ``global_step`` steps."""
+        if not self.ps_cpu_growth_per_step:
+            return self.throughput
+        growth = 1 + self.ps_cpu_growth_per_step * global_step
+        return replace(self.throughput, ps_cpu_per_step=self.throughput.ps_cpu_per_step * growth)
 
 
 _PS_MODEL = ThroughputModel(
@@ -119,6 +129,21 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
             limit_cpu=20,
+        ),
+        Scenario(
+            name="ps-growing-load",
+            description="Growing sparse features (DeepRec): each step costs the PS more as "
+            "the embedding tables grow (+100 % every 150,000 steps); within the hour the PS "
+            "saturate and the workers wait on them.",
+            roles={
+                "ps": RoleStart(2, cpu=4, memory_mib=8192),
+                "worker": RoleStart(1, cpu=4, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+            ps_cpu_growth_per_step=1 / 150_000,
+            limit_cpu=48,
+            horizon_s=3 * 3600,
         ),
         Scenario(
             name="gpu-allreduce",

@@ -41,3 +41,29 @@ def test_an_oom_storm_is_fixed_once_per_kill(client):
     # 4 workers, each killed once at start (10 GiB used, 8 GiB given), then 16 GiB each.
     assert result.oom_kills == 4
     assert result.oom_fixes_lost == 0
+
+
+def test_a_saturated_ps_tier_gets_more_ps_once_the_interval_allows(client):
+    """ps-growing-load: the estimate (4 min) sets the PS; as the PS cost per step grows the
+    single PS saturates and the workers wait; ps_scaling adds PS an hour after the
+    estimate's PS change (DLRover's one PS change an hour), never earlier."""
+    run, result = run_scenario(BrainClient(http=client), SCENARIOS["ps-growing-load"], 1, 4800)
+    scaled = [a for a in run.applied if any(r.optimizer == "ps_scaling" for r in a.plan.reasons)]
+    assert len(scaled) == 1
+    added = scaled[0]
+    estimate = next(a for a in run.applied if a.plan.stage == "estimate")
+    assert added.t - estimate.t >= 3600
+    before, after = added.counts["ps"]
+    assert after > before
+    assert len(added.plan.ps_hosts) == after
+    assert added.plan.ps_hosts[0].endswith("-edljob-ps-0:2222")
+
+    def mean_speed(start: float, end: float) -> float:
+        speeds = [x.steps_per_sec for x in run.timeline if start <= x.t < end]
+        return sum(speeds) / len(speeds)
+
+    # the 5 minutes before the plan against 5 minutes after the new PS started (60 s)
+    assert mean_speed(added.t + 120, added.t + 420) > 1.2 * mean_speed(added.t - 300, added.t)
+    assert result.over_limit_seconds == 0
+    assert result.oom_fixes_lost == 0
+    assert result.oscillations == 0
