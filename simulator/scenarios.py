@@ -136,7 +136,7 @@ SCENARIOS: dict[str, Scenario] = {
             "the embedding tables grow (+100 % every 150,000 steps); within the hour the PS "
             "saturate and the workers wait on them.",
             roles={
-                "ps": RoleStart(2, cpu=4, memory_mib=8192),
+                "ps": RoleStart(1, cpu=4, memory_mib=8192),
                 "worker": RoleStart(1, cpu=4, memory_mib=8192),
             },
             throughput=_PS_MODEL,

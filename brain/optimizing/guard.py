@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from brain.domain import ROLE_CHIEF, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import NodeChange, Proposal, Reason
 
@@ -109,6 +109,7 @@ def enforce_bounds(
     )
     replacements = _same_size_migrations(proposal.migrate, nodes)
     migrate = [_bounded_change("migrate", c, node_max, reasons) for c in proposal.migrate]
+    migrate = _one_ps_change(roles, migrate, job, nodes, reasons)
     roles = _elastic_workers_last(roles, launch, migrate, job, nodes, reasons)
     launch, migrate = _fit_node_changes(roles, launch, migrate, job, nodes, reasons)
     migrate += [c for c in proposal.migrate if c.name in replacements and c not in migrate]
@@ -383,6 +384,40 @@ def _fit_limits(
             )
         )
     return fitted
+
+
+def _one_ps_change(
+    roles: dict[str, RoleSpec],
+    migrate: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    reasons: list[Reason],
+) -> list[NodeChange]:
+    """A plan that adds PS does not also move a PS to more CPU: the new PS take load off
+    every PS, and the tier changes once (a memory fix still goes through)."""
+    planned = roles.get(ROLE_PS, RoleSpec()).count
+    current = current_role(ROLE_PS, job, nodes).count or 0
+    if planned is None or planned <= current:
+        return migrate
+    sizes = {n.name: n for n in nodes}
+    kept = []
+    for change in migrate:
+        node = sizes.get(change.name or "")
+        more_cpu = node is not None and (change.cpu or 0.0) > node.cpu + _EPSILON
+        more_memory = node is not None and (change.memory_mib or 0.0) > node.memory_mib + _EPSILON
+        if change.role == ROLE_PS and more_cpu and not more_memory:
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"dropped the migration of {change.name} to {change.cpu:g} cores: the plan "
+                    f"adds PS ({current} -> {planned}), which takes load off every PS; one PS "
+                    "change at a time",
+                    evidence={"node": change.name, "ps_count": current, "ps_planned": planned},
+                )
+            )
+            continue
+        kept.append(change)
+    return kept
 
 
 def _without_last(changes: list[NodeChange], role: str, drop: int) -> list[NodeChange]:

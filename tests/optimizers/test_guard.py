@@ -104,3 +104,21 @@ def test_a_same_size_migration_is_kept_as_a_replacement():
         Proposal(migrate=[change]), job(roles=ROLES, limits=Limits(cpu=40)), nodes, NODE_MAX
     )
     assert bounded.migrate == [change]
+
+
+def test_a_plan_adding_ps_does_not_also_move_a_ps_to_more_cpu():
+    nodes = [node(f"ps-{i}", "ps", cpu=8, memory_mib=8192) for i in range(2)]
+    proposal = Proposal(
+        roles={"ps": RoleSpec(count=3)},
+        migrate=[
+            NodeChange(role="ps", name="ps-0", cpu=13.4, memory_mib=8192),  # hot_ps: dropped
+            NodeChange(role="ps", name="ps-1", cpu=8, memory_mib=12000),  # a memory fix: kept
+        ],
+    )
+    plan = enforce_bounds(proposal, job(roles=ROLES), nodes, NODE_MAX)
+    assert plan.roles == {"ps": RoleSpec(count=3)}
+    assert plan.migrate == [NodeChange(role="ps", name="ps-1", cpu=8, memory_mib=12000)]
+    assert plan.reasons[0].message == (
+        "dropped the migration of ps-0 to 13.4 cores: the plan adds PS (2 -> 3), which takes "
+        "load off every PS; one PS change at a time"
+    )
