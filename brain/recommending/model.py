@@ -20,8 +20,8 @@ conformal) gave 0.50% at 3.15x. CPU did best with the 0.97 quantile.
 
 Training runs are the runs of the period given; each is described by its earlier
 runs only (``features``), so no run is ever sized with itself or a later run.
-scikit-learn is imported only to fit; a fitted model predicts through it too, but
-this module can be imported without it.
+scikit-learn is imported only to fit; a fitted model predicts with numpy alone
+(``trees.FlatTrees``), so serving never imports it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 
 from brain.optimizing.sizing import ResourceHistory
 from brain.recommending import features as feat
+from brain.recommending.trees import FlatTrees
 
 # Lower edges of the history-length groups calibrated apart.
 HISTORY_BINS = (0, 1, 3, 7)
@@ -78,7 +79,7 @@ class Forecast:
 class ResourceModel:
     resource: str
     floor: float
-    trees: Any  # a fitted scikit-learn regressor of the high quantile
+    trees: FlatTrees  # the fitted regressor of the high quantile
     scores: list[np.ndarray]  # per HISTORY_BINS group, sorted
     parts: dict[str, int] = field(default_factory=dict)  # training runs per part
 
@@ -169,7 +170,7 @@ def fit_resource(resource: str, examples: Examples, seed: int = 0) -> ResourceMo
     return ResourceModel(
         resource,
         feat.FLOOR[resource],
-        trees,
+        FlatTrees.of(trees),
         scores,
         {"fit": len(fit), "calibration": len(calibrate)},
     )

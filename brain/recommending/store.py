@@ -4,7 +4,8 @@ A model is two files in the model directory (``BRAIN_MODEL_DIR``): ``peak-<versi
 (the fitted ``PeakModel``, pickled) and ``peak-<version>.json`` (what it is: version,
 training period, runs, figures, scikit-learn version). The version is the training
 time, ``YYYYMMDDTHHMMSSZ``, so the newest sorts last. Only files Brain wrote into its
-own directory are unpickled: a pickle runs code when loaded.
+own directory are unpickled: a pickle runs code when loaded. ``FORMAT`` changes when
+the pickled classes do; files of another format are skipped (retrain to replace them).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from brain.recommending.model import PeakModel
 log = logging.getLogger(__name__)
 
 PREFIX = "peak-"
+# 2: the trees are stored as numpy arrays (trees.FlatTrees), no longer scikit-learn's.
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ def describe(model: PeakModel) -> dict[str, Any]:
     import sklearn
 
     return {
+        "format": FORMAT,
         "version": model.version,
         "trained_at": model.trained_at,
         "period_start": model.period_start,
@@ -60,13 +64,18 @@ def save(model: PeakModel, directory: Path) -> StoredModel:
 
 
 def newest(directory: Path) -> StoredModel | None:
-    """The newest complete model of ``directory`` (both files present), if any."""
+    """The newest complete model of ``directory`` (both files present, this ``FORMAT``)."""
     if not directory.is_dir():
         return None
     for meta_path in sorted(directory.glob(f"{PREFIX}*.json"), reverse=True):
         model_path = meta_path.with_suffix(".pkl")
         if model_path.exists():
             meta = json.loads(meta_path.read_text())
+            if meta.get("format") != FORMAT:
+                log.warning(
+                    "skipping %s: model format %s, not %s", meta_path, meta.get("format"), FORMAT
+                )
+                continue
             return StoredModel(meta["version"], model_path, meta)
     return None
 
