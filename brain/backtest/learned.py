@@ -19,14 +19,14 @@ import numpy as np
 import pandas as pd
 
 from brain.backtest.engine import Replay
-from brain.recommending.model import Forecast, PeakModel
+from brain.recommending.model import DESIGN_RISKS, Forecast, PeakModel
 from brain.recommending.sizing import size_for
 from brain.recommending.training import COLUMNS, runs_with_history, train
 
 NAME = "learned_peak"
 KNOB = "risk"
 RISKS = (0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
-DEFAULT_RISKS = {"memory": 0.005, "cpu": 0.01, "gpu_memory": 0.04}
+DEFAULT_RISKS = DESIGN_RISKS  # learned_peak's defaults
 STEPS = {"memory": 1.0, "cpu": 0.01, "gpu_memory": 1.0}
 CAPPED = {"memory": True, "cpu": False, "gpu_memory": True}
 
@@ -122,21 +122,25 @@ def calibration(learned: Learned, table: pd.DataFrame, scored: np.ndarray) -> li
             keep = scored & ~np.isnan(sized.stated) & ~np.isnan(peak)
             stated_all.append(sized.stated[keep])
             under_all.append(peak[keep] > sized.size[keep])
-        stated = np.concatenate(stated_all)
-        under = np.concatenate(under_all)
-        if len(stated) < 10:
-            continue
-        order = np.argsort(stated, kind="stable")
-        for decile, part in enumerate(np.array_split(order, 10), 1):
-            rows.append(
-                CalibrationRow(
-                    resource,
-                    decile,
-                    len(part),
-                    float(stated[part].min()),
-                    float(stated[part].max()),
-                    float(stated[part].mean()),
-                    float(under[part].mean()),
-                )
-            )
+        rows += deciles(resource, np.concatenate(stated_all), np.concatenate(under_all))
     return rows
+
+
+def deciles(resource: str, stated: np.ndarray, under: np.ndarray) -> list[CalibrationRow]:
+    """Sizings sorted by stated risk and cut into 10 parts of (nearly) equal count: the
+    mean stated risk and the share under-provisioned of each; none under 10 sizings."""
+    if len(stated) < 10:
+        return []
+    order = np.argsort(stated, kind="stable")
+    return [
+        CalibrationRow(
+            resource,
+            decile,
+            len(part),
+            float(stated[part].min()),
+            float(stated[part].max()),
+            float(stated[part].mean()),
+            float(under[part].mean()),
+        )
+        for decile, part in enumerate(np.array_split(order, 10), 1)
+    ]

@@ -83,8 +83,8 @@ def runs_with_history(table: pd.DataFrame, resource: str) -> Iterator[Sized]:
 def examples(table: pd.DataFrame, resource: str, within: np.ndarray) -> Examples:
     """The training examples of ``resource``: runs ``within`` the training period."""
     floor = feat.FLOOR[resource]
-    starts = table["start"].to_numpy(dtype="datetime64[ns]").astype(np.int64)
-    x, y, runs, order = [], [], [], []
+    workload_of = pd.factorize(table["workload"])[0]
+    x, y, runs, workloads = [], [], [], []
     for sized in runs_with_history(table, resource):
         if not within[sized.index]:
             continue
@@ -94,13 +94,13 @@ def examples(table: pd.DataFrame, resource: str, within: np.ndarray) -> Examples
         x.append(row)
         y.append(feat.target(sized.peak, feat.reference(sized.history), floor))
         runs.append(min(len(sized.history.peaks), feat.MAX_RUNS))
-        order.append(starts[sized.index])
+        workloads.append(workload_of[sized.index])
     width = len(feat.NAMES)
     return Examples(
         np.asarray(x, dtype=float).reshape(-1, width),
         np.asarray(y, dtype=float),
         np.asarray(runs, dtype=int),
-        np.asarray(order, dtype=np.int64),
+        np.asarray(workloads, dtype=np.int64),
     )
 
 

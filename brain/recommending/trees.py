@@ -67,3 +67,21 @@ class FlatTrees:
             step = np.where(go_left, self.left[at], self.right[at])
             at = np.where(self.is_leaf[at], at, step)
         return self.baseline + self.value[at].sum(axis=1)
+
+
+def average(forests: list[FlatTrees]) -> FlatTrees:
+    """One forest predicting the mean of ``forests``' predictions: their trees side by
+    side, every leaf value and the baseline divided by their number."""
+    offsets = np.cumsum([0] + [len(f.value) for f in forests[:-1]])
+    return FlatTrees(
+        baseline=float(np.mean([f.baseline for f in forests])),
+        roots=np.concatenate([f.roots + o for f, o in zip(forests, offsets, strict=True)]),
+        feature=np.concatenate([f.feature for f in forests]),
+        threshold=np.concatenate([f.threshold for f in forests]),
+        missing_left=np.concatenate([f.missing_left for f in forests]),
+        left=np.concatenate([f.left + o for f, o in zip(forests, offsets, strict=True)]),
+        right=np.concatenate([f.right + o for f, o in zip(forests, offsets, strict=True)]),
+        is_leaf=np.concatenate([f.is_leaf for f in forests]),
+        value=np.concatenate([f.value for f in forests]) / len(forests),
+        depth=max(f.depth for f in forests),
+    )

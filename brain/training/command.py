@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(stored.meta, indent=2))
     else:
         parts = ", ".join(
-            f"{name}: {r['parts']['fit']} fit + {r['parts']['calibration']} calibration runs"
+            f"{name}: {r['parts']['examples']} runs, quantile {r['parts']['level']:g}, "
+            f"{r['parts']['folds']} folds"
             for name, r in stored.meta["resources"].items()
         )
         print(

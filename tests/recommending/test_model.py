@@ -15,7 +15,7 @@ from brain.backtest.trace import normalize
 from brain.optimizing.sizing import ResourceHistory
 from brain.recommending import features as feat
 from brain.recommending import store
-from brain.recommending.model import Forecast
+from brain.recommending.model import LEVELS, Forecast, OverRequest, _over_request
 from brain.recommending.sizing import size_for
 from brain.recommending.training import runs_with_history, train
 
@@ -141,8 +141,9 @@ def test_models_are_versioned_and_the_newest_is_loaded(tmp_path):
     found = store.newest(tmp_path)
     assert found.version == "20260102T000000Z"
     assert found.meta["runs"] == 400 and found.meta["period_start"] == "2024-01-01T00:00:00Z"
-    # every run is an example (a first run is sized from its request): 75% fit, 25% calibrate
-    assert found.meta["resources"]["memory"]["parts"] == {"fit": 300, "calibration": 100}
+    # every run is an example (a first run is sized from its request), calibrated out of fold
+    parts = found.meta["resources"]["memory"]["parts"]
+    assert (parts["examples"], parts["folds"]) == (400, 3) and parts["level"] in LEVELS
     loaded = store.load_newest(tmp_path)
     probe = history([1000.0, 1200.0, 900.0])
     assert loaded.forecast("memory", probe).size_at_risk(0.05) == newer.forecast(
@@ -163,3 +164,39 @@ def test_a_model_file_of_another_format_is_skipped(tmp_path):
     # a file written before the trees were stored as arrays: not loaded, the caller falls back
     meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "format"}))
     assert store.newest(tmp_path) is None
+
+
+def test_the_request_is_a_ceiling_with_its_own_risk():
+    # errors -0.1, 0, 0.1, 0.2 around quantile 0 (reference 100): 2 of 4 lie above the
+    # margin of any size between 100 e^0 and 100 e^0.1; the request, 108, lies there, and
+    # peaks above their request are rarer: 1%
+    forecast = Forecast(
+        100.0, 0.0, 0.0, np.array([-0.1, 0.0, 0.1, 0.2]), request=108.0, over_request=0.01
+    )
+    assert forecast.risk_of(107.0) == pytest.approx(3 / 5)  # (2 + 1) / (4 + 1)
+    assert forecast.risk_of(108.0) == 0.01  # at the request: min(3/5, 1%)
+    # 4 errors cannot promise 5%, but the request can: it is the size at 5%
+    assert forecast.size_at_risk(0.05) == 108.0
+    assert forecast.size_at_risk(0.005) is None  # neither can promise 0.5%
+    # at 40% the errors ask 100 e^0.1 = 110.5, the request suffices: 108
+    assert forecast.size_at_risk(0.4) == 108.0
+    # at 60% the errors' size (100 e^0 = 100) is below the request and stays
+    assert forecast.size_at_risk(0.6) == pytest.approx(100.0)
+
+
+def test_over_request_rates_per_margin_bin_never_rise_with_the_margin():
+    # 1,000 runs, margins 0..999; in the lowest 100 margins 9 runs exceeded their request,
+    # in the next 100 none, in the third 100 four (more than the second: the second is
+    # raised to it), none above
+    margin = np.arange(1000.0)
+    over = np.zeros(1000, dtype=bool)
+    over[[0, 10, 20, 30, 40, 50, 60, 70, 80]] = True
+    over[[200, 210, 220, 230]] = True
+    found = _over_request(margin, over)
+    assert found.edges.tolist() == [99.0, 199.0, 299.0, 399.0, 499.0, 599.0, 699.0, 799.0, 899.0]
+    assert found.at(5.0) == pytest.approx(10 / 101)  # (9 + 1) / (100 + 1)
+    assert found.at(150.0) == pytest.approx(5 / 101)  # (0 + 1) / 101 raised to (4 + 1) / 101
+    assert found.at(250.0) == pytest.approx(5 / 101)
+    assert found.at(950.0) == pytest.approx(1 / 101)  # none above: never stated as zero
+    assert isinstance(found, OverRequest)
+    assert _over_request(margin[:99], over[:99]) is None  # too few runs to say
