@@ -5,12 +5,14 @@
 Prints the seconds to build the training examples and fit every resource's model on
 all runs of the trace (target < 60 s for Bitbrains' 27,273 runs), then the time the
 ``learned_peak`` optimizer takes to size one job with three roles and ten earlier runs
-each (target < 5 ms): median and 99th percentile over 500 calls, one at a time.
+each (target < 5 ms): median and 99th percentile over 500 calls, one at a time. The
+load average is printed before and after: the machine's other work shows in the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
@@ -73,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     args = parser.parse_args()
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     started = time.perf_counter()
     table = TraceFile(args.trace).load()
     loaded = time.perf_counter()
@@ -103,6 +106,7 @@ def main() -> None:
         f"sizing one job (3 roles, 10 earlier runs): median {statistics.median(timings):.2f} ms, "
         f"p99 {timings[int(len(timings) * 0.99) - 1]:.2f} ms over {len(timings)} calls"
     )
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -24,10 +24,10 @@ router = APIRouter(
     route_class=InputRoute,
 )
 
-TEXT_EXAMPLE = """role    count  cpu_request  cpu_limit  memory_mib  gpu
-ps          2          6.5          -       12288    -
-chief       -          4.2          -        9216    -
-worker      8          3.4        7.2       16384    1
+TEXT_EXAMPLE = """role    count  cpu_request  cpu_limit  memory_mib  oom_risk  gpu
+ps          2          6.5          -       12288     0.48%    -
+chief       -          4.2          -        9216     0.12%    -
+worker      8          3.4        7.2       16384     0.50%    1
 basis: confidence high: 3 past runs matched by group in the last 90 days (r-103 2026-05-03, ...)
 """
 

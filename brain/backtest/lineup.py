@@ -24,7 +24,7 @@ from brain.optimizing import Optimizer, OptimizerRegistry
 
 RULE_MARGINS = (1.0, 1.15, 1.3, 1.5, 2.0, 2.5)
 # Dense below 1, where the envelope moves from a quantile to the largest peak.
-SAFETIES = (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 3.0)
+SAFETIES = (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0)
 
 
 @dataclass(frozen=True)
