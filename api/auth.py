@@ -21,7 +21,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.deps import SessionDep
 from api.errors import error_body
 from brain.errors import Forbidden, NotFound, Unauthorized
 from brain.services.tokens import AuthPolicy, Principal, TokenScope, job_visible
@@ -110,10 +109,17 @@ async def current_principal(
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
-def visible_job(request: Request, principal: CurrentPrincipal, session: SessionDep) -> None:
-    """A route on ``{uid}`` of another namespace's job answers 404, as if it did not exist."""
+def visible_job(request: Request, principal: CurrentPrincipal) -> None:
+    """A route on ``{uid}`` of another namespace's job answers 404, as if it did not exist.
+
+    Reads through a session of its own, returned at once: the request's session must not
+    hold a connection before its handler runs (see api.routing)."""
     uid = request.path_params.get("uid")
-    if uid is not None and not job_visible(session, principal, uid):
+    if uid is None or principal.namespaces is None:
+        return
+    with request.app.state.session_factory() as session:
+        visible = job_visible(session, principal, uid)
+    if not visible:
         raise NotFound(f"no job with uid {uid!r}", field="uid")
 
 

@@ -1,4 +1,15 @@
-"""The route class every router uses: strict JSON and the site's input bounds.
+"""The route classes every router uses: blocking handlers that never deadlock the pools,
+strict JSON and the site's input bounds.
+
+FastAPI runs a plain ``def`` handler on AnyIO's thread pool (40 threads) and then, in a
+second trip to that pool, validates its response, while the request's transaction
+(committed when the handler's dependencies exit, after that validation) still holds
+its database connection. Under load every thread could be a handler waiting for a
+connection while every connection was held by a finished handler waiting for a thread:
+nothing ran until the pool timed out (seen at 500 job masters). ``OffloadedRoute``
+hands FastAPI an ``async`` wrapper that runs the handler on the thread pool itself, so
+the response is validated on the event loop and no request waits for a thread while it
+holds a connection.
 
 Python's JSON parser accepts ``NaN``, ``Infinity`` and ``-Infinity``, which are not
 JSON; once stored they poison every later sum and read back as null. They are refused
@@ -7,12 +18,15 @@ while parsing, so no field (not even free-form optimizer settings) can carry one
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 from api.schemas.bounds import bounds_in_force
 
@@ -33,7 +47,25 @@ class StrictJsonRequest(Request):
         return self._json
 
 
-class InputRoute(APIRoute):
+def _on_thread_pool(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
+    # functools.wraps keeps the signature and annotations FastAPI reads its parameters from.
+    @functools.wraps(endpoint)
+    async def offloaded(*args: Any, **kwargs: Any) -> Any:
+        return await run_in_threadpool(endpoint, *args, **kwargs)
+
+    return offloaded
+
+
+class OffloadedRoute(APIRoute):
+    """Runs a blocking handler on the thread pool and the rest of the request on the loop."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        if not inspect.iscoroutinefunction(endpoint) and not inspect.isgeneratorfunction(endpoint):
+            endpoint = _on_thread_pool(endpoint)
+        super().__init__(path, endpoint, **kwargs)
+
+
+class InputRoute(OffloadedRoute):
     """Parses bodies strictly and validates them against the app's plausible bounds."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

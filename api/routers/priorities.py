@@ -10,13 +10,19 @@ from fastapi import APIRouter, Depends, Query
 from api.auth import every_namespace
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.routing import InputRoute
 from api.schemas.portraits import Page, TotalsOut
 from api.schemas.priorities import PrioritiesOut, PriorityBy, PriorityOut, PriorityRow
 from brain.domain import utcnow
 from brain.summaries import priorities as priorities_
 from brain.summaries.priorities import PriorityClass
 
-router = APIRouter(prefix="/api/v1/priorities", tags=["portraits"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/api/v1/priorities",
+    tags=["portraits"],
+    responses=ERROR_RESPONSES,
+    route_class=InputRoute,
+)
 
 
 @router.get(

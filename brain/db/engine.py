@@ -14,7 +14,12 @@ def make_engine(database_url: str, **kwargs) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if "poolclass" not in kwargs:
-        kwargs.setdefault("pool_size", 10)
+        # The API runs blocking handlers on AnyIO's pool of 40 threads, each of which may
+        # hold a connection: keep 40 open so that none waits for one while threads are
+        # free. Connections beyond pool_size are closed when returned, and opening one
+        # costs PostgreSQL a backend process, so a small pool under load spent its time
+        # connecting. The overflow serves the collector and gRPC threads.
+        kwargs.setdefault("pool_size", 40)
         kwargs.setdefault("max_overflow", 10)
     kwargs.setdefault("pool_pre_ping", True)
     return create_engine(database_url, **kwargs)

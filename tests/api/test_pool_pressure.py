@@ -1,0 +1,41 @@
+"""More requests than threads and connections: they queue, none waits for the pool's timeout.
+
+Before api.routing.OffloadedRoute, a finished handler kept its connection (the request's
+transaction commits after the response is validated) while it waited for a thread to
+validate its response on, and the threads were all handlers waiting for a connection:
+with 2 threads and 1 connection, concurrent registrations ended in 503 `overloaded`
+once the pool's timeout ran out.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import anyio.to_thread
+
+from brain.db.engine import make_engine, make_session_factory
+from tests.builders import job_body
+
+
+def test_requests_beyond_threads_and_connections_all_succeed(client, pg_url):
+    engine = make_engine(pg_url, pool_size=1, max_overflow=0, pool_timeout=5)
+    client.app.state.session_factory = make_session_factory(engine)
+
+    def two_threads() -> None:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 2
+
+    client.portal.call(two_threads)
+    statuses: list[int] = []
+
+    def register(uid: str) -> None:
+        statuses.append(client.put(f"/api/v1/jobs/{uid}", json=job_body()).status_code)
+
+    try:
+        callers = [threading.Thread(target=register, args=(f"j{i}",)) for i in range(12)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+    finally:
+        engine.dispose()
+    assert statuses == [201] * 12
