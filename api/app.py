@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
@@ -15,6 +16,7 @@ from api.auth import AUTH_RESPONSES, Authentication, current_principal, split_pu
 from api.body_limit import BodyLimit
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
+from api.plan_watch import PlanWatch
 from api.routers import (
     cluster,
     events,
@@ -47,6 +49,8 @@ Authentication: `Authorization: Bearer <token>` with a token from `brain token c
 token created yet answers without one. Bodies above BRAIN_MAX_BODY_BYTES are a 413."""
 
 Startup = Callable[[FastAPI], None]
+# How soon a long-poll hears of a plan stored by this or another process.
+PLAN_WATCH_INTERVAL_S = 0.5
 log = logging.getLogger(__name__)
 
 
@@ -76,6 +80,8 @@ def create_app(
         app.state.registry = load_registry()
         app.state.health_reporters = {}
         _start_auth(app, settings)
+        app.state.plan_watch = PlanWatch(app.state.session_factory, PLAN_WATCH_INTERVAL_S)
+        watching = asyncio.create_task(app.state.plan_watch.run(), name="plan watch")
         app.state.shutdown_hooks = []
         for hook in on_startup or ():
             hook(app)
@@ -85,6 +91,9 @@ def create_app(
         try:
             yield
         finally:
+            watching.cancel()
+            with suppress(asyncio.CancelledError):
+                await watching
             for stop in reversed(app.state.shutdown_hooks):
                 stop()
             app.state.engine.dispose()

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
 from api.params import JobUid, PlanId
+from api.plan_watch import PlanWatch
 from api.routing import InputRoute
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from brain.bounds import INT32_MAX
@@ -25,7 +26,6 @@ from brain.services.clock import reject_future
 
 router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES, route_class=InputRoute)
 JOB = "/api/v1/jobs/{uid}"
-POLL_INTERVAL_S = 0.5
 
 
 @router.get("/api/v1/optimizers", response_model=list[OptimizerOut], summary="List optimizers")
@@ -103,14 +103,20 @@ async def latest_plan(
     seen in order."""
     deadline = time.monotonic() + wait
     factory = request.app.state.session_factory
-    while True:
-        found = await run_in_threadpool(_newest_after, factory, uid, after)
-        if found is not None:
-            return found
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return Response(status_code=204)
-        await asyncio.sleep(min(POLL_INTERVAL_S, remaining))
+    watch: PlanWatch = request.app.state.plan_watch
+    with watch.watching(uid) as new_plan_seen:
+        while True:
+            new_plan_seen.clear()
+            found = await run_in_threadpool(_newest_after, factory, uid, after)
+            if found is not None:
+                return found
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Response(status_code=204)
+            try:
+                await asyncio.wait_for(new_plan_seen.wait(), remaining)
+            except TimeoutError:
+                return Response(status_code=204)
 
 
 def _newest_after(factory, uid: str, after: int) -> PlanOut | None:

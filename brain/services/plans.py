@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -216,6 +216,21 @@ def next_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlanRo
         .order_by(ScalePlanRow.id)
         .limit(1)
     )
+
+
+def plans_from(session: Session, floor_id: int) -> list[tuple[int, str]]:
+    """(plan id, job uid) of every plan with an id above ``floor_id``, oldest first."""
+    rows = session.execute(
+        select(ScalePlanRow.id, JobRow.uid)
+        .join(JobRow, JobRow.id == ScalePlanRow.job_id)
+        .where(ScalePlanRow.id > floor_id)
+        .order_by(ScalePlanRow.id)
+    )
+    return [(plan_id, uid) for plan_id, uid in rows]
+
+
+def newest_plan_id(session: Session) -> int:
+    return session.scalar(select(func.max(ScalePlanRow.id))) or 0
 
 
 def set_status(
