@@ -55,7 +55,13 @@ def _serve(args) -> int:
         return 1
     hooks = list(load_callables(APP_HOOKS_GROUP).values())
     app = create_app(settings, on_startup=hooks)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        timeout_keep_alive=settings.keep_alive_s,
+    )
     return 0
 
 

@@ -157,6 +157,14 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address `brain serve` listens on.")
     port: int = Field(8080, ge=1, le=65535, description="Port `brain serve` listens on.")
     log_level: str = Field("info", description="debug, info, warning or error.")
+    keep_alive_s: int = Field(
+        75,
+        ge=1,
+        le=3600,
+        description="Seconds an idle HTTP connection is kept open. Longer than a job "
+        "master's push interval (15 s), so its next request does not race the server "
+        "closing the connection (uvicorn's own default is 5 s).",
+    )
 
     grpc_port: int | None = Field(
         None,

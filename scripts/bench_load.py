@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,8 +42,13 @@ DRAIN_S = POLL_WAIT_S + 15
 
 @dataclass
 class Stats:
-    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    latencies: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter = field(default_factory=Counter)
+
+    def merge(self, other: Stats) -> None:
+        for label, values in other.latencies.items():
+            self.latencies.setdefault(label, []).extend(values)
+        self.errors.update(other.errors)
 
     async def timed(self, label: str, request) -> httpx.Response | None:
         started = time.perf_counter()
@@ -51,7 +57,7 @@ class Stats:
         except httpx.HTTPError as exc:
             self.errors[f"{label}: {type(exc).__name__}"] += 1
             return None
-        self.latencies[label].append(time.perf_counter() - started)
+        self.latencies.setdefault(label, []).append(time.perf_counter() - started)
         if response.status_code >= 400:
             self.errors[f"{label}: {response.status_code}"] += 1
         return response
@@ -67,6 +73,9 @@ def main() -> int:
     parser.add_argument(
         "--p99-limit", type=float, default=1.0, help="samples p99 (s) above which it degrades"
     )
+    parser.add_argument(
+        "--client-processes", type=int, default=2, help="processes the masters are dealt to"
+    )
     args = parser.parse_args()
     levels = [int(n) for n in args.levels.split(",")]
 
@@ -75,13 +84,15 @@ def main() -> int:
         admin.execute(f'CREATE DATABASE "{dbname}"')
     url = f"{args.pg.replace('postgresql://', 'postgresql+psycopg://')}/{dbname}"
     try:
-        return run(url, levels, args.duration, args.p99_limit)
+        return run(url, levels, args.duration, args.p99_limit, args.client_processes)
     finally:
         with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
-def run(url: str, levels: list[int], duration: float, p99_limit: float) -> int:
+def run(
+    url: str, levels: list[int], duration: float, p99_limit: float, client_processes: int
+) -> int:
     port = _free_port()
     env = {
         **os.environ,
@@ -103,14 +114,14 @@ def run(url: str, levels: list[int], duration: float, p99_limit: float) -> int:
             _wait_ready(base)
             for masters in levels:
                 cpu_before = _cpu_seconds(server.pid)
-                client_before = _own_cpu_seconds()
+                client_before = _children_cpu_seconds()
                 started = time.monotonic()
-                stats = asyncio.run(_level(base, masters, duration))
+                stats = _level(base, masters, duration, client_processes)
                 elapsed = time.monotonic() - started
                 server_cores = (_cpu_seconds(server.pid) - cpu_before) / elapsed
-                client_cores = (_own_cpu_seconds() - client_before) / elapsed
+                client_cores = (_children_cpu_seconds() - client_before) / elapsed
                 _report(masters, elapsed, stats, server_cores, client_cores)
-                p99 = _quantile(stats.latencies["POST samples"], 0.99)
+                p99 = _quantile(stats.latencies.get("POST samples", []), 0.99)
                 if degraded_at is None and (stats.errors or p99 > p99_limit):
                     degraded_at = masters
         finally:
@@ -128,33 +139,54 @@ def run(url: str, levels: list[int], duration: float, p99_limit: float) -> int:
     return 0
 
 
-async def _level(base: str, masters: int, duration: float) -> Stats:
-    stats = Stats()
-    limits = httpx.Limits(max_connections=2 * masters + 10, max_keepalive_connections=None)
-    timeout = httpx.Timeout(POLL_WAIT_S + 30)
-    stop_at = time.monotonic() + duration
+def _level(base: str, masters: int, duration: float, processes: int) -> Stats:
+    """The masters, dealt round-robin to ``processes`` client processes."""
+    stop_at = time.monotonic() + duration  # CLOCK_MONOTONIC: shared by the processes
     run_id = uuid.uuid4().hex[:6]
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as http:
-        tasks = [
-            asyncio.create_task(
-                _master(http, stats, f"load-{run_id}-{i}", PUSH_INTERVAL_S * i / masters, stop_at)
-            )
-            for i in range(masters)
-        ]
-        # Bounded: what has not finished a grace period after the end is cut and counted.
-        _, unfinished = await asyncio.wait(tasks, timeout=duration + DRAIN_S)
-        for task in unfinished:
-            task.cancel()
-        if unfinished:
-            stats.errors["master still waiting at the end (cut)"] += len(unfinished)
-        await asyncio.gather(*unfinished, return_exceptions=True)
+    shares = [(base, masters, duration, stop_at, run_id, p, processes) for p in range(processes)]
+    stats = Stats()
+    with ProcessPoolExecutor(processes) as pool:
+        for part in pool.map(_client_process, shares):
+            stats.merge(part)
     return stats
 
 
-async def _master(
-    http: httpx.AsyncClient, stats: Stats, uid: str, delay: float, stop_at: float
-) -> None:
+def _client_process(share: tuple) -> Stats:
+    return asyncio.run(_masters(*share))
+
+
+async def _masters(
+    base: str, masters: int, duration: float, stop_at: float, run_id: str, first: int, step: int
+) -> Stats:
+    stats = Stats()
+    tasks = [
+        asyncio.create_task(
+            _master(base, stats, f"load-{run_id}-{i}", PUSH_INTERVAL_S * i / masters, stop_at)
+        )
+        for i in range(first, masters, step)
+    ]
+    # Bounded: what has not finished a grace period after the end is cut and counted.
+    remaining = stop_at - time.monotonic()
+    _, unfinished = await asyncio.wait(tasks, timeout=remaining + DRAIN_S)
+    for task in unfinished:
+        task.cancel()
+    if unfinished:
+        stats.errors["master still waiting at the end (cut)"] += len(unfinished)
+    await asyncio.gather(*unfinished, return_exceptions=True)
+    return stats
+
+
+async def _master(base: str, stats: Stats, uid: str, delay: float, stop_at: float) -> None:
+    # Each master has its own client, as separate job-master processes would: one
+    # client shared by hundreds of connections spends its time in its own pool.
     await asyncio.sleep(delay)
+    limits = httpx.Limits(max_connections=2)
+    timeout = httpx.Timeout(POLL_WAIT_S + 30)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as http:
+        await _drive(http, stats, uid, stop_at)
+
+
+async def _drive(http: httpx.AsyncClient, stats: Stats, uid: str, stop_at: float) -> None:
     job = {
         "name": "load",
         "user": "bench",
@@ -235,8 +267,9 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def _children_cpu_seconds() -> float:
+    """CPU of the client processes that have ended (each level's pool ends with it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
