@@ -12,12 +12,20 @@ from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
 import brain
-from api.auth import AUTH_RESPONSES, Authentication, current_principal, split_public, visible_job
+from api.auth import (
+    AUTH_RESPONSES,
+    Authentication,
+    administrator,
+    current_principal,
+    split_public,
+    visible_job,
+)
 from api.body_limit import BodyLimit
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
 from api.plan_watch import PlanWatch
 from api.routers import (
+    admin,
     cluster,
     events,
     health,
@@ -117,6 +125,7 @@ def create_app(
     app.include_router(protected, dependencies=[Depends(current_principal)], **GUARDED)
     for module in (jobs, samples, events, plans, portraits, priorities, suggestions, cluster):
         app.include_router(module.router, dependencies=[Depends(visible_job)], **GUARDED)
+    app.include_router(admin.router, dependencies=[Depends(administrator)], **GUARDED)
     return app
 
 

@@ -132,6 +132,16 @@ async def every_namespace(principal: CurrentPrincipal) -> None:
         )
 
 
+async def administrator(principal: CurrentPrincipal) -> None:
+    """For tokens and retention: an admin token valid for every namespace."""
+    if not principal.allows(TokenScope.admin) or principal.namespaces is not None:
+        raise Forbidden(
+            f"token {principal.name!r} has scope {principal.scope}"
+            + ("" if principal.namespaces is None else " limited to some namespaces")
+            + "; this needs an admin token for every namespace"
+        )
+
+
 def split_public(router: APIRouter, public_paths: Iterable[str]) -> tuple[APIRouter, APIRouter]:
     """The router's routes answered without a token, and the others."""
     public, protected = APIRouter(), APIRouter()

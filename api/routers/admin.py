@@ -1,0 +1,78 @@
+"""What only an administrator may do over HTTP: manage API tokens, age out raw samples.
+
+The same operations as `brain token` and `brain retention`, for platforms that manage
+Brain through its API. Every route needs an `admin` token valid for every namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+
+from api.deps import SessionDep, SettingsDep, after_commit
+from api.errors import ERROR_RESPONSES
+from api.routing import InputRoute
+from api.schemas.admin import NewTokenOut, RetentionIn, RetentionOut, TokenIn, TokenOut
+from api.schemas.common import NO_NUL
+from brain.domain import utcnow
+from brain.errors import InvalidInput
+from brain.services import tokens
+from brain.services.retention import delete_old_samples
+
+router = APIRouter(
+    prefix="/api/v1", tags=["admin"], responses=ERROR_RESPONSES, route_class=InputRoute
+)
+TokenName = Annotated[
+    str, Path(min_length=1, max_length=128, pattern=NO_NUL, description="The token's name.")
+]
+
+
+def _forget_cached_tokens(request: Request, session) -> None:
+    # Once committed, a new token turns authentication on and a revoked one stops
+    # working at once in this process (other processes: within BRAIN_TOKEN_CACHE_S).
+    after_commit(session, request.app.state.auth_policy.verifier.forget)
+
+
+@router.get("/tokens", response_model=list[TokenOut], summary="List API tokens")
+def list_tokens(session: SessionDep) -> list[TokenOut]:
+    """Every token, revoked and expired ones included; never a secret."""
+    return [TokenOut.of(token) for token in tokens.list_tokens(session)]
+
+
+@router.post(
+    "/tokens",
+    response_model=NewTokenOut,
+    status_code=201,
+    summary="Create an API token (its secret is shown once)",
+    responses={409: {"description": "A token with that name exists."}},
+)
+def create_token(body: TokenIn, request: Request, session: SessionDep) -> NewTokenOut:
+    created = tokens.create_token(
+        session, body.name, body.scope, body.namespaces, body.expires_at, utcnow()
+    )
+    _forget_cached_tokens(request, session)
+    return NewTokenOut(**TokenOut.of(created.token).model_dump(), secret=created.secret)
+
+
+@router.delete("/tokens/{name}", response_model=TokenOut, summary="Revoke an API token")
+def revoke_token(name: TokenName, request: Request, session: SessionDep) -> TokenOut:
+    """The token stays listed with its `revoked_at`; revoking twice changes nothing."""
+    token = tokens.revoke_token(session, name, utcnow())
+    _forget_cached_tokens(request, session)
+    return TokenOut.of(token)
+
+
+@router.post(
+    "/retention", response_model=RetentionOut, summary="Delete old raw samples of summarized jobs"
+)
+def run_retention(body: RetentionIn, session: SessionDep, settings: SettingsDep) -> RetentionOut:
+    """Portraits and suggestions read job summaries, so raw samples of summarized jobs can
+    go once they are older than the retention."""
+    days = body.older_than_days or settings.retention_days
+    if days is None:
+        raise InvalidInput(
+            "give older_than_days, or set BRAIN_RETENTION_DAYS", field="older_than_days"
+        )
+    deleted = delete_old_samples(session, days, utcnow())
+    return RetentionOut(older_than_days=days, deleted_samples=deleted)
