@@ -18,7 +18,7 @@ from api.schemas.common import NO_NUL
 from brain.domain import utcnow
 from brain.errors import InvalidInput
 from brain.services import tokens
-from brain.services.retention import delete_old_samples
+from brain.summaries.retention import delete_old_samples
 
 router = APIRouter(
     prefix="/api/v1", tags=["admin"], responses=ERROR_RESPONSES, route_class=InputRoute
