@@ -180,7 +180,19 @@ class Settings(BaseSettings):
         "serves them without a token (keep the gRPC port network-restricted).",
     )
     grpc_workers: int = Field(
-        16, ge=1, le=256, description="Threads answering gRPC calls concurrently."
+        64,
+        ge=2,
+        le=1024,
+        description="Threads answering gRPC calls concurrently. Most of them only wait (an "
+        "optimize call for its computation), so that a burst of optimize calls never keeps "
+        "persist_metrics waiting and each call's deadline counts from its arrival.",
+    )
+    grpc_optimize_workers: int = Field(
+        8,
+        ge=1,
+        le=64,
+        description="DLRover optimize computations running at once (each holds a database "
+        "connection); more calls wait for one, within their deadline.",
     )
     grpc_optimize_timeout_s: float = Field(
         1.0,
@@ -188,6 +200,23 @@ class Settings(BaseSettings):
         le=30,
         description="A DLRover optimize call not answered within this many seconds gets no "
         "plan (the master calls without a deadline and blocks meanwhile).",
+    )
+
+    k8s_lookup: bool = Field(
+        False,
+        description="When a DLRover master asks for a create plan of a job Brain has no "
+        "registration for, read the job's request from its ElasticJob through the Kubernetes "
+        "API (needs the `k8s` extra and permission to list elasticjobs).",
+    )
+    k8s_kubeconfig: str | None = Field(
+        None,
+        description="Kubeconfig file for the ElasticJob lookup; unset: the pod's service "
+        "account inside a cluster, else $KUBECONFIG or ~/.kube/config.",
+    )
+    k8s_namespace: str | None = Field(
+        None,
+        description="Look ElasticJobs up in this namespace only; unset: every namespace "
+        "(a cluster-wide list permission).",
     )
 
     auth: AuthMode = Field(

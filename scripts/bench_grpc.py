@@ -1,12 +1,17 @@
 """DLRover gRPC latency: 50 job masters calling Brain at once.
 
 In one run against PostgreSQL: `brain serve` with BRAIN_GRPC_PORT on a fresh database
-(loopback only), then 50 concurrent clients (one channel each, like 50 masters), released
-together, each making --calls calls of:
+(loopback only), then 50 concurrent clients (one channel each, like 50 masters; spread
+over --client-procs processes so that no client thread shares the server's interpreter
+or one client interpreter holds all 50), released together, each making --calls calls:
   1. persist_metrics with custom data that changes every call (every call writes);
   2. persist_metrics re-sending the same custom data (the rendezvous poll's pattern);
-  3. optimize at job_stage_create (each client its own registered job).
-Prints p50 / p99 / max per kind. Target: persist_metrics p99 under 50 ms.
+  3. optimize at job_stage_create (each client its own registered job; --history related
+     finished jobs in Brain first, so that create sizes from history).
+Prints p50 / p99 / max per kind, the server's CPU per call, how many optimize calls got
+a plan, and the same persist_metrics load against a gRPC server that does nothing (the
+floor this machine and these clients set). Targets: persist_metrics p99 under 50 ms,
+optimize p99 under 1 s.
 
     .venv/bin/python scripts/bench_grpc.py [--pg postgresql://postgres@127.0.0.1:5432]
 """
@@ -15,41 +20,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import httpx
 import psycopg
 from dlrover.proto import brain_pb2, brain_pb2_grpc
+from google.protobuf import empty_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 CLIENTS = 50
+IDLE_CPU_SHARE = 0.05  # the server counts as idle below 5 % of a core
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432", help="server")
     parser.add_argument("--calls", type=int, default=40, help="calls per client and kind")
+    parser.add_argument("--client-procs", type=int, default=10, help="client processes")
+    parser.add_argument("--history", type=int, default=3, help="related finished jobs")
     args = parser.parse_args()
     dbname = f"brain_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{dbname}"')
     try:
         url = f"{args.pg.replace('postgresql://', 'postgresql+psycopg://')}/{dbname}"
-        return run(url, args.calls)
+        return run(url, args)
     finally:
         with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
-def run(url: str, calls: int) -> int:
+def run(url: str, args: argparse.Namespace) -> int:
     http_port, grpc_port = _free_port(), _free_port()
     env = {
         **os.environ,
@@ -64,35 +76,116 @@ def run(url: str, calls: int) -> int:
     try:
         _wait_serving(addr)
         uids = [f"bench-{i:02d}" for i in range(CLIENTS)]
-        with httpx.Client(base_url=f"http://127.0.0.1:{http_port}") as rest:
+        with httpx.Client(base_url=f"http://127.0.0.1:{http_port}", timeout=60) as rest:
+            for i in range(args.history):
+                _finished_run(rest, f"past-{i}", days_ago=args.history - i)
             for uid in uids:
                 rest.put(f"/api/v1/jobs/{uid}", json=_job(uid)).raise_for_status()
-            load = os.getloadavg()[0]
-            print(f"{CLIENTS} concurrent clients x {calls} calls each, brain serve on PostgreSQL")
-            print(f"(machine load average at start: {load:.1f} on {os.cpu_count()} cores)")
-            print(f"{'call':<42} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
-            _report("persist_metrics, custom data changing", addr, uids, calls, _changing)
-            _report("persist_metrics, custom data repeated", addr, uids, calls, _repeated)
-            _report("optimize job_stage_create", addr, uids, max(calls // 4, 1), _create)
+            _wait_idle(server.pid)
+            load = os.getloadavg()
+            print(
+                f"{CLIENTS} concurrent clients in {args.client_procs} processes x {args.calls} "
+                f"calls each; brain serve on PostgreSQL; {args.history} related finished jobs"
+            )
+            print(
+                f"(machine load average at start: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+                f"on {os.cpu_count()} cores)"
+            )
+            header = f"{'call':<40} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'server CPU':>16}"
+            print(header)
+            for label, kind, calls in (
+                ("persist_metrics, custom data changing", "changing", args.calls),
+                ("persist_metrics, custom data repeated", "repeated", args.calls),
+                ("optimize job_stage_create", "create", max(args.calls // 4, 1)),
+            ):
+                result = _measure(addr, uids, kind, calls, args.client_procs, server.pid)
+                print(result.line(label))
+                if kind == "create":
+                    print(f"  optimize answers with a plan: {result.planned} of {result.calls}")
             print("server-side handler time, p99 (upper bucket bound of the histogram):")
             for method in ("persist_metrics", "optimize"):
                 print(f"  {method:<40} <= {_server_p99(rest, method) * 1000:.1f} ms")
     finally:
         server.terminate()
         server.wait(timeout=120)  # queued reports are written before it exits
+    floor = _floor(args.calls, args.client_procs)
+    print(floor.line("floor: persist_metrics on a no-op server"))
     return 0
 
 
-def _job(uid: str) -> dict:
-    return {
-        "name": uid,
-        "user": "bench",
-        "strategy": "ps",
-        "roles": {
-            "ps": {"count": 2, "cpu": 8, "memory_mib": 12288},
-            "worker": {"count": 4, "cpu": 4, "memory_mib": 8192},
-        },
-    }
+@dataclass
+class Result:
+    latencies: list[float] = field(default_factory=list)
+    planned: int = 0
+    cpu_s: float = 0.0
+
+    @property
+    def calls(self) -> int:
+        return len(self.latencies)
+
+    def line(self, label: str) -> str:
+        ordered = sorted(self.latencies)
+        p50 = ordered[len(ordered) // 2] * 1000
+        p99 = ordered[min(int(len(ordered) * 0.99), len(ordered) - 1)] * 1000
+        per_call = self.cpu_s / len(ordered) * 1000
+        worst = ordered[-1] * 1000
+        return f"{label:<40} {p50:7.1f} {p99:7.1f} {worst:7.1f} {per_call:8.2f} ms/call"
+
+
+def _measure(addr: str, uids: list[str], kind: str, calls: int, procs: int, pid: int) -> Result:
+    """Run the clients; the server's CPU counts until it is idle again (queued writes)."""
+    before = _cpu_s(pid)
+    result = _clients(addr, uids, kind, calls, procs)
+    _wait_idle(pid)
+    result.cpu_s = _cpu_s(pid) - before
+    return result
+
+
+def _clients(addr: str, uids: list[str], kind: str, calls: int, procs: int) -> Result:
+    context = multiprocessing.get_context("spawn")
+    barrier, answers = context.Barrier(len(uids)), context.Queue()
+    workers = [
+        context.Process(
+            target=_client_process, args=(addr, uids[i::procs], kind, calls, barrier, answers)
+        )
+        for i in range(procs)
+    ]
+    for worker in workers:
+        worker.start()
+    result = Result()
+    for _ in workers:
+        latencies, planned = answers.get()
+        result.latencies.extend(latencies)
+        result.planned += planned
+    for worker in workers:
+        worker.join()
+    return result
+
+
+def _client_process(addr: str, uids: list[str], kind: str, calls: int, barrier, answers) -> None:
+    """One client process: a thread and a channel per uid, released with all the others."""
+    call = CALLS[kind]
+
+    def client(uid: str) -> tuple[list[float], int]:
+        with grpc.insecure_channel(addr) as channel:
+            stub = brain_pb2_grpc.BrainStub(channel)
+            if kind != "create":
+                call(stub, uid, -1)  # connect before the barrier
+            else:
+                channel_ready = grpc.channel_ready_future(channel)
+                channel_ready.result(timeout=30)
+            barrier.wait()
+            latencies, planned = [], 0
+            for i in range(calls):
+                began = time.perf_counter()
+                answer = call(stub, uid, i)
+                latencies.append(time.perf_counter() - began)
+                planned += bool(getattr(answer, "job_optimize_plans", None))
+        return latencies, planned
+
+    with ThreadPoolExecutor(len(uids)) as threads:
+        parts = list(threads.map(client, uids))
+    answers.put(([x for latencies, _ in parts for x in latencies], sum(p for _, p in parts)))
 
 
 def _metrics(uid: str, data: dict):
@@ -101,47 +194,108 @@ def _metrics(uid: str, data: dict):
     return message
 
 
-def _changing(stub, uid: str, i: int) -> None:
-    stub.persist_metrics(_metrics(uid, {"rdzv_round": i, "init_training_time": 30}))
+def _changing(stub, uid: str, i: int):
+    return stub.persist_metrics(_metrics(uid, {"rdzv_round": i, "init_training_time": 30}))
 
 
-def _repeated(stub, uid: str, i: int) -> None:
-    stub.persist_metrics(_metrics(uid, {"rdzv_round": 1, "init_training_time": 30}))
+def _repeated(stub, uid: str, i: int):
+    return stub.persist_metrics(_metrics(uid, {"rdzv_round": 1, "init_training_time": 30}))
 
 
-def _create(stub, uid: str, i: int) -> None:
+def _create(stub, uid: str, i: int):
     request = brain_pb2.OptimizeRequest(type="job_stage_create")
     request.jobs.add().uid = uid
-    stub.optimize(request)
+    return stub.optimize(request)
 
 
-def _report(label: str, addr: str, uids: list[str], calls: int, call: Callable) -> None:
-    latencies: list[float] = []
-    lock = threading.Lock()
-    start = threading.Barrier(len(uids))
+CALLS: dict[str, Callable] = {"changing": _changing, "repeated": _repeated, "create": _create}
 
-    def client(uid: str) -> None:
-        with grpc.insecure_channel(addr) as channel:
-            stub = brain_pb2_grpc.BrainStub(channel)
-            call(stub, uid, -1)  # connect before the barrier
-            start.wait()
-            mine = []
-            for i in range(calls):
-                began = time.perf_counter()
-                call(stub, uid, i)
-                mine.append(time.perf_counter() - began)
-        with lock:
-            latencies.extend(mine)
 
-    threads = [threading.Thread(target=client, args=(uid,)) for uid in uids]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    latencies.sort()
-    p50 = latencies[len(latencies) // 2] * 1000
-    p99 = latencies[min(int(len(latencies) * 0.99), len(latencies) - 1)] * 1000
-    print(f"{label:<42} {p50:8.1f} {p99:8.1f} {latencies[-1] * 1000:8.1f}")
+def _job(uid: str) -> dict:
+    return {
+        "name": uid,
+        "user": "bench",
+        "dataset": "clicks",
+        "strategy": "ps",
+        "roles": {
+            "ps": {"count": 2, "cpu": 8, "memory_mib": 12288},
+            "worker": {"count": 4, "cpu": 4, "memory_mib": 8192},
+        },
+    }
+
+
+def _finished_run(rest: httpx.Client, uid: str, days_ago: int) -> None:
+    """A succeeded run of the same user and dataset: 2 PS and 4 workers, 10 minutes."""
+    start = datetime.now(UTC) - timedelta(days=days_ago)
+    body = {**_job(uid), "status": "running", "started_at": start.isoformat()}
+    rest.put(f"/api/v1/jobs/{uid}", json=body).raise_for_status()
+    points = [
+        {
+            "name": f"{uid}-edljob-{role}-{index}",
+            "role": role,
+            "index": index,
+            "ts": (start + timedelta(minutes=minute)).isoformat(),
+            "cpu": cpu,
+            "memory_mib": memory,
+        }
+        for role, count, cpu, memory in (("ps", 2, 3.0, 6000), ("worker", 4, 3.5, 7000))
+        for index in range(count)
+        for minute in range(10)
+    ]
+    rest.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": points}).raise_for_status()
+    finish = {"status": "succeeded", "finished_at": (start + timedelta(minutes=10)).isoformat()}
+    rest.patch(f"/api/v1/jobs/{uid}", json=finish).raise_for_status()
+
+
+class _NoOp(brain_pb2_grpc.BrainServicer):
+    def persist_metrics(self, request, context):
+        return empty_pb2.Empty()
+
+
+def _floor(calls: int, procs: int) -> Result:
+    """The same persist_metrics load against a server that answers without doing anything,
+    in its own process like brain serve: what the machine and the clients cost alone."""
+    port = _free_port()
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    server = context.Process(target=_serve_noop, args=(port, ready), daemon=True)
+    server.start()
+    ready.wait(60)
+    try:
+        before = _cpu_s(server.pid)
+        uids = [f"noop-{i:02d}" for i in range(CLIENTS)]
+        result = _clients(f"127.0.0.1:{port}", uids, "changing", calls, procs)
+        result.cpu_s = _cpu_s(server.pid) - before
+        return result
+    finally:
+        server.terminate()
+        server.join()
+
+
+def _serve_noop(port: int, ready) -> None:
+    server = grpc.server(ThreadPoolExecutor(16))
+    brain_pb2_grpc.add_BrainServicer_to_server(_NoOp(), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    ready.set()
+    server.wait_for_termination()
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_idle(pid: int, timeout_s: float = 120) -> None:
+    """Until the process uses under IDLE_CPU_SHARE of a core over half a second."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        before = _cpu_s(pid)
+        time.sleep(0.5)
+        if _cpu_s(pid) - before < IDLE_CPU_SHARE * 0.5:
+            return
 
 
 def _server_p99(rest: httpx.Client, method: str) -> float:

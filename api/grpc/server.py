@@ -23,6 +23,7 @@ from api.deps import current_sizing_model
 from api.grpc.auth import TokenInterceptor
 from api.grpc.servicer import BrainServicer
 from brain.config import Settings
+from brain.elasticjobs import ElasticJobLookup, custom_objects_api
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.sizing import SizingModel
 from brain.summaries.store import summarize_uids
@@ -56,11 +57,13 @@ def start(
     port: int,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     sizing_model: Callable[[], SizingModel | None] = lambda: None,
+    elastic_jobs: ElasticJobLookup | None = None,
 ) -> RunningServer:
     """Serve ``brain.Brain`` on ``settings.host:port`` (0 picks a free port).
 
     ``interceptors`` is where a credential check on the call metadata goes;
-    ``sizing_model`` gives the learned recommender current at each call.
+    ``sizing_model`` gives the learned recommender current at each call;
+    ``elastic_jobs`` reads unregistered jobs' requests from Kubernetes (None: never).
     """
     # Summaries of finished jobs run after the answer, one at a time, so the master's
     # exit report returns at once.
@@ -72,6 +75,7 @@ def start(
         telemetry,
         summarize=lambda uid: summaries.submit(summarize_uids, session_factory, [uid]),
         sizing_model=sizing_model,
+        elastic_jobs=elastic_jobs,
     )
     server = grpc.server(
         ThreadPoolExecutor(settings.grpc_workers, thread_name_prefix="brain-grpc"),
@@ -86,6 +90,21 @@ def start(
     server.start()
     log.info("gRPC %s listening on %s:%d", SERVICE, settings.host, bound)
     return RunningServer(server, bound, servicer, health_servicer, summaries)
+
+
+def elastic_job_lookup(settings: Settings) -> ElasticJobLookup | None:
+    """The ElasticJob lookup ``BRAIN_K8S_LOOKUP`` asks for (None: off)."""
+    if not settings.k8s_lookup:
+        return None
+    try:
+        api = custom_objects_api(settings.k8s_kubeconfig)
+    except ImportError as exc:
+        raise RuntimeError(
+            "BRAIN_K8S_LOOKUP=true needs the Kubernetes client: pip install 'brain[k8s]'"
+        ) from exc
+    where = settings.k8s_namespace or "every namespace"
+    log.info("requests of unregistered DLRover jobs are read from ElasticJobs in %s", where)
+    return ElasticJobLookup(api, settings.input_bounds, settings.k8s_namespace)
 
 
 def attach(app: FastAPI) -> None:
@@ -104,6 +123,7 @@ def attach(app: FastAPI) -> None:
         # The model the REST API uses (brain.training.service), read at each call: both
         # protocols give the same create plan, also after a retraining swaps it.
         sizing_model=lambda: current_sizing_model(app.state),
+        elastic_jobs=elastic_job_lookup(settings),
     )
     app.state.grpc_server = running
     app.state.shutdown_hooks.append(running.stop)

@@ -30,13 +30,14 @@ from api.schemas.jobs import JobOut
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage, Strategy, as_utc, utcnow
+from brain.elasticjobs import ElasticJobLookup
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.sizing import SizingModel
 from brain.services import jobs, master_reports, plans
 from brain.services.nodes import NodeRef
-from brain.services.optimizer_context import current_roles, has_related_history
+from brain.services.optimizer_context import current_roles, roles_in
 from brain.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         telemetry: Telemetry,
         summarize: Callable[[str], None],
         sizing_model: Callable[[], SizingModel | None] = lambda: None,
+        elastic_jobs: ElasticJobLookup | None = None,
     ) -> None:
         self._sessions = session_factory
         self._registry = registry
@@ -103,11 +105,12 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         self._telemetry = telemetry
         self._summarize = summarize
         self._sizing_model = sizing_model
+        self._elastic_jobs = elastic_jobs
         # optimize runs here so that the handler can stop waiting at the deadline.
         self._optimizers = ThreadPoolExecutor(
-            settings.grpc_workers, thread_name_prefix="brain-grpc-optimize"
+            settings.grpc_optimize_workers, thread_name_prefix="brain-grpc-optimize"
         )
-        self._writer: ReportWriter[Report] = ReportWriter(self._write)
+        self._writer: ReportWriter[Report] = ReportWriter(self._write_batch)
         self._seen: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
         self._seen_lock = threading.Lock()
 
@@ -156,16 +159,35 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         self._writer.submit(Report(key, user, body))
         return "queued"
 
-    def _write(self, report: Report) -> None:
-        uid, kind, _ = report.key
+    def _write_batch(self, reports: list[Report]) -> None:
+        """Store what the writer took from its queue: per job, in one transaction, the
+        latest report of each kind (custom data merged in arrival order, as storing them
+        one by one would leave it)."""
+        by_job: dict[str, list[Report]] = {}
+        for report in reports:
+            by_job.setdefault(report.key[0], []).append(report)
+        for uid, mine in by_job.items():
+            self._write_job(uid, mine)
+
+    def _write_job(self, uid: str, reports: list[Report]) -> None:
+        user = next((r.user for r in reports if r.user), None)
+        bodies: dict[str, dict] = {}
+        for report in reports:
+            kind = report.key[1]
+            cumulative = kind == "customized_data"
+            bodies[kind] = {**bodies.get(kind, {}), **report.body} if cumulative else report.body
         try:
             with self._transaction() as session:
-                job = master_reports.ensure_running_job(session, uid, report.user)
-                finished = self._store(session, job, kind, report.body)
+                job = master_reports.ensure_running_job(session, uid, user)
+                finished = False
+                for kind, body in bodies.items():
+                    finished = self._store(session, job, kind, body) or finished
         except Exception:
-            self._forget(report.key)  # a retry of this report must be written again
-            self._telemetry.grpc_report_write_errors.inc()
-            raise
+            log.exception("job %s: cannot store %d reports of its master", uid, len(reports))
+            for report in reports:
+                self._forget(report.key)  # a retry of these reports must be written again
+            self._telemetry.grpc_report_write_errors.inc(len(reports))
+            return
         if finished:
             self._summarize(uid)
 
@@ -227,6 +249,10 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         try:
             answer = future.result(timeout=self._settings.grpc_optimize_timeout_s)
         except FutureTimeout:
+            # Not started yet (all optimize workers busy): never started, so the queue
+            # behind it is not kept waiting for an answer nobody reads. Started: it stores
+            # its plan and marks it as computed too late.
+            future.cancel()
             expired.set()
             outcome.value = "timeout"
             log.warning(
@@ -266,6 +292,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
     def _plan(self, session: Session, uid: str, call: BrainCall) -> Answer:
         if call.stage == Stage.create:
             job = master_reports.ensure_running_job(session, uid, None)
+            self._learn_request(session, job)
         else:
             job = jobs.find_job(session, uid)
             if job is None:
@@ -279,30 +306,48 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             pod = call.oom_pod
             master_reports.record_node_oom(session, job, NodeRef(pod.name, pod.role, pod.index))
             node = pod.name
-        plan = self._reusable_estimate(session, job, call) or self._optimize(
-            session, job, call, node
+        reused = self._reusable_estimate(session, job, call)
+        optimized = (
+            plans.Optimized(reused, None) if reused else self._optimize(session, job, call, node)
         )
-        if plan is None:
+        if optimized is None:
             return Answer(None, f"no {call.stage.value} optimizer configured for this request")
+        plan, context = optimized.plan, optimized.context
         body = plan.body
-        if call.reply == Reply.create and not has_related_history(session, job, self._settings):
-            # Without history the plan holds the optimizers' defaults, which would replace
-            # the user's worker size: tell the master the job's own request instead.
+        # The create context holds the job's related history (Reply.create is the create
+        # stage's, never a replayed OOM's): without any, the plan holds the optimizers'
+        # defaults, which would replace the user's worker size: tell the master the job's
+        # own request instead.
+        if call.reply == Reply.create and context is not None and not context.history:
             body = PlanBody()
             plan.status_message = DEFAULTS_NOT_SENT
-        dlrover_plan = to_dlrover(body, call.reply, current_roles(session, job), call.oom_pod)
+        roles = current_roles(session, job) if context is None else roles_in(context)
+        dlrover_plan = to_dlrover(body, call.reply, roles, call.oom_pod)
         reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]
         log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
         return Answer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons)
 
-    def _optimize(self, session: Session, job: JobRow, call: BrainCall, node: str | None):
+    def _learn_request(self, session: Session, job: JobRow) -> None:
+        """A job registered without roles, or never (first seen over gRPC): its request
+        from its ElasticJob, when the Kubernetes lookup is configured. Stored as the job's
+        roles, so later stages size from it too; a REST registration always wins."""
+        if job.roles or self._elastic_jobs is None:
+            return
+        roles = self._elastic_jobs.requested_roles(job.uid)
+        if roles:
+            log.info("job %s: request read from its ElasticJob: %s", job.uid, roles)
+            master_reports.adopt_requested_roles(session, job, roles)
+
+    def _optimize(
+        self, session: Session, job: JobRow, call: BrainCall, node: str | None
+    ) -> plans.Optimized | None:
         names = None
         if call.optimizers is not None:
             configured = self._settings.stage_optimizers.get(call.stage.value, [])
             names = [name for name in configured if name in call.optimizers]
             if not names:
                 return None
-        return plans.optimize(
+        return plans.optimize_in_context(
             session,
             job,
             self._registry,

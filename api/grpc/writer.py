@@ -3,8 +3,18 @@ queued, and one thread writes the reports in arrival order.
 
 DLRover calls ``persist_metrics`` without a deadline from inside its own RPC handlers
 (rendezvous, step reports), so its answer must not wait for the database. One writer
-keeps each job's reports in order; a full queue makes the caller write the report
-itself (backpressure, nothing dropped).
+keeps each job's reports in order. It takes everything queued at once (up to
+``BATCH``) and hands it over as one batch, so that under a burst the reports of a job
+are stored together and a cumulative report superseded within the batch is never
+written (see ``BrainServicer._write_batch``): writing is what costs the process CPU
+(and, in Python, the lock every handler thread needs). A full queue makes the caller
+write its report itself (backpressure, nothing dropped).
+
+Durability: a queued report lives in memory until written. A stop of the server
+(``close``, SIGTERM in ``brain serve``) writes everything queued first; a crash of the
+process loses what was queued and not yet written (at most the reports of the last
+moments: the writer keeps up with the load ``scripts/bench_grpc.py`` makes). A failed
+write is logged, counted and may be retried by the master's next report.
 """
 
 from __future__ import annotations
@@ -19,12 +29,13 @@ from typing import Generic, TypeVar
 log = logging.getLogger(__name__)
 Item = TypeVar("Item")
 CAPACITY = 10_000
+BATCH = 500
 IDLE_POLL_S = 0.01
 
 
 class ReportWriter(Generic[Item]):
-    def __init__(self, write: Callable[[Item], None], capacity: int = CAPACITY) -> None:
-        self._write = write
+    def __init__(self, write_batch: Callable[[list[Item]], None], capacity: int = CAPACITY) -> None:
+        self._write_batch = write_batch
         self._queue: queue.Queue[Item | None] = queue.Queue(capacity)
         self._thread = threading.Thread(target=self._run, name="brain-grpc-reports", daemon=True)
         self._thread.start()
@@ -33,7 +44,7 @@ class ReportWriter(Generic[Item]):
         try:
             self._queue.put_nowait(item)
         except queue.Full:
-            self._write(item)
+            self._write_batch([item])
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Whether every queued report was written within ``timeout_s`` (bounded wait)."""
@@ -50,13 +61,28 @@ class ReportWriter(Generic[Item]):
         self._thread.join()
 
     def _run(self) -> None:
-        while True:
+        stopping = False
+        while not stopping:
+            batch: list[Item] = []
+            taken = 0
             item = self._queue.get()
-            try:
+            while True:
+                taken += 1
                 if item is None:
-                    return
-                self._write(item)
-            except Exception:  # one bad report must not stop the writer
-                log.exception("cannot store a job master's report")
+                    stopping = True
+                    break
+                batch.append(item)
+                if len(batch) >= BATCH:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            try:
+                if batch:
+                    self._write_batch(batch)
+            except Exception:  # one bad batch must not stop the writer
+                log.exception("cannot store job masters' reports")
             finally:
-                self._queue.task_done()
+                for _ in range(taken):
+                    self._queue.task_done()

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.db.models import EventRow, JobRow, MasterReportRow
-from brain.domain import EventKind, JobStatus, Strategy, default_group_key, utcnow
+from brain.domain import EventKind, JobStatus, RoleSpec, Strategy, default_group_key, utcnow
 from brain.services import events, nodes
 from brain.services.jobs import find_job
 
@@ -67,6 +67,13 @@ def ensure_running_job(session: Session, uid: str, user: str | None) -> JobRow:
         job.updated_at = now
         session.flush()
     return job
+
+
+def adopt_requested_roles(session: Session, job: JobRow, roles: dict[str, RoleSpec]) -> None:
+    """The job's request as learned without a registration (DLRover: its ElasticJob)."""
+    job.roles = roles
+    job.updated_at = utcnow()
+    session.flush()
 
 
 def set_strategy(session: Session, job: JobRow, strategy: Strategy) -> bool:

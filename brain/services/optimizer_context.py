@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
@@ -51,13 +52,16 @@ def build_context(
     history = ()
     if stage == Stage.create:
         history = tuple(_related(session, job, settings, settings.history_jobs))
+    latest = _latest_samples(session, job)
     return OptimizerContext(
         stage=stage,
-        now=job_time(session, job),
+        now=_job_time(latest),
         job=view,
         nodes=tuple(_node_view(n) for n in nodes if _live(n) or n.name == node),
-        samples=tuple(_recent_node_samples(session, job, names, settings.sample_window_s)),
-        speed=tuple(_recent_speed(session, job, settings.speed_window_s)),
+        samples=tuple(
+            _recent_node_samples(session, job, names, latest.node, settings.sample_window_s)
+        ),
+        speed=tuple(_recent_speed(session, job, latest.speed, settings.speed_window_s)),
         events=tuple(_events(session, job)),
         plans=tuple(_plans(session, job)),
         history=history,
@@ -67,13 +71,24 @@ def build_context(
     )
 
 
-def job_time(session: Session, job: JobRow) -> datetime:
-    """The time of the job's latest node or speed sample; the wall clock without any."""
-    latest = [
+@dataclass(frozen=True)
+class LatestSamples:
+    """The time of the job's latest node and speed samples (None: none stored)."""
+
+    node: datetime | None
+    speed: datetime | None
+
+
+def _latest_samples(session: Session, job: JobRow) -> LatestSamples:
+    return LatestSamples(
         session.scalar(select(func.max(NodeSampleRow.ts)).where(NodeSampleRow.job_id == job.id)),
         session.scalar(select(func.max(SpeedSampleRow.ts)).where(SpeedSampleRow.job_id == job.id)),
-    ]
-    found = [as_utc(ts) for ts in latest if ts is not None]
+    )
+
+
+def _job_time(latest: LatestSamples) -> datetime:
+    """The time of the job's latest node or speed sample; the wall clock without any."""
+    found = [as_utc(ts) for ts in (latest.node, latest.speed) if ts is not None]
     return max(found) if found else utcnow()
 
 
@@ -81,13 +96,8 @@ def job_time(session: Session, job: JobRow) -> datetime:
 GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
 
 
-def _live(node: NodeRow) -> bool:
+def _live(node: NodeRow | NodeView) -> bool:
     return node.status not in GONE_NODE_STATUSES
-
-
-def has_related_history(session: Session, job: JobRow, settings: Settings) -> bool:
-    """Whether the create stage of ``job`` has related finished jobs to size it from."""
-    return bool(_related(session, job, settings, limit=1))
 
 
 def _related(session: Session, job: JobRow, settings: Settings, limit: int):
@@ -111,6 +121,11 @@ def current_roles(session: Session, job: JobRow) -> dict[str, RoleSpec]:
     return effective_roles({}, job_view(job), [_node_view(n) for n in nodes if _live(n)])
 
 
+def roles_in(context: OptimizerContext) -> dict[str, RoleSpec]:
+    """``current_roles`` from a context already built (no query): its live nodes."""
+    return effective_roles({}, context.job, [n for n in context.nodes if _live(n)])
+
+
 def _node_view(node: NodeRow) -> NodeView:
     return NodeView(
         name=node.name,
@@ -123,20 +138,17 @@ def _node_view(node: NodeRow) -> NodeView:
     )
 
 
-def _window_start(
-    session: Session, column, job_column, job: JobRow, seconds: int
-) -> datetime | None:
-    latest = session.scalar(select(func.max(column)).where(job_column == job.id))
-    return None if latest is None else latest - timedelta(seconds=seconds)
-
-
-def _recent_node_samples(session: Session, job: JobRow, names: dict[int, str], seconds: int):
-    start = _window_start(session, NodeSampleRow.ts, NodeSampleRow.job_id, job, seconds)
-    if start is None:
+def _recent_node_samples(
+    session: Session, job: JobRow, names: dict[int, str], latest: datetime | None, seconds: int
+):
+    if latest is None:
         return []
     rows = session.scalars(
         select(NodeSampleRow)
-        .where(NodeSampleRow.job_id == job.id, NodeSampleRow.ts >= start)
+        .where(
+            NodeSampleRow.job_id == job.id,
+            NodeSampleRow.ts >= latest - timedelta(seconds=seconds),
+        )
         .order_by(NodeSampleRow.ts, NodeSampleRow.node_id)
     )
     return [
@@ -154,13 +166,15 @@ def _recent_node_samples(session: Session, job: JobRow, names: dict[int, str], s
     ]
 
 
-def _recent_speed(session: Session, job: JobRow, seconds: int):
-    start = _window_start(session, SpeedSampleRow.ts, SpeedSampleRow.job_id, job, seconds)
-    if start is None:
+def _recent_speed(session: Session, job: JobRow, latest: datetime | None, seconds: int):
+    if latest is None:
         return []
     rows = session.scalars(
         select(SpeedSampleRow)
-        .where(SpeedSampleRow.job_id == job.id, SpeedSampleRow.ts >= start)
+        .where(
+            SpeedSampleRow.job_id == job.id,
+            SpeedSampleRow.ts >= latest - timedelta(seconds=seconds),
+        )
         .order_by(SpeedSampleRow.ts)
     )
     return [SpeedSampleView(s.ts, s.global_step, s.steps_per_sec, s.workers) for s in rows]

@@ -8,6 +8,7 @@ something supersedes the job's older proposed ones; an empty one does not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select, update
@@ -18,7 +19,7 @@ from brain.config import Settings
 from brain.db.models import EventRow, JobRow, NodeRow, ScalePlanRow
 from brain.domain import ROLE_PS, EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
-from brain.optimizing import OptimizerRegistry, Proposal
+from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal
 from brain.optimizing.guard import effective_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
@@ -49,13 +50,40 @@ def optimize(
     """Propose, bound and store a plan for ``job`` at ``stage`` (``sizing_model``: the
     learned recommender, when the caller has one loaded); one at a time per job, so
     concurrent calls leave one plan proposed and answer an OOM event once."""
+    return optimize_in_context(
+        session, job, registry, settings, stage, optimizer_names, overrides, node, sizing_model
+    ).plan
+
+
+@dataclass(frozen=True)
+class Optimized:
+    """A stored plan and the context its optimizers saw (None: a replayed OOM report,
+    answered with the plan of the first one)."""
+
+    plan: ScalePlanRow
+    context: OptimizerContext | None
+
+
+def optimize_in_context(
+    session: Session,
+    job: JobRow,
+    registry: OptimizerRegistry,
+    settings: Settings,
+    stage: Stage,
+    optimizer_names: list[str] | None = None,
+    overrides: dict[str, dict] | None = None,
+    node: str | None = None,
+    sizing_model: SizingModel | None = None,
+) -> Optimized:
+    """``optimize``, also giving the context, so that a caller needing the job's history
+    or roles does not query them again."""
     lock_job(session, job)
     if stage == Stage.oom:
         if not node:
             raise InvalidInput("stage oom needs the node that was OOM-killed", field="node")
         answered = _plan_for_latest_oom(session, job, node)
         if answered is not None:  # a replayed report: the event already has its plan
-            return answered
+            return Optimized(answered, None)
         if not _has_oom(session, job, node):
             # An empty "nothing to relaunch" plan would look like an answer to an OOM that
             # never was (and pile up on every retry): refuse, and store nothing.
@@ -72,11 +100,12 @@ def optimize(
             select(ScalePlanRow).where(ScalePlanRow.source_event_id == bounded.source_event_id)
         )
         if existing is not None:  # this event already has its answer
-            return existing
+            return Optimized(existing, context)
     body = plan_body(bounded, result.optimizers, context)
     if not body.ps_hosts:
         body.ps_hosts = _ps_hosts(session, job, body)
-    return _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
+    plan = _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
+    return Optimized(plan, context)
 
 
 def _has_oom(session: Session, job: JobRow, node: str) -> bool:

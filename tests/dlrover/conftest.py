@@ -55,7 +55,9 @@ class Brain:
         assert self.rest.app.state.grpc_server.servicer.wait_for_reports(timeout_s=10)
 
 
-def _serve(settings: Settings, monkeypatch) -> Iterator[Brain]:
+def serve_brain(settings: Settings, monkeypatch) -> Iterator[Brain]:
+    """Brain (REST and gRPC, wired as `brain serve` wires them) with the master's client
+    pointed at it; the fixtures below and tests needing other settings use it."""
     port = free_port()
     settings = settings.model_copy(update={"grpc_port": port})
     replies = Replies()
@@ -86,12 +88,12 @@ def _serve(settings: Settings, monkeypatch) -> Iterator[Brain]:
 @pytest.fixture
 def brain(settings, monkeypatch) -> Iterator[Brain]:
     """Brain on PostgreSQL serving REST (TestClient) and gRPC (a loopback port)."""
-    yield from _serve(settings, monkeypatch)
+    yield from serve_brain(settings, monkeypatch)
 
 
 @pytest.fixture
 def brain_sqlite(sqlite_url, monkeypatch) -> Iterator[Brain]:
-    yield from _serve(Settings(database_url=sqlite_url), monkeypatch)
+    yield from serve_brain(Settings(database_url=sqlite_url), monkeypatch)
 
 
 @pytest.fixture
