@@ -183,25 +183,17 @@ def _store(
         created_at=now,
         updated_at=now,
     )
+    if source_event_id is None:
+        # No event to answer, so nothing a concurrent request can take first (the event
+        # is the only unique key): no savepoint (two fewer round trips).
+        _supersede_and_add(session, job, plan, has_actions)
+        session.flush()
+        return plan
     try:
         # Supersede and insert together in a savepoint: if a concurrent request answered
         # the same event first, both are undone and the rest of the transaction stays.
         with session.begin_nested():
-            if has_actions:
-                # Only a plan that changes something replaces pending proposals; a "nothing
-                # to change" answer must not cancel a proposal the job master has yet to
-                # apply, and an OOM fix (a plan answering an event) stays pending until it
-                # is applied.
-                session.execute(
-                    update(ScalePlanRow)
-                    .where(
-                        ScalePlanRow.job_id == job.id,
-                        ScalePlanRow.status == PlanStatus.proposed.value,
-                        ScalePlanRow.source_event_id.is_(None),
-                    )
-                    .values(status=PlanStatus.superseded.value, updated_at=now)
-                )
-            session.add(plan)
+            _supersede_and_add(session, job, plan, has_actions)
     except IntegrityError:
         # A concurrent request answered the same event first: return its plan.
         existing = session.scalar(
@@ -211,6 +203,23 @@ def _store(
             raise
         return existing
     return plan
+
+
+def _supersede_and_add(session: Session, job: JobRow, plan: ScalePlanRow, has_actions: bool):
+    if has_actions:
+        # Only a plan that changes something replaces pending proposals; a "nothing to
+        # change" answer must not cancel a proposal the job master has yet to apply, and
+        # an OOM fix (a plan answering an event) stays pending until it is applied.
+        session.execute(
+            update(ScalePlanRow)
+            .where(
+                ScalePlanRow.job_id == job.id,
+                ScalePlanRow.status == PlanStatus.proposed.value,
+                ScalePlanRow.source_event_id.is_(None),
+            )
+            .values(status=PlanStatus.superseded.value, updated_at=plan.created_at)
+        )
+    session.add(plan)
 
 
 def get_plan(session: Session, job: JobRow, plan_id: int) -> ScalePlanRow:
