@@ -13,6 +13,8 @@ from brain.optimizing.guard import current_role, effective_roles, exceeded_limit
 from optimizers._common import cooling_down, mean, no_change, reason
 
 NAME = "worker_tuning"
+# Evidence key of a take-back: the count growth past which did not pay.
+TAKEN_BACK_TO = "taken_back_to"
 
 
 class WorkerTuningSettings(BaseModel):
@@ -190,7 +192,7 @@ def _take_back(
             reason(
                 NAME,
                 f"{message}: the added workers did not pay, workers {workers} -> {previous}",
-                speed_evidence | {"worker_count": workers},
+                speed_evidence | {"worker_count": workers, TAKEN_BACK_TO: previous},
                 threshold,
             )
         ],
@@ -202,14 +204,18 @@ def _sets_workers(plan: PlanView) -> bool:
 
 
 def _ceiling(plans: list[PlanView] | tuple[PlanView, ...]) -> int | None:
-    """The lowest worker count an applied plan went down to: growth past it did not pay."""
-    applied = sorted(
-        (p for p in plans if p.status == PlanStatus.applied and p.applied_at and _sets_workers(p)),
-        key=lambda p: p.applied_at,
-    )
-    counts = [p.roles[ROLE_WORKER].count for p in applied if p.roles[ROLE_WORKER].count]
-    decreases = [after for before, after in zip(counts, counts[1:], strict=False) if after < before]
-    return min(decreases, default=None)
+    """The lowest worker count an applied take-back went down to: growth past it did not
+    pay. Other decreases (the guard fitting limits, a role's max_count) say nothing of
+    what growth pays, so they are no ceiling."""
+    counts = [
+        p.roles[ROLE_WORKER].count
+        for p in plans
+        if p.status == PlanStatus.applied
+        and _sets_workers(p)
+        and p.roles[ROLE_WORKER].count
+        and any(r.optimizer == NAME and TAKEN_BACK_TO in r.evidence for r in p.reasons)
+    ]
+    return min(counts, default=None)
 
 
 def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | None:

@@ -20,7 +20,7 @@ from brain.domain import (
     Stage,
     Strategy,
 )
-from brain.optimizing.proposal import NodeChange
+from brain.optimizing.proposal import NodeChange, Reason
 from brain.optimizing.sizing import SizingModel
 
 
@@ -114,6 +114,8 @@ class PlanView:
     source_event_id: int | None = None
     status_message: str | None = None
     applied_at: datetime | None = None
+    # Why the plan says what it says (an optimizer may look for its own earlier decisions).
+    reasons: tuple[Reason, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -218,4 +218,5 @@ def _plan_view(plan: ScalePlanRow) -> PlanView:
         source_event_id=plan.source_event_id,
         status_message=plan.status_message,
         applied_at=plan.applied_at,
+        reasons=tuple(body.reasons),
     )

@@ -25,6 +25,7 @@ from brain.optimizing import (
     NodeView,
     OptimizerContext,
     PlanView,
+    Reason,
     SpeedSample,
 )
 
@@ -163,6 +164,7 @@ def plan(
     stage: Stage = Stage.running,
     migrate: tuple[NodeChange, ...] = (),
     plan_id: int = 1,
+    reasons: tuple[Reason, ...] = (),
 ) -> PlanView:
     """A plan created ``seconds_ago``; applied then too when its status is applied."""
     created = NOW - timedelta(seconds=seconds_ago)
@@ -175,6 +177,7 @@ def plan(
         migrate=migrate,
         source_event_id=source_event_id,
         applied_at=created if status == PlanStatus.applied else None,
+        reasons=reasons,
     )
 
 

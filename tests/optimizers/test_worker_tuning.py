@@ -53,10 +53,22 @@ def test_adds_workers_while_speed_improves_then_stops():
 def test_a_count_that_did_not_pay_is_a_ceiling():
     # Applied 4 -> 6, then taken back 6 -> 4; the speed window now only holds the 4-worker
     # run (5 training with the chief), so no gain can be computed: it must not grow again.
-    plans = [changed_workers(6, 2000, plan_id=1), changed_workers(4, 700, plan_id=2)]
+    speed = speeds([(5, 14.0)] * 3 + [(7, 14.3)] * 3)
+    take_back = propose(tuning_context(6, speed, plans=[changed_workers(6, 700)]))
+    taken_back = plan(
+        seconds_ago=700, roles=take_back.roles, reasons=tuple(take_back.reasons), plan_id=2
+    )
+    plans = [changed_workers(6, 2000, plan_id=1), taken_back]
     proposal = propose(tuning_context(4, speeds([(5, 14.0)] * 3), plans=plans))
     assert proposal.is_empty
     assert "more than 4 workers did not pay" in proposal.reasons[0].message
+
+
+def test_a_decrease_that_was_no_take_back_is_no_ceiling():
+    # 6 -> 4 by the guard (fitting the limits for an added PS): growth may be tried again
+    plans = [changed_workers(6, 2000, plan_id=1), changed_workers(4, 700, plan_id=2)]
+    proposal = propose(tuning_context(4, speeds([(5, 14.0)] * 3), plans=plans))
+    assert proposal.roles == {"worker": RoleSpec(count=6)}
 
 
 def test_cooldown_after_an_applied_worker_change():
