@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -37,8 +38,8 @@ from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, NodeSummar
 from brain.domain import EventKind, JobStatus, as_utc, utcnow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
-from brain.summaries.speed import Speed, load_speed, plan_effects, speed_stats
-from brain.summaries.usage import Stat, Usage, job_usage
+from brain.summaries.speed import Speed, load_speeds, plan_effects, speed_stats
+from brain.summaries.usage import JobUsage, Stat, Usage, job_usage
 
 SECONDS_PER_HOUR = 3600.0
 MIB_PER_GIB = 1024.0
@@ -56,22 +57,65 @@ class SummaryRows:
 
 def compute_summary(session: Session, job: JobRow, now: datetime | None = None) -> SummaryRows:
     """The job's summary rows from its raw samples, events and plans (nothing is stored)."""
-    nodes = list(
-        session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
-    )
-    usage = job_usage(session, job.id)
-    events = _event_counts(session, job.id)
-    speed = load_speed(session, job.id)
-    sample_times = [t for u in usage.by_node.values() for t in (u.first_ts, u.last_ts)]
-    sample_times += speed.span()
-    grid = (
-        series_.Grid.spanning(min(sample_times), max(sample_times), series_.STORED_BUCKETS)
-        if sample_times
-        else None
-    )
+    return compute_summaries(session, [job], now)[0]
 
+
+def compute_summaries(
+    session: Session, jobs: list[JobRow], now: datetime | None = None
+) -> list[SummaryRows]:
+    """``compute_summary`` of each job, with one statement per kind of input for all of
+    them (a backfill pays a few round trips per batch, not a dozen per job)."""
+    ids = [job.id for job in jobs]
+    nodes: dict[int, list[NodeRow]] = {job_id: [] for job_id in ids}
+    for node in session.scalars(
+        select(NodeRow).where(NodeRow.job_id.in_(ids)).order_by(NodeRow.id)
+    ):
+        nodes[node.job_id].append(node)
+    usage = job_usage(session, ids)
+    events = _event_counts(session, ids)
+    speeds = load_speeds(session, ids)
+    sample_times = {
+        job_id: [t for u in usage[job_id].by_node.values() for t in (u.first_ts, u.last_ts)]
+        + speeds[job_id].span()
+        for job_id in ids
+    }
+    grids = {
+        job_id: series_.Grid.spanning(min(times), max(times), series_.STORED_BUCKETS)
+        for job_id, times in sample_times.items()
+        if times
+    }
+    role_series = series_.usage_buckets(session, grids)
+    plans = plan_effects(session, speeds)
+    return [
+        _summary_rows(
+            job,
+            nodes[job.id],
+            usage[job.id],
+            events.get(job.id, {}),
+            speeds[job.id],
+            sample_times[job.id],
+            grids.get(job.id),
+            role_series.get(job.id, {}),
+            plans[job.id],
+            now,
+        )
+        for job in jobs
+    ]
+
+
+def _summary_rows(
+    job: JobRow,
+    nodes: list[NodeRow],
+    usage: JobUsage,
+    events: dict[int | None, Counter],
+    speed: Speed,
+    sample_times: list[datetime],
+    grid: series_.Grid | None,
+    role_series: dict[str, series_.Columns],
+    plans: list[dict[str, Any]],
+    now: datetime | None,
+) -> SummaryRows:
     node_rows = [_node_row(job, node, usage.by_node.get(node.id), events) for node in nodes]
-    role_series = series_.usage_buckets(session, job.id, grid) if grid else {}
     role_rows = []
     for role in sorted({n.role for n in nodes}):
         row = _role_row(
@@ -100,7 +144,7 @@ def compute_summary(session: Session, job: JobRow, now: datetime | None = None) 
         samples=sum(r.samples for r in node_rows),
         speed_mean_steps_per_s=stats.mean_steps_per_s,
         speed_per_worker_mean_steps_per_s=stats.per_worker_mean_steps_per_s,
-        plans=plan_effects(session, job.id, speed),
+        plans=plans,
         series_start=grid.start if grid else None,
         series_bucket_seconds=grid.bucket_seconds if grid else None,
         series_buckets=grid.buckets if grid else 0,
@@ -219,16 +263,16 @@ def usage_columns(usage: Usage | None) -> dict[str, float | int | None]:
     return columns
 
 
-def _event_counts(session: Session, job_id: int) -> dict[int | None, Counter]:
-    """``{node_id or None: Counter(oom_count=.., failure_count=..)}`` of the job's events."""
+def _event_counts(session: Session, job_ids: list[int]) -> dict[int, dict[int | None, Counter]]:
+    """Per job, ``{node_id or None: Counter(oom_count=.., failure_count=..)}`` of its events."""
     rows = session.execute(
-        select(EventRow.node_id, EventRow.kind, func.count())
-        .where(EventRow.job_id == job_id, EventRow.kind.in_(COUNTED_EVENTS))
-        .group_by(EventRow.node_id, EventRow.kind)
+        select(EventRow.job_id, EventRow.node_id, EventRow.kind, func.count())
+        .where(EventRow.job_id.in_(job_ids), EventRow.kind.in_(COUNTED_EVENTS))
+        .group_by(EventRow.job_id, EventRow.node_id, EventRow.kind)
     )
-    counts: dict[int | None, Counter] = {}
-    for node_id, kind, count in rows:
-        counts.setdefault(node_id, Counter())[COUNTED_EVENTS[kind]] += count
+    counts: dict[int, dict[int | None, Counter]] = {}
+    for job_id, node_id, kind, count in rows:
+        counts.setdefault(job_id, {}).setdefault(node_id, Counter())[COUNTED_EVENTS[kind]] += count
     return counts
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from itertools import groupby
 
 import numpy as np
-from sqlalchemy import Integer, func, literal, select
+from sqlalchemy import Double, Integer, column, func, select, values
 from sqlalchemy.orm import Session
 
 from brain.db.models import NodeRow, NodeSampleRow
@@ -72,10 +72,16 @@ def unpack(data: bytes, merge: dict[str, str]) -> Columns:
     return dict(zip(names, matrix, strict=True))
 
 
-def usage_buckets(session: Session, job_id: int, grid: Grid) -> dict[str, Columns]:
-    """Per role, the usage of the job's node samples on ``grid``."""
+def usage_buckets(session: Session, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
+    """Per job (id -> its grid) and role, the usage of the job's node samples on its grid."""
+    if not grids:
+        return {}
     if session.get_bind().dialect.name == "postgresql":
-        return _usage_buckets_sql(session, job_id, grid)
+        return _usage_buckets_sql(session, grids)
+    return {job_id: _usage_buckets_rows(session, job_id, grid) for job_id, grid in grids.items()}
+
+
+def _usage_buckets_rows(session: Session, job_id: int, grid: Grid) -> dict[str, Columns]:
     rows = session.execute(
         select(NodeRow.role, NodeSampleRow.ts, NodeSampleRow.cpu, NodeSampleRow.memory_mib)
         .add_columns(NodeSampleRow.gpu_util, NodeSampleRow.gpu_memory_mib)
@@ -101,13 +107,22 @@ def usage_buckets(session: Session, job_id: int, grid: Grid) -> dict[str, Column
     return result
 
 
-def _usage_buckets_sql(session: Session, job_id: int, grid: Grid) -> dict[str, Columns]:
+def _usage_buckets_sql(session: Session, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
+    # Each job's grid joins its samples, so one statement buckets a whole batch of jobs.
+    grid = values(
+        column("job_id", Integer),
+        column("start", UTCDateTime()),
+        column("width", Double),
+        column("last", Integer),
+        name="grid",
+    ).data([(job_id, g.start, g.bucket_seconds, g.buckets - 1) for job_id, g in grids.items()])
     # date_part gives float8; extract() would compute in (slow) numeric.
-    seconds = func.date_part("epoch", NodeSampleRow.ts - literal(grid.start, UTCDateTime()))
-    bucket = func.least(func.floor(seconds / grid.bucket_seconds), grid.buckets - 1)
+    seconds = func.date_part("epoch", NodeSampleRow.ts - grid.c.start)
+    bucket = func.least(func.floor(seconds / grid.c.width), grid.c.last)
     bucket = bucket.cast(Integer).label("bucket")
     stmt = (
         select(
+            NodeSampleRow.job_id,
             NodeRow.role,
             bucket,
             func.count(),
@@ -118,17 +133,17 @@ def _usage_buckets_sql(session: Session, job_id: int, grid: Grid) -> dict[str, C
             func.avg(NodeSampleRow.gpu_util),
             func.max(NodeSampleRow.gpu_memory_mib),
         )
+        .join(grid, grid.c.job_id == NodeSampleRow.job_id)
         .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
-        .where(NodeSampleRow.job_id == job_id)
-        .group_by(NodeRow.role, bucket)
-        .order_by(NodeRow.role, bucket)
+        .group_by(NodeSampleRow.job_id, NodeRow.role, bucket)
+        .order_by(NodeSampleRow.job_id, NodeRow.role, bucket)
     )
     names = ["bucket", *USAGE_COLUMNS]
-    result = {}
-    for role, group in groupby(session.execute(stmt), key=lambda row: row[0]):
-        values = zip(*(row[1:] for row in group), strict=True)
-        result[role] = {
-            name: np.array(v, dtype=float) for name, v in zip(names, values, strict=True)
+    result: dict[int, dict[str, Columns]] = {job_id: {} for job_id in grids}
+    for (job_id, role), group in groupby(session.execute(stmt), key=lambda row: row[:2]):
+        columns = zip(*(row[2:] for row in group), strict=True)
+        result[job_id][role] = {
+            name: np.array(v, dtype=float) for name, v in zip(names, columns, strict=True)
         }
     return result
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -51,12 +52,19 @@ class SpeedStats:
     per_worker_mean_steps_per_s: float | None
 
 
-def load_speed(session: Session, job_id: int) -> Speed:
+def load_speeds(session: Session, job_ids: list[int]) -> dict[int, Speed]:
+    """Each job's speed samples, oldest first (empty for a job without any)."""
     rows = session.execute(
-        select(SpeedSampleRow.ts, SpeedSampleRow.steps_per_sec, SpeedSampleRow.workers)
-        .where(SpeedSampleRow.job_id == job_id)
-        .order_by(SpeedSampleRow.ts)
+        select(SpeedSampleRow.job_id, SpeedSampleRow.ts)
+        .add_columns(SpeedSampleRow.steps_per_sec, SpeedSampleRow.workers)
+        .where(SpeedSampleRow.job_id.in_(job_ids))
+        .order_by(SpeedSampleRow.job_id, SpeedSampleRow.ts)
     ).all()
+    by_job = {job_id: list(group) for job_id, group in groupby(rows, key=lambda r: r.job_id)}
+    return {job_id: _speed_of(by_job.get(job_id, [])) for job_id in job_ids}
+
+
+def _speed_of(rows: list) -> Speed:
     return Speed(
         seconds=np.array([as_utc(r.ts).timestamp() for r in rows], dtype=float),
         steps_per_sec=np.array([r.steps_per_sec for r in rows], dtype=float),
@@ -75,8 +83,8 @@ def speed_stats(speed: Speed) -> SpeedStats:
     )
 
 
-def plan_effects(session: Session, job_id: int, speed: Speed) -> list[dict[str, Any]]:
-    """Each applied plan with the speed before and after it.
+def plan_effects(session: Session, speeds: dict[int, Speed]) -> dict[int, list[dict[str, Any]]]:
+    """Per job (id -> its speed), each applied plan with the speed before and after it.
 
     A plan counts as applied at its last update (when its status became ``applied``).
     "Before" is the speed since the previous applied plan (or the start), "after" the
@@ -84,9 +92,17 @@ def plan_effects(session: Session, job_id: int, speed: Speed) -> list[dict[str, 
     """
     plans = session.scalars(
         select(ScalePlanRow)
-        .where(ScalePlanRow.job_id == job_id, ScalePlanRow.status == PlanStatus.applied.value)
-        .order_by(ScalePlanRow.updated_at, ScalePlanRow.id)
+        .where(
+            ScalePlanRow.job_id.in_(list(speeds)),
+            ScalePlanRow.status == PlanStatus.applied.value,
+        )
+        .order_by(ScalePlanRow.job_id, ScalePlanRow.updated_at, ScalePlanRow.id)
     ).all()
+    by_job = {job_id: list(group) for job_id, group in groupby(plans, key=lambda p: p.job_id)}
+    return {job_id: _effects(by_job.get(job_id, []), speed) for job_id, speed in speeds.items()}
+
+
+def _effects(plans: list[ScalePlanRow], speed: Speed) -> list[dict[str, Any]]:
     times = [as_utc(p.updated_at) for p in plans]
     effects = []
     for i, plan in enumerate(plans):

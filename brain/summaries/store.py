@@ -13,11 +13,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus, utcnow
 from brain.history.related import unsummarized_related
-from brain.summaries.compute import SummaryRows, compute_summary, copy_job_keys
+from brain.summaries.compute import SummaryRows, compute_summaries, copy_job_keys
 
 log = logging.getLogger(__name__)
 
 FINISHED = [s.value for s in JobStatus if s.finished]
+# Jobs summarized per transaction by a backfill: each kind of input is read for all of
+# them in one statement. A batch of huge jobs stays within memory: its raw samples are
+# aggregated by PostgreSQL, and only per-node and per-bucket rows come back.
+BATCH_JOBS = 50
 
 
 def summarize_job(session: Session, job: JobRow, now: datetime | None = None) -> JobSummaryRow:
@@ -30,24 +34,41 @@ def summarize_job(session: Session, job: JobRow, now: datetime | None = None) ->
     sets ``job.summarized_at``; a running job's is a snapshot that leaves it unset, so
     retention keeps its raw samples for the final summary. The caller commits.
     """
+    return summarize_jobs(session, [job], now)[0]
+
+
+def summarize_jobs(
+    session: Session, jobs: list[JobRow], now: datetime | None = None
+) -> list[JobSummaryRow]:
+    """``summarize_job`` of each job, in a few statements for all of them."""
     now = now or utcnow()
-    rows = compute_summary(session, job, now)
-    existing = session.get(JobSummaryRow, job.id)
-    if existing is not None and existing.final and existing.samples > rows.job.samples:
-        log.info(
-            "job %s: keeping the summary of %d samples (%d left)",
-            job.uid,
-            existing.samples,
-            rows.job.samples,
+    computed = compute_summaries(session, jobs, now)
+    existing = {
+        row.job_id: row
+        for row in session.scalars(
+            select(JobSummaryRow).where(JobSummaryRow.job_id.in_([job.id for job in jobs]))
         )
-        copy_job_keys(existing, job)
-        session.flush()
-        return existing
-    replace_summary(session, rows)
-    if rows.job.final:
-        job.summarized_at = now
+    }
+    stored, replaced = [], []
+    for job, rows in zip(jobs, computed, strict=True):
+        kept = existing.get(job.id)
+        if kept is not None and kept.final and kept.samples > rows.job.samples:
+            log.info(
+                "job %s: keeping the summary of %d samples (%d left)",
+                job.uid,
+                kept.samples,
+                rows.job.samples,
+            )
+            copy_job_keys(kept, job)
+            stored.append(kept)
+            continue
+        replaced.append(rows)
+        stored.append(rows.job)
+        if rows.job.final:
+            job.summarized_at = now
+    replace_summaries(session, replaced)
     session.flush()
-    return rows.job
+    return stored
 
 
 def summarize_missing_related(session: Session, **related_keys) -> int:
@@ -74,14 +95,16 @@ def summarize_missing_related(session: Session, **related_keys) -> int:
     return done
 
 
-def replace_summary(session: Session, rows: SummaryRows) -> None:
-    job_id = rows.job.job_id
+def replace_summaries(session: Session, summaries: list[SummaryRows]) -> None:
+    if not summaries:
+        return
+    job_ids = [rows.job.job_id for rows in summaries]
     # The default synchronization also takes loaded rows out of the session.
     for model in (NodeSummaryRow, RoleSummaryRow, JobSummaryRow):
-        session.execute(delete(model).where(model.job_id == job_id))
-    session.add(rows.job)
+        session.execute(delete(model).where(model.job_id.in_(job_ids)))
+    session.add_all([rows.job for rows in summaries])
     session.flush()
-    session.add_all([*rows.roles, *rows.nodes])
+    session.add_all([row for rows in summaries for row in (*rows.roles, *rows.nodes)])
 
 
 def jobs_to_summarize(
@@ -103,21 +126,49 @@ def jobs_to_summarize(
 
 
 def summarize_uids(factory: sessionmaker[Session], uids: list[str]) -> int:
-    """Summarize each job in its own transaction; returns how many succeeded."""
+    """Summarize the jobs, ``BATCH_JOBS`` per transaction; returns how many succeeded.
+
+    A batch that fails is summarized again one job per transaction, so one bad job
+    neither stops a backfill nor loses the others of its batch."""
     done = 0
     started = time.monotonic()
-    for position, uid in enumerate(uids, 1):
-        with factory() as session:
-            job = session.scalar(select(JobRow).where(JobRow.uid == uid))
-            if job is None:
-                log.error("no job with uid %r", uid)
-                continue
-            try:
-                summarize_job(session, job)
-                session.commit()
-                done += 1
-            except Exception:  # one bad job must not stop a backfill
-                log.exception("cannot summarize job %s", uid)
-        if position % 500 == 0:
-            log.info("%d/%d jobs in %.0f s", position, len(uids), time.monotonic() - started)
+    for position in range(0, len(uids), BATCH_JOBS):
+        batch = uids[position : position + BATCH_JOBS]
+        try:
+            done += _summarize_batch(factory, batch)
+        except Exception:
+            log.warning("a batch of %d jobs failed; summarizing them one by one", len(batch))
+            done += sum(_summarize_one(factory, uid) for uid in batch)
+        if (position // BATCH_JOBS + 1) % 10 == 0:
+            log.info(
+                "%d/%d jobs in %.0f s",
+                position + len(batch),
+                len(uids),
+                time.monotonic() - started,
+            )
     return done
+
+
+def _summarize_batch(factory: sessionmaker[Session], uids: list[str]) -> int:
+    with factory() as session:
+        jobs = {job.uid: job for job in session.scalars(select(JobRow).where(JobRow.uid.in_(uids)))}
+        for uid in uids:
+            if uid not in jobs:
+                log.error("no job with uid %r", uid)
+        summarize_jobs(session, [jobs[uid] for uid in uids if uid in jobs])
+        session.commit()
+    return len(jobs)
+
+
+def _summarize_one(factory: sessionmaker[Session], uid: str) -> int:
+    with factory() as session:
+        job = session.scalar(select(JobRow).where(JobRow.uid == uid))
+        if job is None:
+            return 0
+        try:
+            summarize_job(session, job)
+            session.commit()
+            return 1
+        except Exception:  # one bad job must not stop a backfill
+            log.exception("cannot summarize job %s", uid)
+            return 0

@@ -55,17 +55,19 @@ class JobUsage:
     by_role: dict[str, Usage]
 
 
-def job_usage(session: Session, job_id: int) -> JobUsage:
+def job_usage(session: Session, job_ids: list[int]) -> dict[int, JobUsage]:
+    """The usage of each job's samples (jobs without samples get empty ``JobUsage``)."""
     if session.get_bind().dialect.name == "postgresql":
-        return _job_usage_sql(session, job_id)
-    return _job_usage_rows(session, job_id)
+        return _job_usage_sql(session, job_ids)
+    return {job_id: _job_usage_rows(session, job_id) for job_id in job_ids}
 
 
-def _job_usage_sql(session: Session, job_id: int) -> JobUsage:
+def _job_usage_sql(session: Session, job_ids: list[int]) -> dict[int, JobUsage]:
     # The sorts of a large job (100 nodes x 24 h: ~80 MB) spill to disk below ~128 MB
     # (0.15 s slower measured at 64 MB); LOCAL ends with the caller's transaction.
     session.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
     columns = [
+        NodeSampleRow.job_id,
         NodeRow.role,
         NodeSampleRow.node_id,
         func.count(),
@@ -81,26 +83,27 @@ def _job_usage_sql(session: Session, job_id: int) -> JobUsage:
             func.max(column),
         ]
     columns.append(func.max(NodeSampleRow.gpu_memory_total_mib))
+    job, role, node = NodeSampleRow.job_id, NodeRow.role, NodeSampleRow.node_id
     stmt = (
         select(*columns)
         .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
-        .where(NodeSampleRow.job_id == job_id)
-        # One sort by (role, node) serves both levels: per node, and pooled per role.
-        .group_by(func.grouping_sets(tuple_(NodeRow.role, NodeSampleRow.node_id), NodeRow.role))
+        .where(NodeSampleRow.job_id.in_(job_ids))
+        # One sort by (job, role, node) serves both levels: per node, and pooled per role.
+        .group_by(func.grouping_sets(tuple_(job, role, node), tuple_(job, role)))
     )
-    result = JobUsage({}, {})
+    result = {job_id: JobUsage({}, {}) for job_id in job_ids}
     for row in session.execute(stmt):
-        role, node_id, count, first, last = row[:5]
+        job_id, role, node_id, count, first, last = row[:6]
         stats = []
         for i in range(len(METRICS)):
-            mean, pcts, peak = row[5 + 3 * i : 8 + 3 * i]
+            mean, pcts, peak = row[6 + 3 * i : 9 + 3 * i]
             p50, p95 = pcts if pcts is not None else (None, None)
             stats.append(Stat(_float(mean), _float(p50), _float(p95), _float(peak)))
         usage = Usage(count, as_utc(first), as_utc(last), *stats, _float(row[-1]))
         if node_id is None:
-            result.by_role[role] = usage
+            result[job_id].by_role[role] = usage
         else:
-            result.by_node[node_id] = usage
+            result[job_id].by_node[node_id] = usage
     return result
 
 

@@ -12,6 +12,8 @@ from brain.domain import utcnow
 from brain.summaries import summarize_job
 from brain.summaries.hours import Hours
 from brain.summaries.retention import delete_old_samples
+from brain.summaries.series import USAGE_COLUMNS, unpack
+from brain.summaries.store import summarize_jobs
 from tests.builders import add_points, at, flat_job, hand_job, recent_hour
 
 approx = pytest.approx
@@ -166,3 +168,37 @@ def test_summary_survives_resummarizing_after_retention(session):
     assert summary.samples == 9
     assert summary.used_core_hours == approx(9.5)
     assert len(_nodes(session, job.id)) == 3
+
+
+def test_a_batch_gives_each_job_the_summary_it_gets_alone(session):
+    """A backfill summarizes jobs in batches: each job's grid, speed, plans and events
+    must stay its own (the hand-worked figures of test_job_totals_speed_and_plans)."""
+    job = hand_job(session)
+    start = recent_hour() - timedelta(hours=4)
+    short = flat_job(session, "short", start=start, cpu_request=4, cpu_used=1, hours=2)
+    idle = flat_job(session, "idle", start=start, cpu_request=2, cpu_used=0.5, hours=3)
+
+    summaries = summarize_jobs(session, [short, job, idle])
+
+    assert [s.job_id for s in summaries] == [short.id, job.id, idle.id]
+    hand = summaries[1]
+    assert (hand.node_count, hand.samples, hand.oom_count, hand.failure_count) == (3, 9, 1, 1)
+    assert Hours.of(hand).requested_core_hours == approx(16)
+    assert hand.speed_mean_steps_per_s == approx(15)
+    assert [(p["speed_before_steps_per_s"], p["speed_after_steps_per_s"]) for p in hand.plans] == [
+        (10, 20)
+    ]
+    # 4 cores for 2 h, 1 used: 8 and 2 core-hours; 2 cores for 3 h, 0.5 used: 6 and 1.5.
+    assert short.summarized_at is not None and idle.summarized_at is not None
+    assert Hours.of(summaries[0]).requested_core_hours == approx(8)
+    assert Hours.of(summaries[0]).used_core_hours == approx(2)
+    assert Hours.of(summaries[2]).requested_core_hours == approx(6)
+    assert Hours.of(summaries[2]).used_core_hours == approx(1.5)
+    assert (summaries[0].oom_count, summaries[0].plans, summaries[2].plans) == (0, [], [])
+    # Each job's series spans its own samples: the grids differ.
+    assert summaries[0].series_bucket_seconds == approx(2 * 3600 / 600)
+    assert summaries[2].series_bucket_seconds == approx(3 * 3600 / 600)
+    for summary in summaries:
+        roles = _roles(session, summary.job_id).values()
+        counted = sum(unpack(r.usage_series, USAGE_COLUMNS)["samples"].sum() for r in roles)
+        assert counted == summary.samples
