@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Request, Security
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -109,18 +110,23 @@ async def current_principal(
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
-def visible_job(request: Request, principal: CurrentPrincipal) -> None:
+async def visible_job(request: Request, principal: CurrentPrincipal) -> None:
     """A route on ``{uid}`` of another namespace's job answers 404, as if it did not exist.
 
-    Reads through a session of its own, returned at once: the request's session must not
-    hold a connection before its handler runs (see api.routing)."""
+    Async, so that the usual case (no ``{uid}``, or a token for every namespace) costs
+    no trip to the thread pool; a restricted token's lookup reads through a session of
+    its own there, returned at once: the request's session must not hold a connection
+    before its handler runs (see api.routing)."""
     uid = request.path_params.get("uid")
     if uid is None or principal.namespaces is None:
         return
-    with request.app.state.session_factory() as session:
-        visible = job_visible(session, principal, uid)
-    if not visible:
+    if not await run_in_threadpool(_job_visible, request.app.state.session_factory, principal, uid):
         raise NotFound(f"no job with uid {uid!r}", field="uid")
+
+
+def _job_visible(factory: sessionmaker[Session], principal: Principal, uid: str) -> bool:
+    with factory() as session:
+        return job_visible(session, principal, uid)
 
 
 async def every_namespace(principal: CurrentPrincipal) -> None:

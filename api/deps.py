@@ -5,15 +5,24 @@ handler returns and rolls it back when it raises, so handlers and services never
 commit (services add and flush, and take a savepoint where they race). The commit
 happens before the response is sent (``scope="function"``): a client never sees a
 success for a write that did not commit, and background tasks see the write.
+
+Thread hops: opening the session touches no database (it takes a connection at its
+first statement), so it happens on the event loop; a handler offloaded by
+``api.routing.OffloadedRoute`` commits or rolls back in the thread that ran it
+(``finish_request``), so a request makes one trip to the thread pool, not one per
+dependency step, and holds no connection while it waits for the loop. Only a
+transaction still open when the dependency exits (another route class) is finished on
+the thread pool there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 
 from brain.config import Settings
@@ -22,14 +31,50 @@ from brain.optimizing.sizing import SizingModel
 from brain.telemetry import Telemetry
 
 _AFTER_COMMIT = "after_commit"
+_REQUEST_OWNED = "request_owned"
 
 
-def session_in_transaction(request: Request) -> Iterator[Session]:
-    with request.app.state.session_factory() as session:
-        with session.begin():
-            yield session
-        for callback in session.info.pop(_AFTER_COMMIT, ()):
-            callback()
+async def session_in_transaction(request: Request) -> AsyncIterator[Session]:
+    session = request.app.state.session_factory()
+    session.info[_REQUEST_OWNED] = True
+    session.begin()
+    try:
+        yield session
+    except BaseException:
+        await _finish_off_loop(session, commit=False)
+        raise
+    await _finish_off_loop(session, commit=True)
+
+
+async def _finish_off_loop(session: Session, commit: bool) -> None:
+    try:
+        if session.in_transaction():  # not finished in the handler's thread
+            await run_in_threadpool(finish_transaction, session, commit)
+    finally:
+        session.close()  # no connection is held any more: nothing to wait for
+
+
+def finish_request(values: dict[str, Any], commit: bool) -> None:
+    """Commit (or roll back) the request's session among a handler's arguments in the
+    handler's own thread; ``OffloadedRoute`` calls it when the handler returns or raises."""
+    for value in values.values():
+        if isinstance(value, Session) and value.info.get(_REQUEST_OWNED):
+            finish_transaction(value, commit)
+
+
+def finish_transaction(session: Session, commit: bool) -> None:
+    """Commit and run the after-commit callbacks, or roll back; a commit that fails is
+    rolled back, so the session keeps no connection either way."""
+    if not commit:
+        session.rollback()
+        return
+    try:
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    for callback in session.info.pop(_AFTER_COMMIT, ()):
+        callback()
 
 
 def after_commit(session: Session, callback: Callable[[], None]) -> None:

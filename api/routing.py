@@ -28,6 +28,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
+from api.deps import finish_request
 from api.schemas.bounds import bounds_in_force
 
 
@@ -49,9 +50,20 @@ class StrictJsonRequest(Request):
 
 def _on_thread_pool(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
     # functools.wraps keeps the signature and annotations FastAPI reads its parameters from.
+    def run_and_commit(*args: Any, **kwargs: Any) -> Any:
+        # The transaction ends in this thread: the request then holds no connection
+        # while it waits for the loop, and needs no second trip to the pool to commit.
+        try:
+            result = endpoint(*args, **kwargs)
+        except BaseException:
+            finish_request(kwargs, commit=False)
+            raise
+        finish_request(kwargs, commit=True)
+        return result
+
     @functools.wraps(endpoint)
     async def offloaded(*args: Any, **kwargs: Any) -> Any:
-        return await run_in_threadpool(endpoint, *args, **kwargs)
+        return await run_in_threadpool(run_and_commit, *args, **kwargs)
 
     return offloaded
 
