@@ -12,6 +12,7 @@ def make_engine(database_url: str, **kwargs) -> Engine:
             database_url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs
         )
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "savepoint", _sqlite_begin_before_savepoint)
         return engine
     if "poolclass" not in kwargs:
         # The API runs blocking handlers on AnyIO's pool of 40 threads, each of which may
@@ -30,6 +31,15 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.close()
+
+
+def _sqlite_begin_before_savepoint(conn, _name) -> None:
+    # Python's sqlite3 driver opens a transaction only before INSERT, UPDATE or DELETE.
+    # A SAVEPOINT issued first would open one of its own, and its RELEASE would commit
+    # everything so far: begin the real transaction before it instead.
+    dbapi_connection = conn.connection.dbapi_connection
+    if not dbapi_connection.in_transaction:
+        dbapi_connection.execute("BEGIN")
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
