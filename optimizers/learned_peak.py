@@ -70,7 +70,7 @@ class Ask:
 class LearnedPeakOptimizer:
     """Sizes each role's memory, CPU and GPU share at a stated risk from a calibrated
     forecast of the next run's peak (gradient-boosted quantile trees over the role's
-    history, split-conformal calibration); falls back to learned_margin without a
+    history, cross-conformal calibration by workload); falls back to learned_margin without a
     trained model."""
 
     name: ClassVar[str] = NAME

@@ -1,7 +1,8 @@
 """The learned recommender: a calibrated forecast of each resource's next peak.
 
 - ``features``: what a workload's history says (pure numpy);
-- ``model``: the forecast, its fit and split-conformal calibration (``PeakModel``);
+- ``model``: the forecast, its fit and cross-conformal calibration (``PeakModel``);
+- ``trees``: the fitted trees as numpy arrays, for predicting without scikit-learn;
 - ``training``: examples from a history of runs, and ``train``;
 - ``store``: versioned model files (``brain train`` writes, ``brain serve`` reads).
 """
