@@ -286,7 +286,7 @@ def _over_request(margin: np.ndarray, over: np.ndarray) -> OverRequest | None:
         return None
     order = np.argsort(margin[known], kind="stable")
     bins = np.array_split(order, OVER_REQUEST_BINS)
-    sorted_margin, sorted_over = margin[known], over[known]
-    rates = np.array([(sorted_over[b].sum() + 1) / (len(b) + 1) for b in bins])
-    edges = np.array([sorted_margin[b].max() for b in bins[:-1]])
+    known_margin, known_over = margin[known], over[known]
+    rates = np.array([(known_over[b].sum() + 1) / (len(b) + 1) for b in bins])
+    edges = np.array([known_margin[b].max() for b in bins[:-1]])
     return OverRequest(edges, np.maximum.accumulate(rates[::-1])[::-1])
