@@ -102,6 +102,11 @@ def elastic_job_lookup(settings: Settings) -> ElasticJobLookup | None:
         raise RuntimeError(
             "BRAIN_K8S_LOOKUP=true needs the Kubernetes client: pip install 'brain[k8s]'"
         ) from exc
+    except Exception as exc:  # the client's ConfigException: no cluster, no kubeconfig
+        raise RuntimeError(
+            "BRAIN_K8S_LOOKUP=true: no Kubernetes credentials (not in a cluster, and "
+            f"BRAIN_K8S_KUBECONFIG / the default kubeconfig cannot be used): {exc}"
+        ) from exc
     where = settings.k8s_namespace or "every namespace"
     log.info("requests of unregistered DLRover jobs are read from ElasticJobs in %s", where)
     return ElasticJobLookup(api, settings.input_bounds, settings.k8s_namespace)

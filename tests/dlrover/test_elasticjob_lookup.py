@@ -201,3 +201,10 @@ def test_the_lookup_needs_the_k8s_extra(monkeypatch):
     monkeypatch.setattr(server, "custom_objects_api", missing)
     with pytest.raises(RuntimeError, match=r"brain\[k8s\]"):
         server.elastic_job_lookup(Settings(k8s_lookup=True))
+
+
+def test_the_lookup_without_credentials_says_so(monkeypatch, tmp_path):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)  # not in a cluster
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    with pytest.raises(RuntimeError, match="no Kubernetes credentials"):
+        server.elastic_job_lookup(Settings(k8s_lookup=True, k8s_kubeconfig=None))
