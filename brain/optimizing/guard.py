@@ -348,20 +348,23 @@ def exceeded_limits(totals: Resources, limits: Limits) -> dict[str, tuple[float,
 def _fit_limits(
     roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView], reasons: list[Reason]
 ) -> dict[str, RoleSpec]:
-    effective = effective_roles(roles, job, nodes)
-    over = exceeded_limits(role_totals(effective), job.limits)
+    # Node by node: a node migrated earlier keeps its own size (a PS moved to 13.4 cores
+    # counts 13.4, not its role's 8), so adding nodes of the role cannot hide it.
+    over = exceeded_limits(_planned_totals(roles, job, nodes), job.limits)
     if not over:
         return roles
+    effective = effective_roles(roles, job, nodes)
     worker = effective.get(ROLE_WORKER, RoleSpec(count=0))
     has_chief = bool(effective.get(ROLE_CHIEF, RoleSpec()).count)
     # Without a chief the last worker is what trains: keep it. Below min_count the job
     # would not run at all: the plan says it still exceeds its limits instead.
     min_workers = max(0 if has_chief else 1, job.bounds_of(ROLE_WORKER).min_count or 0)
     start = count = worker.count or 0
+    planned_worker = roles.get(ROLE_WORKER, RoleSpec())
     while over and count > min_workers:
         count -= 1
-        effective[ROLE_WORKER] = replace(worker, count=count)
-        over = exceeded_limits(role_totals(effective), job.limits)
+        fewer = roles | {ROLE_WORKER: replace(planned_worker, count=count)}
+        over = exceeded_limits(_planned_totals(fewer, job, nodes), job.limits)
     fitted = dict(roles)
     if count != start:
         fitted[ROLE_WORKER] = replace(roles.get(ROLE_WORKER, RoleSpec()), count=count)
@@ -628,6 +631,12 @@ def _bounds_dict(bounds: RoleBounds) -> dict[str, int]:
         for side in ("min_count", "max_count")
         if getattr(bounds, side) is not None
     }
+
+
+def _planned_totals(
+    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
+) -> Resources:
+    return Resources(**_node_level_totals(roles, job, nodes))
 
 
 def _limits_dict(limits: Limits) -> dict[str, float]:

@@ -1,7 +1,10 @@
 """An applied plan becomes the job's desired state, which the next optimization starts from.
 
 Role specs take the plan's values (count and sizes), every node of a resized role and
-every migrated node takes its new request, and removed nodes stop counting.
+every migrated node takes its new request, and removed nodes stop counting. A plan's role
+is complete (fields it did not change hold the job's values), so only a size that differs
+from the role's spec resizes its nodes: a PS migrated earlier keeps its own request when a
+later plan only adds PS.
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ def apply_plan(session: Session, job: JobRow, body: PlanBody) -> None:
     nodes = list(session.scalars(select(NodeRow).where(NodeRow.job_id == job.id)))
     roles = dict(job.roles or {})
     for role, spec in body.roles.items():
-        roles[role] = _merged(roles.get(role, RoleSpec()), spec)
+        before = roles.get(role, RoleSpec())
+        roles[role] = _merged(before, spec)
+        resized = {
+            size: getattr(spec, size)
+            for size in _SIZES
+            if getattr(spec, size) is not None and getattr(spec, size) != getattr(before, size)
+        }
         for node in (n for n in nodes if n.role == role):
-            for size in _SIZES:
-                value = getattr(spec, size)
-                if value is not None:
-                    setattr(node, size, value)
+            for size, value in resized.items():
+                setattr(node, size, value)
     by_name = {n.name: n for n in nodes}
     for change in body.migrate:
         node = by_name.get(change.name or "")

@@ -122,3 +122,18 @@ def test_a_plan_adding_ps_does_not_also_move_a_ps_to_more_cpu():
         "dropped the migration of ps-0 to 13.4 cores: the plan adds PS (2 -> 3), which takes "
         "load off every PS; one PS change at a time"
     )
+
+
+def test_fitting_the_limits_counts_a_migrated_node_at_its_own_size():
+    nodes = [
+        node("chief-0", "chief", cpu=4, memory_mib=8192),
+        *(node(f"worker-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(5)),
+        node("ps-0", "ps", cpu=13.4, memory_mib=8192),  # migrated earlier from 8 cores
+        node("ps-1", "ps", cpu=8, memory_mib=8192, index=1),
+    ]
+    proposal = Proposal(roles={"ps": RoleSpec(count=3)})
+    plan = enforce_bounds(proposal, job(roles=ROLES, limits=Limits(cpu=48)), nodes, NODE_MAX)
+    # 4 + 5 x 4 + (13.4 + 8 + 8) = 53.4 > 48; 4 workers 49.4; 3 workers 45.4. Counting ps-0
+    # at its role's 8 cores (4 + 20 + 24 = 48) used to let the job run 5.4 cores over.
+    assert plan.roles["worker"].count == 3
+    assert plan.reasons[0].message == "reduced workers from 5 to 3 to fit the job's limits"
