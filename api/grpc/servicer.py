@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.grpc.replies import DLRoverPlan, to_dlrover
 from api.grpc.stages import WORKER_PHASE_KEY, BrainCall, Reply, UnknownRequest, translate
 from api.grpc.writer import ReportWriter
-from api.schemas.jobs import JobOut
+from api.schemas.jobs import EXIT_REASON_CHARS, JobOut
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage, Strategy, as_utc, utcnow
@@ -58,6 +58,19 @@ DEFAULTS_NOT_SENT = (
 )
 # Recently seen (uid, kind, payload): repeats are answered without touching the store.
 SEEN_REPORTS = 10_000
+
+
+# What the jobs table stores (as the REST schema bounds them).
+UID_CHARS = 253
+USER_CHARS = 128
+TRUNCATED = " [truncated by Brain]"
+
+
+def _storable_text(text: str, limit: int) -> str:
+    """A master's free text as the store keeps it: no NUL (PostgreSQL refuses it), at most
+    ``limit`` characters (a reason is still worth keeping when it is too long)."""
+    text = text.replace("\x00", "")
+    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED
 
 
 REPORT_KINDS = frozenset(
@@ -134,6 +147,9 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         if not uid:
             log.warning("persist_metrics without job_meta.uuid (%s): ignored", kind)
             return "invalid"
+        if len(uid) > UID_CHARS or "\x00" in uid:
+            log.warning("persist_metrics with an unstorable uuid (%d chars): ignored", len(uid))
+            return "invalid"
         if kind not in REPORT_KINDS:
             # Runtime samples and dataset features never arrive from 0.6.1 (client bugs);
             # node load comes from the Prometheus collector instead.
@@ -151,10 +167,12 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         elif kind in ("training_hyper_params", "model_feature"):
             body = _as_dict(payload)
         else:
-            body = {kind: payload}
+            body = {kind: _storable_text(payload, EXIT_REASON_CHARS)}
         # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
         # bug); a fixed master would send the user.
         user = metrics.job_meta.user or metrics.job_meta.cluster or None
+        if user is not None and (len(user) > USER_CHARS or "\x00" in user):
+            user = None  # a hint only: the job keeps the user it has
         self._remember(key)
         self._writer.submit(Report(key, user, body))
         return "queued"

@@ -84,3 +84,28 @@ def test_an_oom_exit_fails_the_job_with_a_job_level_oom_event(brain):
     assert (job["status"], job["exit_reason"]) == ("failed", "PSOOM")
     events = brain.rest.get(f"/api/v1/jobs/{JOB_UID}/events", params={"kind": "oom"}).json()
     assert [(e["node"], e["detail"]) for e in events] == [(None, "PSOOM")]
+
+
+def test_an_exit_reason_too_long_or_with_nul_is_kept_bounded(brain):
+    collector = _collector()
+    collector.collect_job_type("ParameterServerStrategy")
+    collector.collect_job_exit_reason("Error\x00: " + "x" * 50_000)
+    brain.settle()
+    job = brain.rest.get(f"/api/v1/jobs/{JOB_UID}").json()
+    # 4,000 characters: the reason's start, NUL dropped, marked as cut.
+    assert job["status"] == "failed"
+    assert len(job["exit_reason"]) == 4000
+    assert job["exit_reason"].startswith("Error: xxx")
+    assert job["exit_reason"].endswith("x [truncated by Brain]")
+
+
+def test_a_uid_the_store_cannot_hold_is_ignored(brain, db):
+    too_long = "u" * 254
+    collector = JobMetricCollector(
+        too_long, "default", "", "carol", reporter=ReporterType.DLROVER_BRAIN
+    )
+    collector.collect_job_type("ParameterServerStrategy")
+    brain.settle()
+    assert brain.rest.get(f"/api/v1/jobs/{'u' * 253}").status_code == 404
+    with Session(db) as session:
+        assert session.scalars(select(MasterReportRow)).all() == []
