@@ -21,7 +21,16 @@ DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
     "create": ["startup", "gpu_cpu", "learned_margin"],
     "oom": ["oom_recovery"],
     "estimate": ["estimate"],
-    "running": ["hot_ps", "ps_scaling", "oom_risk", "worker_tuning", "slow_node"],
+    # cluster_shortage after worker_tuning: while the cluster is short its smaller worker
+    # count is the one that stands.
+    "running": [
+        "hot_ps",
+        "ps_scaling",
+        "oom_risk",
+        "worker_tuning",
+        "cluster_shortage",
+        "slow_node",
+    ],
 }
 
 
@@ -135,6 +144,50 @@ class PrioritySettings(BaseSettings):
         if self.priority_low_below > self.priority_high_from:
             raise ValueError("priority_low_below must not exceed priority_high_from")
         return self
+
+
+class ClusterSettings(BaseSettings):
+    """How the running stage reads the cluster's state (GET/POST /api/v1/cluster/state):
+    which state is fresh enough, and when the cluster counts as short. One policy for
+    every job, so all jobs rank each other alike. Flat ``BRAIN_CLUSTER_*`` variables;
+    ``Settings.cluster`` holds them."""
+
+    model_config = SettingsConfigDict(env_prefix="BRAIN_", extra="ignore")
+
+    cluster_state_max_age_s: float = Field(
+        900,
+        gt=0,
+        le=7 * 86400,
+        description="A cluster state older than this many seconds (on the job's clock) is "
+        "not used: plans are then not bounded by the cluster.",
+    )
+    cluster_short_cpu: float = Field(
+        0,
+        ge=0,
+        le=bounds.CEILING_CPU * bounds.CEILING_NODES,
+        description="The cluster is short of CPU when pending pods request more than this "
+        "many cores beyond the free ones.",
+    )
+    cluster_short_memory_mib: float = Field(
+        0,
+        ge=0,
+        le=bounds.CEILING_MEMORY_MIB * bounds.CEILING_NODES,
+        description="...of memory when they request more than this many MiB beyond the free.",
+    )
+    cluster_short_gpu: float = Field(
+        0,
+        ge=0,
+        le=bounds.CEILING_GPU * bounds.CEILING_NODES,
+        description="...of GPUs when they request more than this many beyond the free ones.",
+    )
+
+    @property
+    def short_margin(self) -> Resources:
+        return Resources(
+            cpu=self.cluster_short_cpu,
+            memory_mib=self.cluster_short_memory_mib,
+            gpu=self.cluster_short_gpu,
+        )
 
 
 class AuthMode(StrEnum):
@@ -346,6 +399,12 @@ class Settings(BaseSettings):
         "BRAIN_COLLECT_* variables, see CollectorSettings).",
     )
 
+    cluster: ClusterSettings = Field(
+        default_factory=ClusterSettings,
+        description="How the running stage uses the cluster's state (flat BRAIN_CLUSTER_* "
+        "variables, see ClusterSettings).",
+    )
+
     priority: PrioritySettings = Field(
         default_factory=PrioritySettings,
         description="Thresholds of the priority from utilization (flat BRAIN_PRIORITY_* "
@@ -376,10 +435,11 @@ class Settings(BaseSettings):
     def masked(self) -> dict[str, Any]:
         """The configuration as plain data with every secret replaced by ``***``, flat as
         the environment names it (the collector's fields beside the others)."""
-        data = _masked(self, exclude={"collector", "priority"})
+        data = _masked(self, exclude={"collector", "priority", "cluster"})
         data["database_url"] = make_url(self.database_url).render_as_string(hide_password=True)
         data.update(_masked(self.collector))
         data.update(_masked(self.priority))
+        data.update(_masked(self.cluster))
         return data
 
 

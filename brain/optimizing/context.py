@@ -20,6 +20,7 @@ from brain.domain import (
     Stage,
     Strategy,
 )
+from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import NodeChange, Reason
 from brain.optimizing.sizing import SizingModel
 
@@ -177,6 +178,8 @@ class OptimizerContext:
     related finished jobs, most recent first. ``node_max`` is the largest node the
     cluster can schedule. ``node`` names the node a stage is about (the OOM stage).
     ``sizing_model`` is the learned recommender when one is trained (``learned_peak``).
+    ``cluster`` is the cluster's fresh state in the running stage (None: none recorded,
+    or too old, or another stage).
     """
 
     stage: Stage
@@ -194,6 +197,7 @@ class OptimizerContext:
     node: str | None = None
     # The learned recommender, loaded by the service (None: not trained yet).
     sizing_model: SizingModel | None = None
+    cluster: ClusterView | None = None
 
     def nodes_of(self, role: str) -> list[NodeView]:
         return [n for n in self.nodes if n.role == role]

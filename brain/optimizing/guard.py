@@ -2,10 +2,11 @@
 
 ``combine`` merges the proposals of several optimizers; ``enforce_bounds`` keeps the
 result schedulable: no node above the largest node, no zero or negative size, every
-role's count within its declared ``min_count``/``max_count``, and the whole job within
-its limits. Elastic workers (above ``min_count``) are given up first and added last:
-they make room for the plan's other changes and are the nodes a shrinking plan names
-for removal. Both are pure.
+role's count within its declared ``min_count``/``max_count``, the whole job within its
+limits, and, when the running stage has a cluster state, no more new nodes than the
+cluster has room for. Elastic workers (above ``min_count``) are given up first and added
+last: they make room for the plan's other changes and are the nodes a shrinking plan
+names for removal. Both are pure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec
+from brain.optimizing.cluster import ClusterView
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import NodeChange, Proposal, Reason
 
@@ -84,7 +86,11 @@ def _max_or_none(a: float | None, b: float | None) -> float | None:
 
 
 def enforce_bounds(
-    proposal: Proposal, job: JobView, nodes: Sequence[NodeView], node_max: Resources
+    proposal: Proposal,
+    job: JobView,
+    nodes: Sequence[NodeView],
+    node_max: Resources,
+    cluster: ClusterView | None = None,
 ) -> Proposal:
     """A copy of ``proposal`` that the cluster can schedule and the job's bounds allow.
 
@@ -95,7 +101,11 @@ def enforce_bounds(
     proposal has none) exceeds ``job.limits``, the worker count is reduced, never below
     ``min_count``, until it fits; workers the plan adds above ``min_count`` are given up
     before a launch or migration of the plan would be cut. A shrinking role names the
-    nodes it removes: the highest indices, the elastic ones. Each change is a reason.
+    nodes it removes: the highest indices, the elastic ones. With a ``cluster`` state,
+    the nodes a plan adds (role counts above the current ones, then launches) must fit
+    the cluster's room, free minus pending demand: workers are given up first, then
+    other roles' growth, then launches; the state used is a reason of its own. Each
+    change is a reason.
     """
     reasons = list(proposal.reasons)
     roles = {
@@ -112,6 +122,12 @@ def enforce_bounds(
     migrate = _one_ps_change(roles, migrate, job, nodes, reasons)
     roles = _elastic_workers_last(roles, launch, migrate, job, nodes, reasons)
     launch, migrate = _fit_node_changes(roles, launch, migrate, job, nodes, reasons)
+    ps_hosts = list(proposal.ps_hosts)
+    if cluster is not None:
+        planned_ps = roles.get(ROLE_PS)
+        roles, launch = _fit_cluster(roles, launch, job, nodes, cluster, reasons)
+        if roles.get(ROLE_PS) != planned_ps:
+            ps_hosts = []  # named for the PS count that was cut; the store names the rest
     migrate += [c for c in proposal.migrate if c.name in replacements and c not in migrate]
     return replace(
         proposal,
@@ -119,7 +135,7 @@ def enforce_bounds(
         launch=launch,
         remove=_named_removals(roles, remove, nodes, reasons),
         migrate=migrate,
-        ps_hosts=list(proposal.ps_hosts),
+        ps_hosts=ps_hosts,
         reasons=reasons,
     )
 
@@ -516,6 +532,96 @@ def _named_removals(
             )
         )
     return removals
+
+
+def _fit_cluster(
+    roles: dict[str, RoleSpec],
+    launch: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    cluster: ClusterView,
+    reasons: list[Reason],
+) -> tuple[dict[str, RoleSpec], list[NodeChange]]:
+    """Role growth and launches within the cluster's room (free minus pending demand,
+    per resource whose free amount is known). Resizes and migrations are not growth:
+    they fix a node the job already runs."""
+    room = cluster.room()
+    short = cluster.shortfall()
+    reasons.append(
+        Reason(
+            GUARD,
+            cluster.summary() + (f"; short by {_amounts(short)}" if short else "; not short"),
+            evidence=cluster.evidence(),
+            threshold={f"short_margin_{r}": getattr(cluster.short_margin, r) for r in _SIZE_FIELDS},
+        )
+    )
+    effective = effective_roles(roles, job, nodes)
+    current = {role: current_role(role, job, nodes).count or 0 for role in effective}
+
+    def growth(counts: Mapping[str, int]) -> dict[str, float]:
+        return {
+            f: sum(
+                max(counts[role] - current[role], 0) * (getattr(effective[role], f) or 0.0)
+                for role in counts
+            )
+            for f in _SIZE_FIELDS
+        }
+
+    wanted = {role: effective[role].count or 0 for role in roles if roles[role].count is not None}
+    counts = dict(wanted)
+    # Workers are given up first, then the other roles' growth, by name.
+    for role in sorted(counts, key=lambda r: (r != ROLE_WORKER, r)):
+        while counts[role] > current[role] and not _fits_room(growth(counts), room):
+            counts[role] -= 1
+    fitted = dict(roles)
+    for role, count in counts.items():
+        if count == wanted[role]:
+            continue
+        need = growth({role: wanted[role]})
+        reasons.append(
+            Reason(
+                GUARD,
+                f"{role} {current[role]} -> {wanted[role]} cut to {count}: "
+                f"{wanted[role] - current[role]} more need {_amounts(need)}, the cluster has "
+                f"room for {_amounts(room)} (free minus pending demand)",
+                evidence={"wanted": wanted[role], "granted": count, "need": need, "room": room},
+            )
+        )
+        # Back at the current count, the plan leaves the count alone (and the role, when
+        # the count was all it changed), so nothing empty supersedes a pending plan.
+        spec = replace(roles[role], count=None if count == current[role] else count)
+        if spec == RoleSpec():
+            del fitted[role]
+        else:
+            fitted[role] = spec
+    left = {f: room[f] - used for f, used in growth(counts).items() if f in room}
+    kept = []
+    for change in launch:
+        need = {f: getattr(change, f) or 0.0 for f in _SIZE_FIELDS}
+        if _fits_room(need, left):
+            kept.append(change)
+            left = {f: left[f] - need[f] for f in left}
+        else:
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"dropped the launch of a {change.role}: it needs {_amounts(need)}, the "
+                    f"cluster has room for {_amounts(left)}",
+                    evidence={"need": need, "room": left},
+                )
+            )
+    return fitted, kept
+
+
+def _fits_room(need: Mapping[str, float], room: Mapping[str, float]) -> bool:
+    """Whether ``need`` fits ``room`` in every resource whose room is known (a resource
+    not needed always fits, even where more is pending than free)."""
+    return all(need.get(f, 0.0) <= _EPSILON or need[f] <= room[f] + _EPSILON for f in room)
+
+
+def _amounts(values: Mapping[str, float]) -> str:
+    units = {"cpu": "cores", "memory_mib": "MiB", "gpu": "GPUs"}
+    return ", ".join(f"{values[f]:g} {units[f]}" for f in _SIZE_FIELDS if f in values)
 
 
 def _same_size_migrations(migrate: Sequence[NodeChange], nodes: Sequence[NodeView]) -> set[str]:

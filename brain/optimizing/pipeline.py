@@ -49,7 +49,9 @@ def run_stage(
     optimizers = select_optimizers(registry, stage, requested, settings)
     resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
     proposals = [(o.name, _propose(o, context, resolved[o.name])) for o in optimizers]
-    bounded = enforce_bounds(combine(proposals), context.job, context.nodes, context.node_max)
+    bounded = enforce_bounds(
+        combine(proposals), context.job, context.nodes, context.node_max, context.cluster
+    )
     return StageResult(bounded, [o.name for o in optimizers])
 
 

@@ -15,6 +15,9 @@ from sqlalchemy.orm import Session
 from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
 
+# Nodes in these states no longer run: they neither count nor hold a stage back.
+GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
+
 
 @dataclass(frozen=True)
 class NodeRef:

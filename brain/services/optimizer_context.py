@@ -23,6 +23,8 @@ from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
 from brain.optimizing.guard import effective_roles
 from brain.optimizing.sizing import SizingModel
+from brain.services.cluster import cluster_view
+from brain.services.nodes import GONE_NODE_STATUSES
 from brain.summaries.store import summarize_missing_related
 
 RECENT_EVENTS = 1000
@@ -53,9 +55,10 @@ def build_context(
     if stage == Stage.create:
         history = tuple(_related(session, job, settings, settings.history_jobs))
     latest = _latest_samples(session, job)
+    now = _job_time(latest)
     return OptimizerContext(
         stage=stage,
-        now=_job_time(latest),
+        now=now,
         job=view,
         nodes=tuple(_node_view(n) for n in nodes if _live(n) or n.name == node),
         samples=tuple(
@@ -68,6 +71,7 @@ def build_context(
         node_max=settings.node_max,
         node=node,
         sizing_model=sizing_model,
+        cluster=cluster_view(session, settings, now) if stage == Stage.running else None,
     )
 
 
@@ -90,10 +94,6 @@ def _job_time(latest: LatestSamples) -> datetime:
     """The time of the job's latest node or speed sample; the wall clock without any."""
     found = [as_utc(ts) for ts in (latest.node, latest.speed) if ts is not None]
     return max(found) if found else utcnow()
-
-
-# Nodes in these states no longer run: they neither count nor hold a stage back.
-GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
 
 
 def _live(node: NodeRow | NodeView) -> bool:

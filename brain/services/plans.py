@@ -27,7 +27,8 @@ from brain.optimizing.sizing import SizingModel
 from brain.scaleplan_k8s import PsNode, ps_hosts
 from brain.services.desired_state import apply_plan
 from brain.services.locks import lock_job
-from brain.services.optimizer_context import GONE_NODE_STATUSES, build_context
+from brain.services.nodes import GONE_NODE_STATUSES
+from brain.services.optimizer_context import build_context
 
 # Status changes a job master may report; superseded is Brain's own.
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
