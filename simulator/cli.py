@@ -30,6 +30,7 @@ COLUMNS = (
     "oscillations",
     "core_hours",
     "best_core_hours",
+    "slow_node_delay_s",
 )
 
 

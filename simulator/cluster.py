@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -28,6 +28,8 @@ class SimNode:
     up_at: float  # simulated second from which the pod trains
     # A fixed per-pod bias (different hosts, different data shards).
     bias: float = 1.0
+    # Mini-batches take this many times as long (a slow host); a fresh node resets it.
+    slowdown: float = 1.0
 
     def running(self, t: float) -> bool:
         return t >= self.up_at
@@ -39,6 +41,8 @@ class NodeLoad:
     cpu: float
     memory_mib: float
     gpu_util: float | None
+    # A worker's mean mini-batch time over the tick, seconds (None: the PS, or no step).
+    step_time_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,14 @@ class SimJob:
     scenario: Scenario
     uid: str
     rng: np.random.Generator
+    # The step times' noise, a stream of its own so it leaves every other draw as it was.
+    step_rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     nodes: dict[str, SimNode] = field(default_factory=dict)
     global_step: float = 0.0
+    # When the scenario's slow worker turns slow (None: never), and when it did.
+    slow_at: float | None = None
+    slowed_at: float | None = None
+    slowed_node: str | None = None
 
     # Pods -----------------------------------------------------------------------------
 
@@ -92,6 +102,7 @@ class SimJob:
         for attr, value in size.items():
             setattr(node, attr, value)
         node.up_at = t + RESTART_S
+        node.slowdown = 1.0  # on a fresh node
 
     def remove(self, node: SimNode) -> None:
         del self.nodes[node.name]
@@ -111,13 +122,16 @@ class SimJob:
         """Train from ``t - dt`` to ``t``; report load, speed and OOM kills at ``t``."""
         s = self.scenario
         model = s.throughput_at(self.global_step)
+        if self.slow_at is not None and self.slowed_at is None and t >= self.slow_at:
+            self._slow_down(t)
         workers = [n for n in self.of_role("worker") if n.running(t)]
         ps = self.of_role("ps")
         ps_up = all(n.running(t) for n in ps)
         shares = normalized([s.ps_weight(n.index) for n in ps]) if ps else []
         worker_cpus = [n.cpu for n in workers]
+        slowdowns = [n.slowdown for n in workers]
         bound = model.worker_bound(worker_cpus)
-        speed = model.speed(worker_cpus, [n.cpu for n in ps], shares)
+        speed = model.speed(worker_cpus, [n.cpu for n in ps], shares, slowdowns)
         if s.strategy == "ps" and not (ps and ps_up):
             speed = 0.0  # training waits for every PS
         measured = max(speed * float(self.rng.normal(1.0, SPEED_NOISE)), 0.0)
@@ -125,9 +139,16 @@ class SimJob:
 
         loads, killed = [], []
         pace = speed / bound if bound > 0 else 0.0
-        for node in workers:
+        weights = model.worker_weights(worker_cpus, slowdowns)
+        for node, weight in zip(workers, weights, strict=True):
             used_cpu = min(node.cpu, model.worker_cpu_needed) * pace
-            loads.append(self._load(node, used_cpu, s.memory.worker_mib, pace))
+            load = self._load(node, used_cpu, s.memory.worker_mib, pace)
+            # Each worker makes its weight's share of the global steps.
+            rate = speed * weight / sum(weights) if weight > 0 else 0.0
+            step_time = (
+                1 / rate * float(self.step_rng.normal(1.0, SPEED_NOISE)) if rate > 0 else None
+            )
+            loads.append(replace(load, step_time_s=step_time))
         if ps_up:
             ps_memory = s.memory.ps_total(self.global_step)
             for node, share in zip(ps, shares, strict=True):
@@ -145,6 +166,14 @@ class SimJob:
             loads=[ld for ld in loads if ld.node not in killed],
             oom_killed=killed,
         )
+
+    def _slow_down(self, t: float) -> None:
+        """The scenario's slow worker's host turns slow (if that worker runs)."""
+        slow = self.scenario.slow_worker
+        node = next((n for n in self.of_role("worker") if n.index == slow.index), None)
+        if node is not None:
+            node.slowdown = slow.factor
+            self.slowed_at, self.slowed_node = t, node.name
 
     def _load(self, node: SimNode, cpu: float, memory_mib: float, pace: float | None) -> NodeLoad:
         noise = float(self.rng.normal(1.0, USAGE_NOISE))

@@ -65,6 +65,11 @@ class Run:
     oom_plans: list[int] = field(default_factory=list)
     final_status: dict[int, PlanStatus] = field(default_factory=dict)
     foreign_roles: int = 0
+    # The injected slow worker: when it turned slow and when a slow_node plan replaced
+    # it; replacements slow_node asked for any other worker.
+    slowed_at: float | None = None
+    slow_replaced_at: float | None = None
+    other_replacements: int = 0
     final_global_step: float = 0.0
 
 
@@ -76,7 +81,13 @@ class JobMaster:
         self.scenario = scenario
         self.start = start
         self.uid = uid
-        self.job = SimJob(scenario, uid, np.random.default_rng(seed))
+        self.job = SimJob(
+            scenario, uid, np.random.default_rng(seed), step_rng=np.random.default_rng([seed, 2])
+        )
+        if scenario.slow_worker is not None:
+            # Its own stream, so the injection leaves every other draw as it was.
+            offset = np.random.default_rng([seed, 1]).uniform(0, scenario.slow_worker.spread_s)
+            self.job.slow_at = scenario.slow_worker.after_s + float(offset)
         self.run = Run(scenario, seed)
         self._nodes: list[NodeUsage] = []
         self._speed: list[SpeedPoint] = []
@@ -122,6 +133,7 @@ class JobMaster:
         self._flush()
         self.run.final_global_step = self.job.global_step
         self.run.final_status = {p.id: p.status for p in self.client.plans(self.uid, limit=500)}
+        self.run.slowed_at = self.job.slowed_at
         return self.run
 
     def _register(self) -> None:
@@ -184,6 +196,7 @@ class JobMaster:
                     cpu=round(load.cpu, 4),
                     memory_mib=round(load.memory_mib, 1),
                     gpu_util=None if load.gpu_util is None else round(load.gpu_util, 4),
+                    step_time_s=None if load.step_time_s is None else round(load.step_time_s, 5),
                 )
             )
         self._speed.append(
@@ -217,11 +230,23 @@ class JobMaster:
             self._last_plan = plan.id
             if plan.status != PlanStatus.proposed or plan.is_empty:
                 continue
+            self._note_replacements(plan, t)
             counts = self._apply(plan, t, before_start)
             self.client.report(
                 self.uid, plan.id, PlanStatus.applied, "applied by the simulator", self.ts(t)
             )
             self.run.applied.append(AppliedPlan(t, plan, counts))
+
+    def _note_replacements(self, plan: Plan, t: float) -> None:
+        """Workers slow_node had replaced: the injected one (once), or any other."""
+        flagged = {r.evidence.get("node") for r in plan.reasons if r.optimizer == "slow_node"}
+        for change in plan.migrate:
+            if change.name not in flagged:
+                continue
+            if change.name == self.job.slowed_node and self.run.slow_replaced_at is None:
+                self.run.slow_replaced_at = t
+            else:
+                self.run.other_replacements += 1
 
     def _apply(self, plan: Plan, t: float, before_start: bool) -> dict[str, tuple[int, int]]:
         counts: dict[str, tuple[int, int]] = {}

@@ -34,6 +34,11 @@ class ScenarioResult:
     core_hours: float
     best_core_hours: float
     plans_with_foreign_roles: int
+    # Scenarios with an injected slow worker: seconds from the slowdown to the slow_node
+    # plan that replaced it (None: never, or nothing injected), and workers slow_node
+    # replaced that were not slowed down.
+    slow_node_delay_s: float | None
+    slow_node_false_replacements: int
 
 
 def measure(run: Run, horizon_s: float) -> ScenarioResult:
@@ -73,6 +78,10 @@ def measure(run: Run, horizon_s: float) -> ScenarioResult:
         core_hours=round(sum(x.cpu for x in run.timeline) * TICK_S / 3600, 2),
         best_core_hours=round(best.cores * horizon_s / 3600, 2),
         plans_with_foreign_roles=run.foreign_roles,
+        slow_node_delay_s=None
+        if run.slowed_at is None or run.slow_replaced_at is None
+        else round(run.slow_replaced_at - run.slowed_at, 1),
+        slow_node_false_replacements=run.other_replacements,
     )
 
 

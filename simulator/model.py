@@ -4,7 +4,9 @@ Speed with ``n`` effective workers is ``n x per_worker / (1 + beta x (n - 1))`` 
 added worker brings less), capped by what the parameter servers can serve: PS ``i``
 carries ``share_i`` of the traffic and needs ``ps_cpu_per_step x share_i`` core-seconds
 per global step, so it saturates at ``cpu_i / (ps_cpu_per_step x share_i)`` steps/s.
-A worker with less CPU than it needs counts as that fraction of a worker.
+A worker with less CPU than it needs counts as that fraction of a worker, and a worker
+on a slow host (``slowdown`` > 1) as ``1 / slowdown`` of one: its mini-batches take that
+much longer.
 
 ``beta`` was fitted by ``scripts/fit_throughput.py`` on ../shared/data/throughput/
 (the tests cannot read it, so the fitted values live here):
@@ -31,12 +33,26 @@ class ThroughputModel:
     # PS core-seconds per global step, whole job; 0 for a job without PS.
     ps_cpu_per_step: float = 0.0
 
-    def effective_workers(self, worker_cpus: Sequence[float]) -> float:
-        return sum(min(1.0, cpu / self.worker_cpu_needed) for cpu in worker_cpus)
+    def worker_weights(
+        self, worker_cpus: Sequence[float], slowdowns: Sequence[float] | None = None
+    ) -> list[float]:
+        """What each worker counts as: its CPU share of what it needs, over its slowdown."""
+        slowdowns = slowdowns or [1.0] * len(worker_cpus)
+        return [
+            min(1.0, cpu / self.worker_cpu_needed) / slow
+            for cpu, slow in zip(worker_cpus, slowdowns, strict=True)
+        ]
 
-    def worker_bound(self, worker_cpus: Sequence[float]) -> float:
+    def effective_workers(
+        self, worker_cpus: Sequence[float], slowdowns: Sequence[float] | None = None
+    ) -> float:
+        return sum(self.worker_weights(worker_cpus, slowdowns))
+
+    def worker_bound(
+        self, worker_cpus: Sequence[float], slowdowns: Sequence[float] | None = None
+    ) -> float:
         """Steps/s the workers could do with idle PS."""
-        n = self.effective_workers(worker_cpus)
+        n = self.effective_workers(worker_cpus, slowdowns)
         if n <= 0:
             return 0.0
         return self.per_worker_steps_per_sec * n / (1 + self.beta * max(n - 1, 0))
@@ -52,9 +68,13 @@ class ThroughputModel:
         )
 
     def speed(
-        self, worker_cpus: Sequence[float], ps_cpus: Sequence[float], shares: Sequence[float]
+        self,
+        worker_cpus: Sequence[float],
+        ps_cpus: Sequence[float],
+        shares: Sequence[float],
+        slowdowns: Sequence[float] | None = None,
     ) -> float:
-        return min(self.worker_bound(worker_cpus), self.ps_bound(ps_cpus, shares))
+        return min(self.worker_bound(worker_cpus, slowdowns), self.ps_bound(ps_cpus, shares))
 
 
 def normalized(weights: Sequence[float]) -> list[float]:

@@ -18,6 +18,18 @@ class RoleStart:
 
 
 @dataclass(frozen=True)
+class SlowWorker:
+    """A worker's host turns slow: from ``after_s`` plus up to ``spread_s`` (drawn per
+    seed, so the running stage's 5-minute cadence meets it at every phase), worker
+    ``index`` takes ``factor`` x as long per mini-batch, until it moves to a fresh node."""
+
+    factor: float
+    index: int = 0
+    after_s: float = 1800.0
+    spread_s: float = 300.0
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
@@ -36,6 +48,7 @@ class Scenario:
     node_max_cpu: float = 64
     node_max_memory_mib: float = 512 * 1024
     extra: dict[str, float] = field(default_factory=dict)
+    slow_worker: SlowWorker | None = None
     # Relative growth of the PS cost per global step (sparse features whose embedding
     # tables grow): the PS need ``ps_cpu_per_step x (1 + growth x step)`` core-seconds.
     ps_cpu_growth_per_step: float = 0.0
@@ -54,6 +67,23 @@ class Scenario:
 _PS_MODEL = ThroughputModel(
     per_worker_steps_per_sec=30.0, beta=BETA_PS_NCF, worker_cpu_needed=4.0, ps_cpu_per_step=0.04
 )
+
+
+def _slow_worker(factor: float) -> Scenario:
+    return Scenario(
+        name=f"slow-worker-{factor:g}x",
+        description=f"2 PS and 6 workers under a 48-core limit; 30-35 minutes in, worker "
+        f"0's host turns {factor:g}x slower until the worker moves (slow_node's delay).",
+        roles={
+            "ps": RoleStart(2, cpu=8, memory_mib=8192),
+            "worker": RoleStart(6, cpu=4, memory_mib=8192),
+        },
+        throughput=_PS_MODEL,
+        memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+        limit_cpu=48,
+        slow_worker=SlowWorker(factor),
+    )
+
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -157,5 +187,7 @@ SCENARIOS: dict[str, Scenario] = {
             limit_gpu=8,
             limit_cpu=80,
         ),
+        _slow_worker(1.5),
+        _slow_worker(2.0),
     )
 }

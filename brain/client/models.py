@@ -70,6 +70,7 @@ class NodeUsage(BaseModel):
     cpu: float
     memory_mib: float
     gpu_util: float | None = None
+    step_time_s: float | None = None
 
 
 class SpeedPoint(BaseModel):

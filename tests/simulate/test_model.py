@@ -20,6 +20,14 @@ def test_workers_bring_less_and_less():
     assert MODEL.worker_bound([4, 2]) == pytest.approx(42.192, abs=1e-3)
 
 
+def test_a_slow_worker_counts_as_a_fraction_of_one():
+    # 2x slower: half a worker; 30 x 1.5 / (1 + 0.1331 x 0.5), as with half the CPU
+    assert MODEL.worker_weights([4, 4], [1.0, 2.0]) == [1.0, 0.5]
+    assert MODEL.worker_bound([4, 4], [1.0, 2.0]) == pytest.approx(42.192, abs=1e-3)
+    # both at once: 2 of 4 cores on a 2x slower host is a quarter of a worker
+    assert MODEL.worker_weights([2], [2.0]) == [0.25]
+
+
 def test_the_busiest_ps_caps_the_speed():
     # PS 0 carries 2/4 of the traffic: 4 cores / (0.04 x 0.5) = 200; PS 1: 2 / (0.04 x 0.25)
     shares = normalized([2, 1, 1])

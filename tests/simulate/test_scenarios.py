@@ -36,6 +36,29 @@ def test_the_design_example_grows_from_one_worker(client):
     assert result.reached_steps_per_sec > 2 * 30
 
 
+def test_an_injected_2x_slow_worker_is_replaced_and_no_other(client):
+    """Worker 0 turns 2x slower 30-35 minutes in. slow_node needs its step time slow in
+    three 120 s windows, the oldest more than half after the slowdown (360 - 60 s, less a
+    15 s tick), and the running stage asks every 300 s: the replacement comes 285 to
+    360 + 300 + 15 s later."""
+    run, result = run_scenario(
+        BrainClient(http=client), SCENARIOS["slow-worker-2x"], seed=1, horizon_s=2700
+    )
+    assert 1800 <= run.slowed_at <= 2100
+    assert 285 <= result.slow_node_delay_s <= 675
+    assert result.slow_node_false_replacements == 0
+
+
+def test_a_1_5x_slow_worker_is_not_mistaken_for_another(client):
+    # At exactly slow_node's 1.5x threshold it is flagged only when the noise lifts it
+    # above (README: 10 of 20 one-hour runs); no other worker is ever replaced.
+    run, result = run_scenario(
+        BrainClient(http=client), SCENARIOS["slow-worker-1.5x"], seed=1, horizon_s=2700
+    )
+    assert run.slowed_at is not None
+    assert result.slow_node_false_replacements == 0
+
+
 def test_an_oom_storm_is_fixed_once_per_kill(client):
     result = run_scenario(BrainClient(http=client), SCENARIOS["oom-storm"], 2, 1200)[1]
     # 4 workers, each killed once at start (10 GiB used, 8 GiB given), then 16 GiB each.
