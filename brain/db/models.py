@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -49,6 +50,14 @@ class JobRow(Base):
         Index(None, "dataset"),
         Index(None, "status"),
         Index(None, "created_at", "id"),
+        # Jobs without a final summary are few (running, or finished moments ago), and
+        # every suggestion and create stage looks for related ones among them.
+        Index(
+            "ix_jobs_unsummarized",
+            "id",
+            postgresql_where=text("summarized_at IS NULL"),
+            sqlite_where=text("summarized_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
