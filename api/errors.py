@@ -46,7 +46,12 @@ async def _validation_error(_request: Request, exc: RequestValidationError) -> J
             status_code=422,
             content=error_body("validation_error", f"the body is not valid JSON: {reason}"),
         )
-    field = _field_of(tuple(first.get("loc", ())))
+    loc = tuple(first.get("loc", ()))
+    if loc == ("body",) and first.get("type") == "missing":
+        return JSONResponse(
+            status_code=422, content=error_body("validation_error", "a JSON body is required")
+        )
+    field = _field_of(loc)
     message = first.get("msg", "invalid input")
     if field:
         message = f"{field}: {message}"

@@ -231,7 +231,7 @@ def _not_ready(
         "observed_s": round(observed, 1),
     }
     if trainer is None or not ps_nodes:
-        missing = "a chief or worker" if trainer is None else "a PS"
+        missing = "chief or worker" if trainer is None else "PS"
         return no_change(NAME, f"not ready: the job runs no {missing} yet", evidence, threshold)
     if len(trainer_samples) < settings.min_samples or short:
         return no_change(

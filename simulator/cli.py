@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import statistics
 import tempfile
 from contextlib import ExitStack
@@ -37,11 +38,11 @@ COLUMNS = (
 def register(commands) -> None:
     parser = commands.add_parser(
         "simulate",
-        help="drive Brain through a simulated PS training job",
+        help="drive Brain through a simulated training job",
         description="Run a simulated training job (throughput model fitted to measured "
         "tables) with a job master that applies Brain's plans, and print its figures. "
         "By default Brain runs in-process on a throwaway SQLite database; --url drives a "
-        "running Brain over HTTP.",
+        "running Brain over HTTP (with --token, or BRAIN_TOKEN, when it requires tokens).",
     )
     parser.add_argument(
         "--scenario",
@@ -59,6 +60,11 @@ def register(commands) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON, one object per run")
     parser.add_argument("--chart", type=Path, help="write steps/s and allocation over time (PNG)")
     parser.add_argument("--url", help="a running Brain (default: in-process)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("BRAIN_TOKEN"),
+        help="API token (write scope) for --url (default: BRAIN_TOKEN)",
+    )
     parser.set_defaults(handler=_simulate)
 
 
@@ -71,7 +77,7 @@ def _simulate(args) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     results: list[ScenarioResult] = []
     with ExitStack() as stack:
-        client = _client(args.url, stack)
+        client = _client(args.url, args.token, stack)
         for name in names:
             for seed in range(args.seed, args.seed + args.seeds):
                 run, result = run_scenario(client, SCENARIOS[name], seed, args.horizon)
@@ -93,11 +99,11 @@ def _simulate(args) -> int:
     return 0
 
 
-def _client(url: str | None, stack: ExitStack) -> BrainClient:
+def _client(url: str | None, token: str | None, stack: ExitStack) -> BrainClient:
     from brain.client import BrainClient
 
     if url:
-        return stack.enter_context(BrainClient(url))
+        return stack.enter_context(BrainClient(url, token=token))
     from starlette.testclient import TestClient
 
     from api.app import create_app

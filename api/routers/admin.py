@@ -66,10 +66,13 @@ def revoke_token(name: TokenName, request: Request, session: SessionDep) -> Toke
 @router.post(
     "/retention", response_model=RetentionOut, summary="Delete old raw samples of summarized jobs"
 )
-def run_retention(body: RetentionIn, session: SessionDep, settings: SettingsDep) -> RetentionOut:
+def run_retention(
+    session: SessionDep, settings: SettingsDep, body: RetentionIn | None = None
+) -> RetentionOut:
     """Portraits and suggestions read job summaries, so raw samples of summarized jobs can
-    go once they are older than the retention."""
-    days = body.older_than_days or settings.retention_days
+    go once they are older than the retention: `older_than_days`, else
+    `BRAIN_RETENTION_DAYS` (the body may be left out)."""
+    days = (body.older_than_days if body else None) or settings.retention_days
     if days is None:
         raise InvalidInput(
             "give older_than_days, or set BRAIN_RETENTION_DAYS", field="older_than_days"

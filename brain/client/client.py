@@ -34,9 +34,10 @@ class BrainError(RuntimeError):
 class BrainClient:
     """A job master's side of the conversation with Brain.
 
-    Give it a base URL (``BrainClient("http://brain:8080")``) or an ``httpx.Client``
-    of your own (auth headers, timeouts, or an in-process transport such as
-    Starlette's ``TestClient``). Every method raises ``BrainError`` on a 4xx/5xx.
+    Give it a base URL (``BrainClient("http://brain:8080", token=secret)``; the token is
+    sent as ``Authorization: Bearer``) or an ``httpx.Client`` of your own (headers,
+    timeouts, or an in-process transport such as Starlette's ``TestClient``). Every
+    method raises ``BrainError`` on a 4xx/5xx.
 
     The loop a job master runs: ``register_job`` once, ``push_samples`` as load and
     speed arrive, ``optimize`` at each stage (``create`` before start, ``estimate`` a
@@ -46,12 +47,19 @@ class BrainClient:
     """
 
     def __init__(
-        self, base_url: str | None = None, *, http: httpx.Client | None = None, timeout: float = 10
+        self,
+        base_url: str | None = None,
+        *,
+        token: str | None = None,
+        http: httpx.Client | None = None,
+        timeout: float = 10,
     ) -> None:
         if http is None:
             if base_url is None:
                 raise ValueError("give base_url or http")
             http = httpx.Client(base_url=base_url, timeout=timeout)
+        if token is not None:
+            http.headers["authorization"] = f"Bearer {token}"
         self._http = http
 
     def close(self) -> None:

@@ -41,6 +41,13 @@ def test_a_token_made_over_http_works_and_stops_when_revoked(secured, tokens):  
 
     job = {"name": "n", "user": "u", "namespace": "ml"}
     assert secured.put("/api/v1/jobs/j", json=job, headers=bearer(new["secret"])).status_code == 201
+    missing = secured.post("/api/v1/tokens", headers=admin)
+    assert missing.status_code == 422
+    assert missing.json()["error"] == {
+        "code": "validation_error",
+        "message": "a JSON body is required",
+        "field": None,
+    }
     again = secured.post("/api/v1/tokens", json=body, headers=admin)
     assert again.status_code == 409 and again.json()["error"]["field"] == "name"
 
@@ -75,7 +82,7 @@ def test_token_input_is_bounded(secured, tokens):  # noqa: F811
         assert field in answer.json()["error"]["field"]
 
 
-def test_retention_deletes_old_samples_of_summarized_jobs_only(client, session):
+def test_retention_deletes_old_samples_of_summarized_jobs_only(client, session, settings):
     now = utcnow()
     old, recent = now - timedelta(days=40), now - timedelta(days=2)
     for uid, summarized in (("done", True), ("open", False)):
@@ -90,7 +97,13 @@ def test_retention_deletes_old_samples_of_summarized_jobs_only(client, session):
 
     refused = client.post("/api/v1/retention", json={})
     assert refused.status_code == 422 and refused.json()["error"]["field"] == "older_than_days"
-    answer = client.post("/api/v1/retention", json={"older_than_days": 30})
+    # Without a body, as without the field: BRAIN_RETENTION_DAYS, unset here.
+    assert client.post("/api/v1/retention").json() == refused.json()
+    # 50 days keeps both the 40-day-old and the 2-day-old samples.
+    kept = client.post("/api/v1/retention", json={"older_than_days": 50})
+    assert kept.json() == {"older_than_days": 50, "deleted_samples": 0}
+    with start(settings, retention_days=30) as configured:
+        answer = configured.post("/api/v1/retention")
     assert answer.status_code == 200
     # Only the 40-day-old sample of the summarized job goes: 4 samples, 1 deleted.
     assert answer.json() == {"older_than_days": 30, "deleted_samples": 1}

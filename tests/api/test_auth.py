@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from api.app import create_app
+from brain.client import BrainClient, BrainError, JobRegistration, RoleRequest
 from brain.config import Settings
 from brain.db.engine import make_session_factory
 from brain.db.models import JobRow
@@ -240,3 +241,19 @@ def test_openapi_shows_the_security_scheme_and_401_403(secured):
     assert {"401", "403", "413"} <= set(put_job["responses"])
     assert "security" not in spec["paths"]["/healthz"]["get"]
     assert "security" not in spec["paths"]["/readyz"]["get"]
+
+
+def test_the_reference_client_sends_its_token(secured, make_token):
+    job = JobRegistration(name="ctr", user="alice", roles={"ps": RoleRequest(count=1)})
+    with pytest.raises(BrainError) as refused:
+        BrainClient(http=secured).register_job("ctr-1", job)
+    assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+
+    reader = BrainClient(http=secured, token=make_token("reader", "read"))
+    with pytest.raises(BrainError) as too_small:
+        reader.register_job("ctr-1", job)
+    assert (too_small.value.status, too_small.value.code) == (403, "forbidden")
+
+    writer = BrainClient(http=secured, token=make_token("master", "write"))
+    writer.register_job("ctr-1", job)
+    assert writer.plans("ctr-1") == []
