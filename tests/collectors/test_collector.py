@@ -155,9 +155,7 @@ def test_cycle_stores_every_point_converted_and_one_oom_event(
     assert report.cluster == EXPECTED_STATE(cluster)
 
 
-def test_cluster_state_is_stored_and_served_read_only(
-    collector_settings, pg_url, session_factory, cluster
-):
+def test_cluster_state_is_stored_and_served(collector_settings, pg_url, session_factory, cluster):
     app = create_app(app_settings(pg_url, collector_settings))
     with TestClient(app) as client:
         missing = client.get("/api/v1/cluster/state")
