@@ -6,6 +6,8 @@ over --client-procs processes so that no client thread shares the server's inter
 or one client interpreter holds all 50), released together, each making --calls calls:
   1. persist_metrics with custom data that changes every call (every call writes);
   2. persist_metrics re-sending the same custom data (the rendezvous poll's pattern);
+  2b. persist_metrics in rounds: the 50 clients wait for each other before every call,
+     so each round is exactly 50 concurrent calls (changing custom data);
   3. optimize at job_stage_create (each client its own registered job; --history related
      finished jobs in Brain first, so that create sizes from history).
 Prints p50 / p99 / max per kind, the server's CPU per call, how many optimize calls got
@@ -96,6 +98,7 @@ def run(url: str, args: argparse.Namespace) -> int:
             for label, kind, calls in (
                 ("persist_metrics, custom data changing", "changing", args.calls),
                 ("persist_metrics, custom data repeated", "repeated", args.calls),
+                ("persist_metrics, 50 at once, per round", "burst", args.calls),
                 ("optimize job_stage_create", "create", max(args.calls // 4, 1)),
             ):
                 result = _measure(addr, uids, kind, calls, args.client_procs, server.pid)
@@ -177,6 +180,8 @@ def _client_process(addr: str, uids: list[str], kind: str, calls: int, barrier, 
             barrier.wait()
             latencies, planned = [], 0
             for i in range(calls):
+                if kind == "burst":
+                    barrier.wait()  # every round: the 50 calls leave together
                 began = time.perf_counter()
                 answer = call(stub, uid, i)
                 latencies.append(time.perf_counter() - began)
@@ -208,7 +213,12 @@ def _create(stub, uid: str, i: int):
     return stub.optimize(request)
 
 
-CALLS: dict[str, Callable] = {"changing": _changing, "repeated": _repeated, "create": _create}
+CALLS: dict[str, Callable] = {
+    "changing": _changing,
+    "repeated": _repeated,
+    "burst": _changing,
+    "create": _create,
+}
 
 
 def _job(uid: str) -> dict:
