@@ -7,6 +7,8 @@ from typing import Any
 
 from brain.backtest.metrics import Figures, Row
 from brain.backtest.runner import Options, Outcome
+from brain.recommending.model import MIN_EXAMPLES
+from brain.recommending.training import COLUMNS as LEARNED_RESOURCES
 
 COLUMNS = (
     # header, width, how to print a Figures
@@ -86,8 +88,24 @@ def to_table(outcome: Outcome, options: Options) -> str:
         )
     if outcome.calibration:
         lines += ["", *_calibration(outcome)]
+    lines += _untrained(outcome)
     lines += ["", *LEGEND]
     return "\n".join(lines)
+
+
+def _untrained(outcome: Outcome) -> list[str]:
+    """Says why learned_peak has no row for a resource, rather than leaving it out unseen."""
+    if outcome.model is None:
+        return []
+    shown = {row.resource for row in outcome.rows}
+    missing = [r for r in LEARNED_RESOURCES if r in shown and r not in outcome.model.resources]
+    if not missing:
+        return []
+    return [
+        "",
+        f"learned_peak not trained for {', '.join(missing)}: fewer than {MIN_EXAMPLES} "
+        "training runs with earlier runs of their workload",
+    ]
 
 
 def _calibration(outcome: Outcome) -> list[str]:

@@ -190,12 +190,16 @@ class Examples:
     workload: np.ndarray  # a number per workload
 
 
+# Fewer training examples than this and a resource gets no model (sizes fall back).
+MIN_EXAMPLES = 50
+
+
 def fit_resource(resource: str, examples: Examples, seed: int = 0) -> ResourceModel | None:
-    """Fit and calibrate one resource's model; None with too few examples (under 50)."""
+    """Fit and calibrate one resource's model; None with too few examples."""
     from threadpoolctl import threadpool_limits
 
     n = len(examples.y)
-    if n < 50:
+    if n < MIN_EXAMPLES:
         return None
     x = examples.x.copy()
     # A feature no example has (GPU memory's mean use) would break the trees' binning.
