@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -35,7 +36,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
-    return args.handler(args) or 0
+    try:
+        code = args.handler(args) or 0
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`brain config | head`): stop quietly, no traceback, and
+        # keep the interpreter's last flush from failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -49,3 +50,15 @@ def test_db_upgrade_then_current_on_sqlite(tmp_path):
     after = _run("db", "current", env=env)
     assert after.returncode == 0
     assert after.stdout.splitlines()[0].split()[-1] == after.stdout.splitlines()[1].split()[-1]
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly():
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `brain config | head` once head has exited
+    try:
+        result = subprocess.run(
+            [*BRAIN, "config"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (1, "")
