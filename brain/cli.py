@@ -16,6 +16,7 @@ from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.domain import utcnow
 from brain.plugins import COMMANDS_GROUP, load_callables
+from brain.simulation.cli import add_parser as add_simulate_parser
 from brain.summaries.command import add_parser as add_summarize_parser
 from brain.summaries.retention import delete_old_samples
 from brain.token_command import add_parser as add_token_parser
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_summarize_parser(commands)
     add_train_parser(commands)
     add_token_parser(commands)
+    add_simulate_parser(commands)
     for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
         register(commands)
     return parser

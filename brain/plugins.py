@@ -11,6 +11,8 @@ log = logging.getLogger(__name__)
 
 COMMANDS_GROUP = "brain.commands"
 APP_HOOKS_GROUP = "brain.app_hooks"
+# The API app's factory (``api.app:create_app``), for an in-process Brain.
+APP_FACTORY_GROUP = "brain.app_factory"
 
 
 def load_callables(group: str) -> dict[str, Callable[..., Any]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.best import best_allocation
-from simulator.model import BETA_PS_NCF, MemoryModel, ThroughputModel, normalized
-from simulator.scenarios import SCENARIOS, RoleStart, Scenario
+from brain.simulation.best import best_allocation
+from brain.simulation.model import BETA_PS_NCF, MemoryModel, ThroughputModel, normalized
+from brain.simulation.scenarios import SCENARIOS, RoleStart, Scenario
 
 MODEL = ThroughputModel(
     per_worker_steps_per_sec=30, beta=BETA_PS_NCF, worker_cpu_needed=4, ps_cpu_per_step=0.04

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from brain.client import BrainClient
-from simulator.run import run_scenario
-from simulator.scenarios import SCENARIOS
+from brain.simulation.run import run_scenario
+from brain.simulation.scenarios import SCENARIOS
 
 
 def test_same_seed_same_figures(client):

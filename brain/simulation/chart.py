@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simulator.best import best_allocation
-from simulator.master import Run
+from brain.simulation.best import best_allocation
+from brain.simulation.master import Run
 
 
 def write_chart(run: Run, path: Path) -> None:

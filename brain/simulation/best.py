@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.model import ThroughputModel, normalized
-from simulator.scenarios import Scenario
+from brain.simulation.model import ThroughputModel, normalized
+from brain.simulation.scenarios import Scenario
 
 MAX_WORKERS = 64
 MAX_PS = 8

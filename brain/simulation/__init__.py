@@ -2,5 +2,6 @@
 
 ``brain simulate --scenario NAME`` runs one scenario against an in-process Brain (or a
 running one with ``--url``) through the reference client ``brain.client``. The
-package lives outside ``brain`` because the in-process run builds the API app.
+in-process run gets the API app's factory through the ``brain.app_factory`` entry point
+(``brain`` never imports ``api``).
 """

@@ -6,9 +6,9 @@ import secrets
 from datetime import UTC, datetime, timedelta
 
 from brain.client import BrainClient
-from simulator.master import JobMaster, Run
-from simulator.metrics import ScenarioResult, measure
-from simulator.scenarios import Scenario
+from brain.simulation.master import JobMaster, Run
+from brain.simulation.metrics import ScenarioResult, measure
+from brain.simulation.scenarios import Scenario
 
 # Simulated time runs in the past, ending this long before the wall clock, so no
 # timestamp is ever in Brain's future.

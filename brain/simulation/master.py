@@ -24,8 +24,8 @@ from brain.client import (
     SpeedPoint,
 )
 from brain.domain import PlanStatus, Stage
-from simulator.cluster import RESTART_S, SimJob, SimNode, Tick
-from simulator.scenarios import Scenario
+from brain.simulation.cluster import RESTART_S, SimJob, SimNode, Tick
+from brain.simulation.scenarios import Scenario
 
 TICK_S = 15.0  # one usage sample per pod per tick, like a 15 s scrape
 PUSH_EVERY_S = 60.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from brain.domain import PlanStatus
-from simulator.best import best_allocation
-from simulator.master import TICK_S, Run
+from brain.simulation.best import best_allocation
+from brain.simulation.master import TICK_S, Run
 
 # A count change reversed within this many seconds is an oscillation (worker_tuning's
 # default cooldown).

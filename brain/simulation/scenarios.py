@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from simulator.model import BETA_ALLREDUCE_V100, BETA_PS_NCF, MemoryModel, ThroughputModel
+from brain.simulation.model import BETA_ALLREDUCE_V100, BETA_PS_NCF, MemoryModel, ThroughputModel
 
 
 @dataclass(frozen=True)

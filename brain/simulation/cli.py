@@ -1,4 +1,4 @@
-"""``brain simulate``: registered into the ``brain`` CLI by entry point."""
+"""``brain simulate``: the subcommand's parser and handler."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from simulator.scenarios import SCENARIOS
+from brain.simulation.scenarios import SCENARIOS
 
 if TYPE_CHECKING:
     from brain.client import BrainClient
-    from simulator.metrics import ScenarioResult
+    from brain.simulation.metrics import ScenarioResult
 
 COLUMNS = (
     "scenario",
@@ -35,7 +35,7 @@ COLUMNS = (
 )
 
 
-def register(commands) -> None:
+def add_parser(commands) -> None:
     parser = commands.add_parser(
         "simulate",
         help="drive Brain through a simulated training job",
@@ -71,8 +71,8 @@ def register(commands) -> None:
 def _simulate(args) -> int:
     # One line per HTTP request would drown the figures.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    # Imported here: `brain --help` and `brain serve` load this module to register it.
-    from simulator.run import run_scenario
+    # Imported here: `brain --help` loads this module to add the subcommand.
+    from brain.simulation.run import run_scenario
 
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     results: list[ScenarioResult] = []
@@ -83,7 +83,7 @@ def _simulate(args) -> int:
                 run, result = run_scenario(client, SCENARIOS[name], seed, args.horizon)
                 results.append(result)
                 if args.chart and seed == args.seed:
-                    from simulator.chart import write_chart
+                    from brain.simulation.chart import write_chart
 
                     path = args.chart
                     if len(names) > 1:
@@ -106,9 +106,15 @@ def _client(url: str | None, token: str | None, stack: ExitStack) -> BrainClient
         return stack.enter_context(BrainClient(url, token=token))
     from starlette.testclient import TestClient
 
-    from api.app import create_app
     from brain.config import Settings
     from brain.db import migrate
+    from brain.plugins import APP_FACTORY_GROUP, load_callables
+
+    # The app comes from the api package by entry point, as `brain serve` does:
+    # brain never imports api.
+    create_app = load_callables(APP_FACTORY_GROUP).get("api")
+    if create_app is None:
+        raise SystemExit("brain simulate: no API app to run in-process; pass --url")
 
     directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="brain-simulate-"))
     database_url = f"sqlite:///{directory}/brain.db"

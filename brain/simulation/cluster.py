@@ -6,8 +6,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from simulator.model import normalized
-from simulator.scenarios import Scenario
+from brain.simulation.model import normalized
+from brain.simulation.scenarios import Scenario
 
 # Seconds a relaunched or newly launched pod needs before it trains (scheduling, image
 # pull, restoring the checkpoint): the restart cost of a migration.
