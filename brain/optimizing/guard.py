@@ -383,11 +383,18 @@ def _fit_limits(
         over = exceeded_limits(_planned_totals(fewer, job, nodes), job.limits)
     fitted = dict(roles)
     if count != start:
-        fitted[ROLE_WORKER] = replace(roles.get(ROLE_WORKER, RoleSpec()), count=count)
+        # Back to what runs now is no change: the plan must not re-apply the same count.
+        unchanged = count == current_role(ROLE_WORKER, job, nodes).count
+        spec = replace(planned_worker, count=None if unchanged else count)
+        if spec == RoleSpec():
+            fitted.pop(ROLE_WORKER, None)
+        else:
+            fitted[ROLE_WORKER] = spec
         reasons.append(
             Reason(
                 GUARD,
-                f"reduced workers from {start} to {count} to fit the job's limits",
+                f"reduced workers from {start} to {count} to fit the job's limits"
+                + (" (the count it runs now: no change)" if unchanged else ""),
                 evidence={"workers_before": start, "workers_after": count},
                 threshold=_limits_dict(job.limits) | _bounds_dict(job.bounds_of(ROLE_WORKER)),
             )

@@ -69,12 +69,12 @@ def test_enforce_bounds_clamps_to_node_max_and_drops_non_positive_sizes():
 
 def test_enforce_bounds_reduces_workers_to_fit_limits():
     proposal = Proposal(roles={"worker": RoleSpec(count=8)})
-    bounded = enforce_bounds(proposal, job(roles=ROLES, limits=Limits(cpu=40)), [], NODE_MAX)
-    # 8 workers: 4 + 8 x 4 + 2 x 8 = 52 > 40; the job's worker size 4 is used where the
-    # proposal has none -> 5 workers: 4 + 20 + 16 = 40
-    assert bounded.roles["worker"].count == 5
-    assert "reduced workers from 8 to 5" in bounded.reasons[-1].message
-    assert bounded.reasons[-1].threshold == {"cpu": 40}
+    bounded = enforce_bounds(proposal, job(roles=ROLES, limits=Limits(cpu=44)), [], NODE_MAX)
+    # 8 workers: 4 + 8 x 4 + 2 x 8 = 52 > 44; the job's worker size 4 is used where the
+    # proposal has none -> 6 workers: 4 + 24 + 16 = 44
+    assert bounded.roles["worker"].count == 6
+    assert "reduced workers from 8 to 6" in bounded.reasons[-1].message
+    assert bounded.reasons[-1].threshold == {"cpu": 44}
 
 
 def test_enforce_bounds_uses_node_sizes_when_the_job_spec_has_none():
@@ -137,3 +137,25 @@ def test_fitting_the_limits_counts_a_migrated_node_at_its_own_size():
     # at its role's 8 cores (4 + 20 + 24 = 48) used to let the job run 5.4 cores over.
     assert plan.roles["worker"].count == 3
     assert plan.reasons[0].message == "reduced workers from 5 to 3 to fit the job's limits"
+
+
+def test_a_worker_count_cut_back_to_what_runs_is_no_change():
+    # ps-0 was migrated from its role's 7.3 cores to 11.4: with 2 workers of 4 the job
+    # holds 8 + 11.4 = 19.4 of its 20 cores, so a third worker (23.4) does not fit,
+    # although the role sizes alone (8 + 7.3 + 4 = 19.3) say it would. Back at the 2
+    # workers it runs, the plan changes nothing.
+    roles = {
+        "ps": RoleSpec(count=1, cpu=7.3, memory_mib=4096),
+        "worker": RoleSpec(count=2, cpu=4, memory_mib=4096),
+    }
+    nodes = [
+        node("ps-0", "ps", 11.4, 4096),
+        node("worker-0", "worker", 4, 4096),
+        node("worker-1", "worker", 4, 4096),
+    ]
+    proposal = Proposal(roles={"worker": RoleSpec(count=3)})
+    bounded = enforce_bounds(proposal, job(roles=roles, limits=Limits(cpu=20)), nodes, NODE_MAX)
+    assert bounded.is_empty
+    assert bounded.reasons[-1].message == (
+        "reduced workers from 3 to 2 to fit the job's limits (the count it runs now: no change)"
+    )
