@@ -60,6 +60,13 @@ class EstimateSettings(CpuStepSettings):
         le=10000,
         description="Most workers (chief included) when the job has no CPU limit.",
     )
+    cpu_bound_at: float = Field(
+        0.9,
+        ge=0.1,
+        le=1.0,
+        description="A node using at least this fraction of its CPU request is CPU-bound: its "
+        "use understates what it needs.",
+    )
 
 
 @dataclass(frozen=True)
@@ -76,13 +83,20 @@ class ResourceEstimateOptimizer:
     trainer and every live PS (failed nodes do not count); until then, and after an
     estimate was applied, it proposes nothing and says why. The trainer is the chief,
     or worker 0 of a job without a chief (DLRover makes it the chief).
-    ``workers = floor(cpu limit / (chief CPU + total PS CPU))`` counts the chief: with a
-    chief role the proposal sets ``chief.count = 1`` and ``worker.count = workers - 1``,
-    without one ``worker.count = workers``. Workers get the chief's mean CPU and peak
-    memory x factor. ``ps.count = ceil(total PS CPU x workers / PS request)``.
-    PS memory is the mean total PS memory, or, when it grows with the global step, the
-    fitted total at ``job.total_steps``; either way shared among the PS, x factor. If
-    the plan exceeds the job's CPU, memory or GPU limits, workers are reduced first.
+    The PS load per worker is the total PS CPU over the workers that trained meanwhile
+    (the speed samples' count; 1, the chief, without them).
+    ``workers = floor(cpu limit / (chief CPU + PS CPU per worker))`` counts the chief:
+    with a chief role the proposal sets ``chief.count = 1`` and ``worker.count = workers
+    - 1``, without one ``worker.count = workers``. Workers get the chief's peak memory x
+    factor and its mean CPU: x factor when the chief or a PS is CPU-bound (uses at least
+    ``cpu_bound_at`` of its request: what it uses understates what it needs), else as
+    used, with the factor as their CPU limit. The PS serve ``workers x PS CPU per
+    worker`` (the load grows at most like the workers: the margin):
+    ``ps.count = ceil(that / PS request)``, each PS its share, or its request when a PS
+    is CPU-bound. PS memory is the mean total PS memory, or, when it grows with the
+    global step, the fitted total at ``job.total_steps``; either way shared among the
+    PS, x factor. If the plan exceeds the job's CPU, memory or GPU limits, workers are
+    reduced first.
     """
 
     name: ClassVar[str] = NAME
@@ -113,10 +127,17 @@ class ResourceEstimateOptimizer:
         chief_samples = context.samples_of(trainer.name)
         chief_cpu = mean_cpu(chief_samples)
         chief_mem = max(s.memory_mib for s in chief_samples)
-        ps_cpu_used = sum(mean_cpu(context.samples_of(n.name)) for n in ps_nodes)
+        ps_cpus = {n.name: mean_cpu(context.samples_of(n.name)) for n in ps_nodes}
+        ps_cpu_used = sum(ps_cpus.values())
         ps_mem_used = sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes)
-        training_cpu = chief_cpu + ps_cpu_used
+        # The PS serve every worker that trains, not only the chief: their load per worker.
+        trainers = _trainers(context)
+        ps_cpu_per_worker = ps_cpu_used / trainers
+        training_cpu = chief_cpu + ps_cpu_per_worker
         ps_request_cpu = max(n.cpu for n in ps_nodes)
+        bound = settings.cpu_bound_at
+        chief_bound = chief_cpu >= bound * trainer.cpu
+        ps_bound = any(ps_cpus[n.name] >= bound * n.cpu for n in ps_nodes)
         if training_cpu <= 0 or ps_request_cpu <= 0:
             return no_change(
                 NAME,
@@ -126,25 +147,36 @@ class ResourceEstimateOptimizer:
         limit_cpu = context.job.limits.cpu
         workers = settings.max_workers if limit_cpu is None else int(limit_cpu // training_cpu)
         first_try = workers = max(workers, 1)
+        # A trainer held back by its own CPU or by busy PS uses less than it needs: the
+        # margin goes on its request. One that is neither is bound elsewhere (input, GPU):
+        # it is requested what it uses, the margin going to its CPU limit for bursts.
+        margin = settings.factor if chief_bound or ps_bound else 1.0
         worker = RoleSpec(
-            cpu=ceil_to(chief_cpu * settings.factor, settings.cpu_step),
+            cpu=ceil_to(chief_cpu * margin, settings.cpu_step),
             memory_mib=ceil_mib(chief_mem * settings.factor),
+            cpu_limit=None
+            if margin > 1
+            else ceil_to(chief_cpu * settings.factor, settings.cpu_step),
         )
 
         reasons: list[Reason] = []
         ps_mem_total = _ps_memory_total(context, ps_mem_used, settings, reasons)
 
         def plan_for(workers: int) -> dict[str, RoleSpec]:
-            ps_count = max(math.ceil(ps_cpu_used * workers / ps_request_cpu - 1e-9), 1)
+            # PS load grows at most like the worker count (speed grows slower): the margin.
+            ps_cpu_total = ps_cpu_per_worker * workers
+            ps_count = max(math.ceil(ps_cpu_total / ps_request_cpu - 1e-9), 1)
+            # Busy PS keep their request; others get their share of the load.
+            ps_cpu = ps_request_cpu
+            if not ps_bound:
+                ps_cpu = min(ceil_to(ps_cpu_total / ps_count, settings.cpu_step), ps_request_cpu)
             ps_memory = ceil_mib(ps_mem_total / ps_count * settings.factor)
             trainers = (
                 {ROLE_CHIEF: RoleSpec(count=1), ROLE_WORKER: replace(worker, count=workers - 1)}
                 if has_chief
                 else {ROLE_WORKER: replace(worker, count=workers)}
             )
-            return trainers | {
-                ROLE_PS: RoleSpec(count=ps_count, cpu=ps_request_cpu, memory_mib=ps_memory)
-            }
+            return trainers | {ROLE_PS: RoleSpec(count=ps_count, cpu=ps_cpu, memory_mib=ps_memory)}
 
         # Fewer workers also need fewer PS, so the whole plan is redone per count.
         while True:
@@ -155,12 +187,17 @@ class ResourceEstimateOptimizer:
                 break
             workers -= 1
         ps_count = roles[ROLE_PS].count
+        ps_cpu = roles[ROLE_PS].cpu
 
         evidence = {
             "trainer": trainer.name,
             "chief_cpu": round(chief_cpu, 3),
             "chief_memory_mib": round(chief_mem, 1),
             "total_ps_cpu": round(ps_cpu_used, 3),
+            "workers_training": trainers,
+            "ps_cpu_per_worker": round(ps_cpu_per_worker, 3),
+            "chief_cpu_bound": chief_bound,
+            "ps_cpu_bound": ps_bound,
             "total_ps_memory_mib": round(ps_mem_used, 1),
             "training_cpu": round(training_cpu, 3),
             "workers": workers,
@@ -179,13 +216,19 @@ class ResourceEstimateOptimizer:
             0,
             reason(
                 NAME,
-                f"chief uses {chief_cpu:.2f} cores and PS {ps_cpu_used:.2f} cores: "
-                f"{workers} workers (chief included) of {worker.cpu} cores / "
-                f"{worker.memory_mib:.0f} MiB (x{settings.factor} {trainer.name}'s mean CPU "
-                "and peak memory), "
-                f"{ps_count} PS of {ps_request_cpu} cores",
+                f"chief uses {chief_cpu:.2f} cores and PS {ps_cpu_used:.2f} cores for "
+                f"{trainers} training worker(s): {workers} workers (chief included) of "
+                f"{worker.cpu} cores / {worker.memory_mib:.0f} MiB ({trainer.name}'s mean CPU "
+                f"x{margin:g}{_why_margin(chief_bound, ps_bound)}, peak memory "
+                f"x{settings.factor}), {ps_count} PS of {ps_cpu} cores "
+                f"({ps_cpu_per_worker:.2f} PS cores per worker"
+                f"{', busy PS keep their request' if ps_bound else ''})",
                 evidence,
-                {"factor": settings.factor, "cpu_limit": limit_cpu},
+                {
+                    "factor": settings.factor,
+                    "cpu_bound_at": settings.cpu_bound_at,
+                    "cpu_limit": limit_cpu,
+                },
             ),
         )
         if workers < first_try:
@@ -198,6 +241,21 @@ class ResourceEstimateOptimizer:
                 )
             )
         return Proposal(roles=roles, reasons=reasons)
+
+
+def _why_margin(chief_bound: bool, ps_bound: bool) -> str:
+    if chief_bound:
+        return ", CPU-bound"
+    if ps_bound:
+        return ", held back by busy PS"
+    return ", neither it nor the PS CPU-bound; limit with the margin"
+
+
+def _trainers(context: OptimizerContext) -> int:
+    """Workers (chief included) training while the load was measured: the speed samples'
+    median count, else 1 (the design's chief-only start)."""
+    counts = sorted(s.workers for s in context.speed if s.workers > 0)
+    return max(counts[len(counts) // 2], 1) if counts else 1
 
 
 def _empty(plan: PlanView) -> bool:

@@ -155,8 +155,10 @@ def test_a_failed_ps_does_not_hold_the_estimate_back(client):
     _samples(client, W0, 0, [2.0] * 13)  # worker 0 trains alone for 3 minutes (no chief)
     _samples(client, PS0, 0, [1.0] * 13)
     plan = _optimize(client, "estimate")
-    # 2 + 1 = 3 cores per trainer -> floor(64 / 3) = 21 workers of 2.4 cores, PS ceil(21 /
-    # 4) = 6 of 4 cores: 74.4 > 64; 20: 68; 19: 65.6; 18: 43.2 + 5 x 4 = 63.2 <= 64. It used
-    # to wait forever for the failed PS's samples (and for a chief the job does not have).
-    assert plan["roles"]["worker"]["count"] == 18
+    # 2 + 1 = 3 cores per trainer -> floor(64 / 3) = 21 workers of 2.0 cores (worker 0
+    # uses 2 of its 4 and the PS 1 of 4: neither is CPU-bound), 21 cores of PS load in
+    # ceil(21 / 4) = 6 PS of 3.5: 42 + 21 = 63 <= 64. It used to wait forever for the
+    # failed PS's samples (and for a chief the job does not have).
+    assert plan["roles"]["worker"]["count"] == 21
+    assert (plan["roles"]["ps"]["count"], plan["roles"]["ps"]["cpu"]) == (6, 3.5)
     assert "chief" not in plan["roles"]

@@ -59,7 +59,7 @@ def test_bounds_that_contradict_the_count_are_refused(client, bounds, field, mes
 def test_the_estimate_is_clipped_to_max_count_and_applying_it_keeps_it(client):
     _put(client, max_count=8)
     # worker 0 trains alone at 2 cores, the PS uses 1: as in the closed-loop test the
-    # estimate sizes 18 workers of 2.4 cores within the 64-core limit; max_count makes it 8
+    # estimate sizes 21 workers of 2.0 cores within the 64-core limit; max_count makes it 8
     points = [
         node_point(name, _ts(15 * i), cpu, 4000)
         for i in range(13)
@@ -70,7 +70,7 @@ def test_the_estimate_is_clipped_to_max_count_and_applying_it_keeps_it(client):
     assert plan["roles"]["worker"]["count"] == 8
     clip = next(r for r in plan["reasons"] if r["message"].startswith("clipped"))
     assert clip["optimizer"] == "guard"
-    assert clip["message"] == "clipped worker.count from 18 to 8: the job's max_count is 8"
+    assert clip["message"] == "clipped worker.count from 21 to 8: the job's max_count is 8"
     assert clip["threshold"] == {"max_count": 8}
     status = client.post(
         f"/api/v1/jobs/j/plans/{plan['id']}/status",

@@ -40,31 +40,89 @@ def estimate(limits, samples=STABLE_SAMPLES, speed=(), settings=SETTINGS, total_
 
 def test_plan_cut_down_to_fit_cpu_limit():
     proposal = estimate(Limits(cpu=40), speed=speed_steps([0, 1000, 2000]))
-    # training CPU 2 + 1 + 1 = 4 -> floor(40 / 4) = 10 workers; worker 2.4 cores (mean CPU
-    # x 1.2), 4920 MiB (the chief's peak 4100 x 1.2: its mean would be below what it uses)
-    # 10: ps ceil(2 x 10 / 8) = 3 -> CPU 4 (chief) + 9 x 2.4 + 3 x 8 = 49.6 > 40
-    #  9: ps 3 -> 4 + 8 x 2.4 + 24 = 47.2 > 40
-    #  8: ps ceil(16 / 8) = 2 -> 4 + 7 x 2.4 + 16 = 36.8 <= 40
+    # One worker trains (the speed samples say so): training CPU 2 + (1 + 1) / 1 = 4 ->
+    # floor(40 / 4) = 10 workers. Neither the chief (2 of 4 cores) nor a PS (1 of 8) is
+    # CPU-bound: workers are requested the chief's mean 2.0 cores, limited to 2 x 1.2 =
+    # 2.4; 4920 MiB (the chief's peak 4100 x 1.2: its mean would be below what it uses).
+    # PS: 2 cores of load per worker, in PS of at most their 8-core request, each its share:
+    # 10: 20 cores -> 3 PS of 6.7 -> CPU 4 (chief) + 9 x 2 + 3 x 6.7 = 42.1 > 40
+    #  9: 18 cores -> 3 PS of 6.0 -> 4 + 8 x 2 + 18 = 38 <= 40
     assert proposal.roles["chief"] == RoleSpec(count=1)
-    assert proposal.roles["worker"] == RoleSpec(count=7, cpu=2.4, memory_mib=4920)
-    # stable PS memory: 4000 in total / 2 PS x 1.2 = 2400 MiB
-    assert proposal.roles["ps"] == RoleSpec(count=2, cpu=8, memory_mib=2400)
-    assert any("reduced workers from 10 to 8" in r.message for r in proposal.reasons)
+    assert proposal.roles["worker"] == RoleSpec(count=8, cpu=2.0, memory_mib=4920, cpu_limit=2.4)
+    # stable PS memory: 4000 in total / 3 PS x 1.2 = 1600 MiB
+    assert proposal.roles["ps"] == RoleSpec(count=3, cpu=6.0, memory_mib=1600)
+    assert any("reduced workers from 10 to 9" in r.message for r in proposal.reasons)
     assert any("stable" in r.message for r in proposal.reasons)
+    [why] = [r for r in proposal.reasons if "training worker" in r.message]
+    assert (why.evidence["workers_training"], why.evidence["ps_cpu_per_worker"]) == (1, 2.0)
+    assert why.evidence["chief_cpu_bound"] is False and why.evidence["ps_cpu_bound"] is False
+
+
+def test_busy_ps_keep_their_request_and_the_trainer_its_margin():
+    # Each PS uses 7.5 of its 8 cores (>= 0.9 x 8 = 7.2: busy): the chief's 2 cores are
+    # what busy PS let it use, so workers get the margin, 2 x 1.2 = 2.4, and the PS keep
+    # their 8 cores.
+    busy = [
+        *series("chief-0", cpu=[1.8, 2.2, 2.0], memory_mib=[3900, 4100, 4000]),
+        *series("ps-0", cpu=[7.5] * 3, memory_mib=[2000] * 3),
+        *series("ps-1", cpu=[7.5] * 3, memory_mib=[2000] * 3),
+    ]
+    proposal = estimate(Limits(cpu=100), samples=busy)
+    # training CPU 2 + 15 = 17 -> 5 workers; PS 15 x 5 = 75 cores -> 10 PS of 8:
+    # 4 + 4 x 2.4 + 80 = 93.6 <= 100
+    assert proposal.roles["worker"] == RoleSpec(count=4, cpu=2.4, memory_mib=4920)
+    assert proposal.roles["ps"] == RoleSpec(count=10, cpu=8, memory_mib=480)
+    assert "held back by busy PS" in proposal.reasons[0].message
+
+
+def test_a_cpu_bound_chief_keeps_the_margin():
+    bound = [
+        *series("chief-0", cpu=[3.7, 3.8, 3.9], memory_mib=[3900, 4100, 4000]),
+        *STABLE_SAMPLES[3:],
+    ]
+    proposal = estimate(Limits(cpu=40), samples=bound)
+    # 3.8 of 4 cores (>= 3.6): 3.8 x 1.2 = 4.56 -> 4.6 cores, no separate limit.
+    # training CPU 3.8 + 2 = 5.8 -> 6 workers; PS 12 cores -> 2 PS of 6.0:
+    # 4 + 5 x 4.6 + 12 = 39 <= 40
+    assert proposal.roles["worker"] == RoleSpec(count=5, cpu=4.6, memory_mib=4920)
+    assert proposal.roles["ps"].cpu == 6.0
+    assert "CPU-bound" in proposal.reasons[0].message
+
+
+def test_ps_load_is_shared_by_the_workers_training():
+    # 4 workers trained while the PS used 2 cores in all: 0.5 core of PS per worker.
+    four = [
+        SpeedSample(
+            ts=NOW - timedelta(seconds=60 * (2 - i)),
+            global_step=100 * i,
+            steps_per_sec=40,
+            workers=4,
+        )
+        for i in range(3)
+    ]
+    proposal = estimate(Limits(cpu=40), speed=four)
+    # training CPU 2 + 0.5 = 2.5 -> 16 workers; PS 8 cores -> 1 PS of 8:
+    # 4 + 15 x 2 + 8 = 42 > 40; 15: 7.5 cores -> 4 + 14 x 2 + 7.5 = 39.5 <= 40
+    assert proposal.roles["worker"].count == 14
+    # 4000 MiB of PS memory in one PS, x 1.2
+    assert proposal.roles["ps"] == RoleSpec(count=1, cpu=7.5, memory_mib=4800)
+    why = proposal.reasons[0]
+    assert (why.evidence["workers_training"], why.evidence["ps_cpu_per_worker"]) == (4, 0.5)
 
 
 def test_plan_cut_down_to_fit_cpu_and_memory_limits():
     proposal = estimate(Limits(cpu=40, memory_mib=40000))
-    # 8 workers fit the CPU, memory 8192 + 7 x 4920 + 2 x 2400 = 47432 > 40000
-    # 7: ps ceil(14 / 8) = 2 -> 8192 + 6 x 4920 + 4800 = 42512 > 40000
-    # 6: ps ceil(12 / 8) = 2 -> 8192 + 5 x 4920 + 4800 = 37592 <= 40000
+    # 9 workers fit the CPU, memory 8192 + 8 x 4920 + 3 x 1600 = 52352 > 40000
+    # 8: 2 PS -> 8192 + 7 x 4920 + 2 x 2400 = 47432 > 40000
+    # 7: 2 PS -> 8192 + 6 x 4920 + 4800 = 42512 > 40000
+    # 6: 2 PS -> 8192 + 5 x 4920 + 4800 = 37592 <= 40000
     assert proposal.roles["worker"].count == 5
     assert proposal.roles["ps"].count == 2
 
 
 def test_limits_too_small_for_one_worker():
-    proposal = estimate(Limits(cpu=10))
-    # one worker (the chief, 4 cores) needs ps ceil(2 / 8) = 1 of 8 cores -> 12 > 10
+    proposal = estimate(Limits(cpu=5))
+    # one worker (the chief, 4 cores) and 1 PS for its 2 cores of PS load -> 6 > 5
     assert proposal.is_empty
     assert "exceeds the job's limits" in proposal.reasons[0].message
 
@@ -82,7 +140,8 @@ def test_growing_ps_memory_sized_for_total_steps():
     # total PS memory = 2000 + 0.2 MiB/step; over the observed steps it grew
     # 0.2 x 3000 / 2000 = 30 % >= 10 % -> growing
     # at step 100000: 2000 + 0.2 x 100000 = 22000 MiB
-    # no CPU limit: 8 workers -> ps ceil(2 x 8 / 8) = 2 -> 22000 / 2 x 1.2 = 13200 MiB each
+    # no CPU limit: 8 workers -> 2 x 8 = 16 cores of PS load -> 2 PS of 8.0 cores;
+    # 22000 / 2 x 1.2 = 13200 MiB each
     assert proposal.roles["ps"] == RoleSpec(count=2, cpu=8, memory_mib=13200)
     [growth] = [r for r in proposal.reasons if "grows" in r.message]
     assert growth.evidence["relative_growth"] == 0.3
@@ -122,10 +181,10 @@ def test_a_job_without_chief_estimates_from_worker_0_and_counts_it_as_a_worker()
     the_job = job(limits=Limits(cpu=40), roles={"ps": RoleSpec(count=1), "worker": RoleSpec(1)})
     ctx = context(Stage.estimate, the_job, nodes=nodes, samples=samples)
     proposal = ResourceEstimateOptimizer().propose(ctx, SETTINGS)
-    # training CPU 2 + 2 = 4 -> 10 trainers; ps ceil(2 x 10 / 8) = 3: 10 x 2.4 + 24 = 48 > 40
-    # 9: 3 PS -> 45.6 > 40; 8: ceil(16 / 8) = 2 PS -> 8 x 2.4 + 16 = 35.2 <= 40
+    # training CPU 2 + 2 = 4 -> 10 trainers of 2.0 cores; PS 20 cores -> 3 PS of 6.7:
+    # 20 + 20.1 = 40.1 > 40; 9: 18 cores -> 3 PS of 6.0: 18 + 18 = 36 <= 40
     assert "chief" not in proposal.roles
-    assert proposal.roles["worker"].count == 8
+    assert proposal.roles["worker"].count == 9
 
 
 def test_no_second_estimate_once_one_was_applied():
