@@ -5,6 +5,7 @@ See ``BrainClient``; the README's "Integrating a job master" shows a full loop.
 
 from brain.client.client import BrainClient, BrainError
 from brain.client.models import (
+    ClusterStatePush,
     Ingested,
     JobLimits,
     JobRegistration,
@@ -20,6 +21,7 @@ from brain.client.models import (
 __all__ = [
     "BrainClient",
     "BrainError",
+    "ClusterStatePush",
     "Ingested",
     "JobLimits",
     "JobRegistration",

@@ -10,6 +10,7 @@ import httpx
 from pydantic import ValidationError
 
 from brain.client.models import (
+    ClusterStatePush,
     ErrorBody,
     ErrorEnvelope,
     Ingested,
@@ -120,6 +121,10 @@ class BrainClient:
         """An event such as ``oom`` (then ask for the ``oom`` stage with the node)."""
         event = {"ts": ts.isoformat(), "kind": kind, "node": node, "detail": detail}
         self._call("POST", f"{API}/jobs/{uid}/events", json=[event])
+
+    def push_cluster_state(self, state: ClusterStatePush) -> None:
+        """Replace ``state.source``'s cluster state (needs a token for every namespace)."""
+        self._call("POST", f"{API}/cluster/state", json=_dump(state))
 
     # Plans ------------------------------------------------------------------------
 

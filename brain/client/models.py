@@ -40,6 +40,23 @@ class RoleRequest(BaseModel):
     max_count: int | None = None
 
 
+class ClusterStatePush(BaseModel):
+    """The body of ``POST /api/v1/cluster/state``: free capacity and pending demand as a
+    platform without Prometheus sees them; ``None`` is unknown, never 0."""
+
+    source: str = "push"
+    ts: datetime | None = None
+    nodes: int
+    free_cpu: float | None = None
+    free_memory_mib: float | None = None
+    free_gpu: float | None = None
+    pending_pods: int | None = None
+    pending_cpu: float | None = None
+    pending_memory_mib: float | None = None
+    pending_gpu: float | None = None
+    queued_jobs: int | None = None
+
+
 class JobLimits(BaseModel):
     cpu: float | None = None
     memory_mib: float | None = None

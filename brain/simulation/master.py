@@ -16,6 +16,7 @@ import numpy as np
 
 from brain.client import (
     BrainClient,
+    ClusterStatePush,
     JobLimits,
     JobRegistration,
     NodeUsage,
@@ -51,6 +52,8 @@ class Sample:
     gpu: float
     workers: int
     ps: int
+    # Worker pods, starting ones included (the role's count as the master runs it).
+    worker_pods: int
 
 
 @dataclass
@@ -92,6 +95,8 @@ class JobMaster:
         self._nodes: list[NodeUsage] = []
         self._speed: list[SpeedPoint] = []
         self._last_plan = 0  # the newest plan id read, for the long-poll walk
+        # Cores the job requested when the cluster turned short (None: not short).
+        self._cpu_when_short: float | None = None
         # What the master runs each role with now (the user's ask, then applied plans).
         self._desired: dict[str, RoleRequest] = {
             role: RoleRequest(count=r.count, cpu=r.cpu, memory_mib=r.memory_mib, gpu=r.gpu)
@@ -113,6 +118,8 @@ class JobMaster:
         t = 0.0
         while t < horizon_s:
             t += TICK_S
+            if t % PUSH_EVERY_S == 0:
+                self._push_cluster(t)
             tick = self.job.advance(t, TICK_S)
             self._record(tick)
             for node in tick.oom_killed:
@@ -131,6 +138,8 @@ class JobMaster:
             if t % PUSH_EVERY_S == 0:
                 self._flush()
         self._flush()
+        # Finished, so a later run's cluster_shortage does not count on this job's workers.
+        self.client.update_job(self.uid, status="stopped", finished_at=self.ts(horizon_s))
         self.run.final_global_step = self.job.global_step
         self.run.final_status = {p.id: p.status for p in self.client.plans(self.uid, limit=500)}
         self.run.slowed_at = self.job.slowed_at
@@ -138,7 +147,12 @@ class JobMaster:
 
     def _register(self) -> None:
         s = self.scenario
-        roles = dict(self._desired)
+        roles = {
+            role: self._desired[role].model_copy(
+                update={"min_count": r.min_count, "max_count": r.max_count}
+            )
+            for role, r in s.roles.items()
+        }
         self.client.register_job(
             self.uid,
             JobRegistration(
@@ -183,6 +197,7 @@ class JobMaster:
                 gpu,
                 tick.workers,
                 len(self.job.of_role("ps")),
+                len(self.job.of_role("worker")),
             )
         )
         ts = self.ts(tick.t)
@@ -205,6 +220,29 @@ class JobMaster:
                 global_step=tick.global_step,
                 steps_per_sec=round(tick.steps_per_sec, 4),
                 workers=tick.workers,
+            )
+        )
+
+    def _push_cluster(self, t: float) -> None:
+        """The platform's view of the cluster, as it would push it (``ClusterSqueeze``)."""
+        squeeze = self.scenario.cluster
+        if squeeze is None:
+            return
+        cpu = self.job.requested()[0]
+        if not squeeze.short(t):
+            self._cpu_when_short = None
+        elif self._cpu_when_short is None:
+            self._cpu_when_short = cpu
+        returned = 0.0 if self._cpu_when_short is None else max(self._cpu_when_short - cpu, 0)
+        free, pending = squeeze.free_and_pending(t, returned)
+        self.client.push_cluster_state(
+            ClusterStatePush(
+                source="simulator",
+                ts=self.ts(t),
+                nodes=squeeze.nodes,
+                free_cpu=free,
+                pending_cpu=pending,
+                pending_pods=0 if not pending else 1,
             )
         )
 

@@ -39,6 +39,12 @@ class ScenarioResult:
     # replaced that were not slowed down.
     slow_node_delay_s: float | None
     slow_node_false_replacements: int
+    # The fewest worker pods the job ran (starting ones included); workers plans gave
+    # back to a short cluster (cluster_shortage); with a ClusterSqueeze, workers plans
+    # added while the cluster was short (None: no squeeze).
+    min_workers: int
+    workers_given_back: int
+    workers_added_while_short: int | None
 
 
 def measure(run: Run, horizon_s: float) -> ScenarioResult:
@@ -82,6 +88,26 @@ def measure(run: Run, horizon_s: float) -> ScenarioResult:
         if run.slowed_at is None or run.slow_replaced_at is None
         else round(run.slow_replaced_at - run.slowed_at, 1),
         slow_node_false_replacements=run.other_replacements,
+        min_workers=min((x.worker_pods for x in run.timeline), default=0),
+        workers_given_back=sum(
+            before - after
+            for a in run.applied
+            if any(
+                r.optimizer == "cluster_shortage" and "returned" in r.evidence
+                for r in a.plan.reasons
+            )
+            for role, (before, after) in a.counts.items()
+            if role == "worker" and after < before
+        ),
+        workers_added_while_short=None
+        if s.cluster is None
+        else sum(
+            after - before
+            for a in run.applied
+            if s.cluster.short(a.t)
+            for role, (before, after) in a.counts.items()
+            if role == "worker" and after > before
+        ),
     )
 
 

@@ -15,6 +15,9 @@ class RoleStart:
     cpu: float
     memory_mib: float
     gpu: float = 0.0
+    # Elastic bounds the role is registered with (None: none).
+    min_count: int | None = None
+    max_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,31 @@ class SlowWorker:
     index: int = 0
     after_s: float = 1800.0
     spread_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class ClusterSqueeze:
+    """The cluster around the job, pushed every minute as source ``simulator``: idle
+    (``idle_free_cpu`` cores free, nothing pending) except from ``short_from_s`` to
+    ``short_until_s``, when pending pods ask ``demand_cpu`` cores and only the cores the
+    job gives back free any; once those cover the demand the pods are scheduled (nothing
+    pending, nothing free)."""
+
+    idle_free_cpu: float = 64.0
+    short_from_s: float = 1200.0
+    short_until_s: float = 2700.0
+    demand_cpu: float = 12.0
+    nodes: int = 10
+
+    def short(self, t: float) -> bool:
+        return self.short_from_s <= t < self.short_until_s
+
+    def free_and_pending(self, t: float, returned_cpu: float) -> tuple[float, float]:
+        """Free and pending cores at ``t``, ``returned_cpu`` cores given back since the
+        short window began."""
+        if not self.short(t):
+            return self.idle_free_cpu, 0.0
+        return max(returned_cpu - self.demand_cpu, 0.0), max(self.demand_cpu - returned_cpu, 0.0)
 
 
 @dataclass(frozen=True)
@@ -52,6 +80,7 @@ class Scenario:
     # Relative growth of the PS cost per global step (sparse features whose embedding
     # tables grow): the PS need ``ps_cpu_per_step x (1 + growth x step)`` core-seconds.
     ps_cpu_growth_per_step: float = 0.0
+    cluster: ClusterSqueeze | None = None
 
     def ps_weight(self, index: int) -> float:
         return self.ps_weights[index] if index < len(self.ps_weights) else 1.0
@@ -189,5 +218,19 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         _slow_worker(1.5),
         _slow_worker(2.0),
+        Scenario(
+            name="cluster-short",
+            description="2 PS and 6 elastic workers (min 2, max 8) under an 80-core limit; "
+            "the cluster is idle but short of 12 cores from 20 to 45 minutes in.",
+            roles={
+                "ps": RoleStart(2, cpu=8, memory_mib=8192),
+                "worker": RoleStart(6, cpu=4, memory_mib=8192, min_count=2, max_count=8),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+            limit_cpu=80,
+            cluster=ClusterSqueeze(),
+            horizon_s=3600,
+        ),
     )
 }

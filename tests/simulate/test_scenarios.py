@@ -90,3 +90,32 @@ def test_a_saturated_ps_tier_gets_more_ps_once_the_interval_allows(client):
     assert result.over_limit_seconds == 0
     assert result.oom_fixes_lost == 0
     assert result.oscillations == 0
+
+
+def test_a_short_cluster_gets_elastic_workers_back_and_stops_growth(client):
+    """cluster-short: the estimate (4 min) sizes 8 workers of ~4.9 cores (max_count 8).
+    From 1200 s pending pods ask 12 cores and nothing is free: the first running call in
+    the window (1380 s) gives back ceil(12 / 4.9) = 3 capped at max_return 2 (8 -> 6);
+    cluster_shortage's 600 s cooldown then holds until 1980 s, when 12 - 2 x 4.9 = 2.2
+    cores are still short: one more (6 -> 5), never below min_count 2, nothing added while
+    short. Idle again from 2700 s, worker_tuning grows the job at its next call (2880 s)."""
+    run, result = run_scenario(
+        BrainClient(http=client), SCENARIOS["cluster-short"], seed=1, horizon_s=3000
+    )
+    given = [
+        a
+        for a in run.applied
+        if any(
+            r.optimizer == "cluster_shortage" and "returned" in r.evidence for r in a.plan.reasons
+        )
+    ]
+    assert [(a.t, a.counts["worker"]) for a in given] == [(1380, (8, 6)), (1980, (6, 5))]
+    assert result.workers_given_back == 3
+    assert result.workers_added_while_short == 0
+    assert result.min_workers == 5 >= SCENARIOS["cluster-short"].roles["worker"].min_count
+    regrown = [a for a in run.applied if a.t >= 2700 and "worker" in a.counts]
+    assert regrown[0].t == 2880
+    assert regrown[0].counts["worker"][1] > 5
+    assert result.over_limit_seconds == 0
+    assert result.oom_fixes_lost == 0
+    assert result.oscillations == 0
