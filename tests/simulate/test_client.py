@@ -9,6 +9,7 @@ import pytest
 from brain.client import (
     BrainClient,
     BrainError,
+    ClusterStatePush,
     JobLimits,
     JobRegistration,
     NodeUsage,
@@ -77,3 +78,12 @@ def test_errors_carry_the_envelope(brain):
     with pytest.raises(BrainError) as error:
         brain.optimize("ctr-1", Stage.oom)
     assert (error.value.status, error.value.field) == (422, "node")
+
+
+def test_a_pushed_cluster_state_is_the_one_served(brain, client):
+    brain.push_cluster_state(
+        ClusterStatePush(source="simulator", ts=T0, nodes=3, free_cpu=2.5, pending_cpu=12)
+    )
+    state = client.get("/api/v1/cluster/state").json()
+    assert (state["source"], state["free_cpu"], state["pending_cpu"]) == ("simulator", 2.5, 12)
+    assert state["free_memory_mib"] is None  # not pushed: unknown, not 0
