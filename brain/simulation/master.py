@@ -242,7 +242,6 @@ class JobMaster:
                 nodes=squeeze.nodes,
                 free_cpu=free,
                 pending_cpu=pending,
-                pending_pods=0 if not pending else 1,
             )
         )
 
