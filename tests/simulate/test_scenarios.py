@@ -93,12 +93,13 @@ def test_a_saturated_ps_tier_gets_more_ps_once_the_interval_allows(client):
 
 
 def test_a_short_cluster_gets_elastic_workers_back_and_stops_growth(client):
-    """cluster-short, seed 1: the estimate (4 min) sizes 8 workers of 5 cores (max_count
-    8). From 1200 s pending pods ask 12 cores and nothing is free: the first running call
-    in the window (1380 s) gives back ceil(12 / 5) = 3 capped at max_return 2 (8 -> 6);
-    cluster_shortage's 600 s cooldown then holds until 1980 s, when 12 - 2 x 5 = 2 cores
-    are still short: one more (6 -> 5), never below min_count 2, nothing added while
-    short. Idle again from 2700 s, worker_tuning grows the job at its next call (2880 s)."""
+    """cluster-short, seed 1: the estimate (4 min) sizes 8 workers of 4.2 cores
+    (max_count 8). From 1200 s pending pods ask 12 cores and nothing is free: the first
+    running call in the window (1380 s) gives back ceil(12 / 4.2) = 3 capped at max_return
+    2 (8 -> 6); cluster_shortage's 600 s cooldown then holds until 1980 s, when
+    12 - 2 x 4.2 = 3.6 cores are still short: one more (6 -> 5), never below min_count 2,
+    nothing added while short. Idle again from 2700 s, worker_tuning grows the job at its
+    next call (2880 s)."""
     run, result = run_scenario(
         BrainClient(http=client), SCENARIOS["cluster-short"], seed=1, horizon_s=3000
     )
