@@ -365,7 +365,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             names = [name for name in configured if name in call.optimizers]
             if not names:
                 return None
-        return plans.optimize_in_context(
+        return plans.optimize(
             session,
             job,
             self._registry,

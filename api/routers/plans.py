@@ -67,7 +67,7 @@ def optimize(
         overrides=body.settings,
         node=body.node,
         sizing_model=sizing_model,
-    )
+    ).plan
     return PlanOut.of(plan, uid)
 
 

@@ -37,6 +37,15 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 }
 
 
+@dataclass(frozen=True)
+class Optimized:
+    """A stored plan and the context its optimizers saw (None: a replayed OOM report,
+    answered with the plan of the first one)."""
+
+    plan: ScalePlanRow
+    context: OptimizerContext | None
+
+
 def optimize(
     session: Session,
     job: JobRow,
@@ -47,37 +56,12 @@ def optimize(
     overrides: dict[str, dict] | None = None,
     node: str | None = None,
     sizing_model: SizingModel | None = None,
-) -> ScalePlanRow:
+) -> Optimized:
     """Propose, bound and store a plan for ``job`` at ``stage`` (``sizing_model``: the
     learned recommender, when the caller has one loaded); one at a time per job, so
-    concurrent calls leave one plan proposed and answer an OOM event once."""
-    return optimize_in_context(
-        session, job, registry, settings, stage, optimizer_names, overrides, node, sizing_model
-    ).plan
-
-
-@dataclass(frozen=True)
-class Optimized:
-    """A stored plan and the context its optimizers saw (None: a replayed OOM report,
-    answered with the plan of the first one)."""
-
-    plan: ScalePlanRow
-    context: OptimizerContext | None
-
-
-def optimize_in_context(
-    session: Session,
-    job: JobRow,
-    registry: OptimizerRegistry,
-    settings: Settings,
-    stage: Stage,
-    optimizer_names: list[str] | None = None,
-    overrides: dict[str, dict] | None = None,
-    node: str | None = None,
-    sizing_model: SizingModel | None = None,
-) -> Optimized:
-    """``optimize``, also giving the context, so that a caller needing the job's history
-    or roles does not query them again."""
+    concurrent calls leave one plan proposed and answer an OOM event once. The context
+    comes back too, so a caller needing the job's history or roles does not query them
+    again."""
     lock_job(session, job)
     if stage == Stage.oom:
         if not node:

@@ -27,7 +27,7 @@ def test_a_plan_and_a_suggestion_explain_the_same_failure_and_cap(session):
         status="pending",
         roles={"worker": RoleSpec(count=2, cpu=2, memory_mib=500)},
     )
-    plan = optimize(session, job, registry(), SETTINGS, Stage.create)
+    plan = optimize(session, job, registry(), SETTINGS, Stage.create).plan
     suggestion = suggest(session, registry(), SETTINGS, SuggestionQuery(user="alice", name="x"))
 
     assert plan.body.optimizers == ["broken", "worker_size"]
