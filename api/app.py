@@ -39,7 +39,7 @@ from api.routers import (
 from api.schema_guard import SchemaGate, SchemaGuard
 from brain.config import Settings
 from brain.db import migrate
-from brain.db.engine import make_engine, make_session_factory
+from brain.db.engine import make_engine, make_read_session_factory, make_session_factory
 from brain.optimizing import load_registry
 from brain.services.tokens import AuthPolicy, TokenVerifier
 from brain.telemetry import Telemetry
@@ -78,6 +78,7 @@ def create_app(
         app.state.settings = settings
         app.state.engine = make_engine(app.state.settings.database_url)
         app.state.session_factory = make_session_factory(app.state.engine)
+        app.state.read_session_factory = make_read_session_factory(app.state.engine)
         app.state.schema_gate = SchemaGate(
             app.state.engine, migrate.head_revision(app.state.settings.database_url)
         )

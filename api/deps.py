@@ -4,7 +4,9 @@ The request owns the transaction: ``SessionDep`` opens one, commits it when the
 handler returns and rolls it back when it raises, so handlers and services never
 commit (services add and flush, and take a savepoint where they race). The commit
 happens before the response is sent (``scope="function"``): a client never sees a
-success for a write that did not commit, and background tasks see the write.
+success for a write that did not commit, and background tasks see the write. A GET
+or HEAD only reads: its session runs each statement on its own, without a transaction,
+and refuses to write.
 
 Thread hops: opening the session touches no database (it takes a connection at its
 first statement), so it happens on the event loop; a handler offloaded by
@@ -34,8 +36,16 @@ _AFTER_COMMIT = "after_commit"
 _REQUEST_OWNED = "request_owned"
 
 
+# Methods that never write: their requests read without a transaction (no BEGIN and
+# COMMIT round trips; see brain.db.engine.make_read_session_factory).
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+
 async def session_in_transaction(request: Request) -> AsyncIterator[Session]:
-    session = request.app.state.session_factory()
+    if request.method in READ_METHODS:
+        session = request.app.state.read_session_factory()
+    else:
+        session = request.app.state.session_factory()
     session.info[_REQUEST_OWNED] = True
     session.begin()
     try:

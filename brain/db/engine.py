@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.dml import UpdateBase
 
 # A pooled connection returned less than this long ago is handed out without a ping.
 IDLE_PING_S = 5.0
@@ -85,3 +88,50 @@ def _sqlite_begin_before_savepoint(conn, _name) -> None:
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+class ReadOnlySessionError(RuntimeError):
+    """Something tried to write through a session made for reading."""
+
+
+def make_read_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for requests that only read: each statement runs on its own, without
+    ``BEGIN`` and ``COMMIT``.
+
+    Those two are round trips of their own, half of a two-statement read's, and under
+    load every round trip waits for PostgreSQL's process to be scheduled. The price is
+    that the statements of one read may see different moments (a write committed in
+    between shows in the later ones only); a read that needs one moment asks in one
+    statement. Nothing can be written through these sessions: an INSERT, UPDATE or
+    DELETE (the ORM's flushes included) raises, so no write commits piecemeal outside a
+    transaction.
+    """
+    reading = engine.execution_options(isolation_level="AUTOCOMMIT")
+    event.listen(reading, "before_execute", _refuse_writes)
+    return sessionmaker(reading, expire_on_commit=False)
+
+
+def _refuse_writes(_conn, statement, _multiparams, _params, _options) -> None:
+    if isinstance(statement, UpdateBase):
+        raise ReadOnlySessionError(
+            f"a read-only session cannot {statement.__visit_name__}; use a transaction"
+        )
+
+
+@contextmanager
+def sort_memory(session: Session, size: str) -> Iterator[None]:
+    """PostgreSQL's ``work_mem`` at ``size`` for the statements run inside.
+
+    In a transaction ``SET LOCAL`` ends with it. A read session has none (``SET LOCAL``
+    would do nothing there), so the setting is made for the connection and reset after,
+    before the pool hands the connection to anyone else.
+    """
+    if session.connection().get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+        session.execute(text(f"SET LOCAL work_mem = '{size}'"))
+        yield
+        return
+    session.execute(text(f"SET work_mem = '{size}'"))
+    try:
+        yield
+    finally:
+        session.execute(text("RESET work_mem"))
