@@ -6,7 +6,7 @@ commit (services add and flush, and take a savepoint where they race). The commi
 happens before the response is sent (``scope="function"``): a client never sees a
 success for a write that did not commit, and background tasks see the write. A GET
 or HEAD only reads: its session runs each statement on its own, without a transaction,
-and refuses to write.
+and refuses to write; a GET that may write asks for ``TransactionDep``.
 
 Thread hops: opening the session touches no database (it takes a connection at its
 first statement), so it happens on the event loop; a handler offloaded by
@@ -41,11 +41,22 @@ _REQUEST_OWNED = "request_owned"
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 
+async def request_session(request: Request) -> AsyncIterator[Session]:
+    """A read session for GET and HEAD, otherwise a transaction."""
+    reads = request.method in READ_METHODS
+    factory = request.app.state.read_session_factory if reads else request.app.state.session_factory
+    async for session in _owned(factory()):
+        yield session
+
+
 async def session_in_transaction(request: Request) -> AsyncIterator[Session]:
-    if request.method in READ_METHODS:
-        session = request.app.state.read_session_factory()
-    else:
-        session = request.app.state.session_factory()
+    """A transaction whatever the method: for a GET that may write (a suggestion
+    summarizes a related run that finished moments ago)."""
+    async for session in _owned(request.app.state.session_factory()):
+        yield session
+
+
+async def _owned(session: Session) -> AsyncIterator[Session]:
     session.info[_REQUEST_OWNED] = True
     session.begin()
     try:
@@ -106,7 +117,8 @@ async def get_registry(request: Request) -> OptimizerRegistry:
     return request.app.state.registry
 
 
-SessionDep = Annotated[Session, Depends(session_in_transaction, scope="function")]
+SessionDep = Annotated[Session, Depends(request_session, scope="function")]
+TransactionDep = Annotated[Session, Depends(session_in_transaction, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
 RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]

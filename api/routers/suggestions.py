@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from api.auth import every_namespace
-from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
+from api.deps import RegistryDep, SettingsDep, SizingModelDep, TransactionDep
 from api.errors import ERROR_RESPONSES
 from api.params import name_filter
 from api.routing import InputRoute
@@ -51,7 +51,8 @@ class Format(StrEnum):
 )
 def get_suggestion(
     request: Request,
-    session: SessionDep,
+    # A transaction: a related run that finished moments ago is summarized here.
+    session: TransactionDep,
     settings: SettingsDep,
     registry: RegistryDep,
     sizing_model: SizingModelDep,

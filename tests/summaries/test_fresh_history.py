@@ -63,3 +63,18 @@ def test_the_next_suggestion_sees_it_and_other_users_runs_are_left_alone(session
 
     assert [r.uid for r in suggestion.basis.runs] == ["done"]
     assert session.get(JobSummaryRow, other.id) is None
+
+
+def test_a_suggestion_over_http_summarizes_it_in_its_transaction(client, session_factory):
+    # GETs read without a transaction and cannot write; a suggestion may have to write
+    # the summary of a run that finished moments ago, so it runs in one.
+    with session_factory() as session:
+        done = _finished_unsummarized(session, dataset="imagenet")
+        session.commit()
+
+    response = client.get("/api/v1/suggestions", params={"user": "alice", "dataset": "imagenet"})
+
+    assert response.status_code == 200
+    assert [r["uid"] for r in response.json()["basis"]["runs"]] == ["done"]
+    with session_factory() as session:
+        assert session.get(JobSummaryRow, done.id).final
