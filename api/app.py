@@ -40,6 +40,7 @@ from api.schema_guard import SchemaGate, SchemaGuard
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_read_session_factory, make_session_factory
+from brain.leadership import elect
 from brain.optimizing import load_registry
 from brain.services.tokens import AuthPolicy, TokenVerifier
 from brain.telemetry import Telemetry
@@ -68,7 +69,8 @@ def create_app(
     """Build the app; the lifespan creates the engine and disposes of it at shutdown.
 
     ``on_startup`` hooks run inside the lifespan once the engine exists (the CLI uses
-    one to start the Prometheus collector).
+    one to start the Prometheus collector). They run in every worker process of ``brain
+    serve``; work that must happen once checks ``app.state.leadership`` (brain.leadership).
     """
 
     settings = settings or Settings()
@@ -88,6 +90,8 @@ def create_app(
         app.state.telemetry = Telemetry()
         app.state.registry = load_registry()
         app.state.health_reporters = {}
+        app.state.leadership = elect(app.state.engine)
+        app.state.health_reporters["leadership"] = app.state.leadership.report
         _start_auth(app, settings)
         app.state.plan_watch = PlanWatch(app.state.session_factory, PLAN_WATCH_INTERVAL_S)
         watching = asyncio.create_task(app.state.plan_watch.run(), name="plan watch")
@@ -105,6 +109,7 @@ def create_app(
                 await watching
             for stop in reversed(app.state.shutdown_hooks):
                 stop()
+            app.state.leadership.stop()
             app.state.engine.dispose()
 
     # /docs and /redoc load their assets from the package (offline), not from a CDN.

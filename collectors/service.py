@@ -1,7 +1,7 @@
 """The collector as a long-running service: in ``brain serve`` (``attach``) or alone
 (``brain collect``).
 
-A loop runs a cycle every ``BRAIN_COLLECT_INTERVAL_S`` seconds while this replica holds
+A loop runs a cycle every ``BRAIN_COLLECT_INTERVAL_S`` seconds while this process holds
 the collector lock (``collectors.lock``), keeps the outcome for the health report and
 stops promptly: the stop event ends the interval wait and any retry backoff at once; a
 request in flight ends within ``BRAIN_PROMETHEUS_TIMEOUT_S``.
@@ -21,9 +21,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import CollectorSettings
 from brain.domain import utcnow
+from brain.leadership import LockUnavailable, NoLock
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
-from collectors.lock import LockUnavailable, NoLock, leader_lock
+from collectors.lock import leader_lock
 from collectors.mapping import MappingConfigError
 from collectors.queries import QueryConfigError
 from collectors.scrape import Collector, CycleReport

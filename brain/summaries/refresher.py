@@ -4,7 +4,9 @@ A finished job is summarized when it finishes; samples that arrive later (histor
 loaded after the fact) mark its summary stale, and running jobs only have snapshots.
 This thread catches both up every ``BRAIN_SUMMARY_INTERVAL_S`` seconds and then, when
 ``BRAIN_RETENTION_DAYS`` is set, deletes raw samples that old from summarized jobs.
-Both are idempotent, so two replicas doing it at once waste work but do no harm.
+Both are idempotent, but only the process leading the background work
+(``app.state.leadership``, brain.leadership) does them, so the worker processes and
+replicas of one database do not repeat each other's work.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def _refresh_and_log(factory: sessionmaker[Session], retention_days: int | None)
 
 
 def attach(app) -> None:
-    """App hook (``brain.app_hooks``): run the refresher for the app's lifetime."""
+    """App hook (``brain.app_hooks``): run the refresher for the app's lifetime, in the
+    process that leads the background work."""
     settings = app.state.settings
     if not settings.summary_interval_s:
         return
@@ -54,6 +57,7 @@ def attach(app) -> None:
         "summary refresh",
         settings.summary_interval_s,
         lambda: _refresh_and_log(app.state.session_factory, settings.retention_days),
+        only_if=app.state.leadership.leading,
     )
     refresher.start()
     app.state.shutdown_hooks.append(refresher.stop)

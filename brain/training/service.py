@@ -5,8 +5,10 @@ schedule.
 context) and swaps it atomically. At start the newest model of ``BRAIN_MODEL_DIR`` is
 loaded; with ``BRAIN_TRAIN_INTERVAL_S`` a thread retrains from the database (every role
 of the succeeded jobs' summaries) that often, stores the new version and swaps it in.
-Without any model, ``learned_peak`` falls back to ``learned_margin``. Several replicas
-retraining at once each store a version; the newest wins, as on a restart.
+Only the process leading the background work (brain.leadership) retrains; every other
+worker process and replica of the database sees the new version appear in the model
+directory (``ModelWatch``, every ``MODEL_CHECK_S``) and loads it. Without any model,
+``learned_peak`` falls back to ``learned_margin``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from brain.optimizing.sizing import SizingModel
 from brain.periodic import Periodic
 
 log = logging.getLogger(__name__)
+
+# How often a process that does not retrain looks for a newer model: one stat() call.
+MODEL_CHECK_S = 10.0
 
 
 class ModelHolder:
@@ -60,18 +65,58 @@ def retrain_once(database_url: str, directory: Path, holder: ModelHolder) -> str
     return model.version
 
 
+class ModelWatch:
+    """Loads the newest model of ``directory`` into ``holder`` when the directory
+    changed (its mtime moves when ``store.save`` renames a file into it) and the newest
+    version is not the one held."""
+
+    def __init__(self, directory: Path, holder: ModelHolder) -> None:
+        self._directory = directory
+        self._holder = holder
+        # Not a real mtime: the first check compares versions, so a model saved between
+        # the start's load and this watch is not missed.
+        self._seen: int | None = -1
+
+    def check(self) -> None:
+        from brain.recommending import store
+
+        mtime_ns = self._mtime_ns()
+        if mtime_ns == self._seen:
+            return
+        self._seen = mtime_ns
+        stored = store.newest(self._directory)
+        held = self._holder.current
+        if stored is None or (held is not None and held.version == stored.version):
+            return
+        model = store.load_newest(self._directory)
+        if model is not None:
+            self._holder.current = model
+            log.info("loaded learned model %s, trained by another process", model.version)
+
+    def _mtime_ns(self) -> int | None:
+        try:
+            return self._directory.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+
+
 def attach(app) -> None:
-    """App hook (``brain.app_hooks``): the model for the app's lifetime, retrained when
-    ``BRAIN_TRAIN_INTERVAL_S`` is set."""
+    """App hook (``brain.app_hooks``): the model for the app's lifetime; when
+    ``BRAIN_TRAIN_INTERVAL_S`` is set, retrained by the leading process and reloaded by
+    the others."""
     settings = app.state.settings
     directory = Path(settings.model_dir)
     app.state.sizing_models = load(directory)
     if settings.train_interval_s:
         models = app.state.sizing_models
+        watch = ModelWatch(directory, models)
         trainer = Periodic(
             "model retraining",
             settings.train_interval_s,
             lambda: retrain_once(settings.database_url, directory, models),
+            only_if=app.state.leadership.leading,
         )
-        trainer.start()
-        app.state.shutdown_hooks.append(trainer.stop)
+        reloader = Periodic("model reload", MODEL_CHECK_S, watch.check)
+        for periodic in (trainer, reloader):
+            periodic.start()
+            app.state.shutdown_hooks.append(periodic.stop)

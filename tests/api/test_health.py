@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -48,3 +51,15 @@ def test_openapi_documents_units_and_routes(client):
     point = spec["components"]["schemas"]["NodePointIn"]["properties"]
     assert point["memory_mib"]["description"] == "Memory used, MiB."
     assert client.get("/docs").status_code == 200
+
+
+def test_readyz_says_whether_this_process_leads_the_background_work(client):
+    def leadership() -> dict:
+        return client.get("/readyz").json()["checks"]["leadership"]
+
+    # The only process on its database takes the lock at its first attempt.
+    deadline = time.monotonic() + 10
+    while not leadership()["detail"]["leader"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert leadership() == {"status": "ok", "detail": {"leader": True, "pid": os.getpid()}}
