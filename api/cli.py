@@ -9,7 +9,7 @@ import sys
 import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
-from brain.config import Settings
+from brain.config import MAX_DEFAULT_WORKERS, Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.plugins import APP_HOOKS_GROUP, load_callables
@@ -26,10 +26,19 @@ def register(commands) -> None:
         description="Serve the REST API. On the embedded SQLite default, pending migrations "
         "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate). It refuses to "
         "start on a database that is not migrated, and on an address other than loopback "
-        "while no API token exists (see `brain token`), unless BRAIN_AUTH=disabled.",
+        "while no API token exists (see `brain token`), unless BRAIN_AUTH=disabled. "
+        "Several worker processes share the port; SQLite allows only one.",
     )
     serve.add_argument("--host", help="listen address (default: BRAIN_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default: BRAIN_PORT, 8080)")
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="worker processes (default: BRAIN_WORKERS, else the CPU count, at most "
+        f"{MAX_DEFAULT_WORKERS}, on PostgreSQL and 1 on SQLite); one of them also runs "
+        "the summary refresh and model retraining",
+    )
     serve.add_argument(
         "--migrate",
         action=argparse.BooleanOptionalAction,
@@ -47,12 +56,26 @@ def _serve(args) -> int:
     settings = settings.model_copy(
         update={"host": args.host or settings.host, "port": args.port or settings.port}
     )
+    workers = args.workers or settings.serve_workers
+    if workers > 1 and settings.is_sqlite:
+        print(
+            f"brain serve: not starting: {workers} worker processes need PostgreSQL; "
+            "SQLite takes one writer at a time (use --workers 1)",
+            file=sys.stderr,
+        )
+        return 1
     if args.migrate or (args.migrate is None and settings.is_sqlite):
         migrate.upgrade(settings.database_url)
     problem = _startup_problem(settings)
     if problem:
         print(f"brain serve: not starting: {problem}", file=sys.stderr)
         return 1
+    if workers > 1:
+        from api.workers import run_workers
+
+        # Migrations and the checks above ran once, here; the workers only serve.
+        run_workers(settings, workers)
+        return 0
     hooks = list(load_callables(APP_HOOKS_GROUP).values())
     app = create_app(settings, on_startup=hooks)
     uvicorn.run(
@@ -63,6 +86,13 @@ def _serve(args) -> int:
         timeout_keep_alive=settings.keep_alive_s,
     )
     return 0
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
 
 
 def _startup_problem(settings: Settings) -> str | None:

@@ -5,6 +5,7 @@ Nothing here is built at import time: callers create ``Settings()`` when they st
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from typing import Any
 
@@ -190,6 +191,11 @@ class ClusterSettings(BaseSettings):
         )
 
 
+# Beyond this many default workers, each with its own connection pool, PostgreSQL's
+# connections run out sooner than requests get faster (the database is then the limit).
+MAX_DEFAULT_WORKERS = 4
+
+
 class AuthMode(StrEnum):
     """``BRAIN_AUTH``: when callers need an API token."""
 
@@ -217,6 +223,16 @@ class Settings(BaseSettings):
         description="Seconds an idle HTTP connection is kept open. Longer than a job "
         "master's push interval (15 s), so its next request does not race the server "
         "closing the connection (uvicorn's own default is 5 s).",
+    )
+
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Worker processes of `brain serve` (each answers requests; one of "
+        "them also runs the background work). Unset: the CPU count, at most "
+        f"{MAX_DEFAULT_WORKERS}, on PostgreSQL; always 1 on SQLite, which takes one writer "
+        "at a time.",
     )
 
     grpc_port: int | None = Field(
@@ -414,6 +430,15 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def serve_workers(self) -> int:
+        """How many worker processes ``brain serve`` runs (``workers`` or its default)."""
+        if self.workers is not None:
+            return self.workers
+        if self.is_sqlite:
+            return 1
+        return min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS)
 
     @property
     def input_bounds(self) -> bounds.InputBounds:

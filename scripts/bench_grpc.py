@@ -73,7 +73,10 @@ def run(url: str, args: argparse.Namespace) -> int:
         "BRAIN_LOG_LEVEL": "warning",
         "BRAIN_SUMMARY_INTERVAL_S": "0",
     }
-    server = subprocess.Popen([sys.executable, "-m", "brain.cli", "serve", "--migrate"], env=env)
+    # One worker process: the server's p99 and CPU below come from its /metrics and
+    # /proc, which are per process.
+    serve = ["serve", "--migrate", "--workers", "1"]
+    server = subprocess.Popen([sys.executable, "-m", "brain.cli", *serve], env=env)
     addr = f"127.0.0.1:{grpc_port}"
     try:
         _wait_serving(addr)

@@ -2,7 +2,7 @@
 
 Creates a database, loads a realistic history with COPY (finished jobs of recurring
 groups with several roles, millions of raw node samples), summarizes it, times
-summarizing one large job, then serves the API with uvicorn on 127.0.0.1 and measures
+summarizing one large job, then serves the API with `brain serve` on 127.0.0.1 and measures
 latency of suggestions and portraits under concurrent clients. The database is dropped
 at the end unless --keep.
 
@@ -44,6 +44,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from brain.config import Settings  # noqa: E402
 from brain.db import migrate  # noqa: E402
 from brain.db.engine import make_engine, make_session_factory  # noqa: E402
 from brain.services.jobs import find_job  # noqa: E402
@@ -90,8 +91,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--server-workers",
         type=int,
         default=None,
-        help="serve with uvicorn --workers N (no background work) instead of `brain serve` "
-        "with its default settings (the default)",
+        help="serve with `brain serve --workers N` instead of `brain serve` with its default "
+        "settings (the default: one worker per CPU core, at most 4)",
     )
     p.add_argument("--summarize-workers", type=int, default=2, help="backfill processes (2)")
     p.add_argument("--big-nodes", type=int, default=100, help="nodes of the large job (100)")
@@ -475,14 +476,9 @@ def free_port() -> int:
 
 
 def server_command(port: int, workers: int | None) -> list[str]:
-    """``brain serve`` as an operator starts it, or uvicorn with ``workers`` processes."""
-    if workers is None:
-        return [sys.executable, "-m", "brain.cli", "serve", "--port", str(port)]
-    return [
-        sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app",
-        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-        "--log-level", "warning", "--no-access-log",
-    ]  # fmt: skip
+    """``brain serve`` as an operator starts it, or with ``workers`` processes."""
+    command = [sys.executable, "-m", "brain.cli", "serve", "--port", str(port)]
+    return command if workers is None else [*command, "--workers", str(workers)]
 
 
 @contextmanager
@@ -586,7 +582,6 @@ def capture_statements(url: str, loads: dict[str, list[str]], n: int) -> dict[st
     from sqlalchemy import event
 
     from api.app import create_app
-    from brain.config import Settings
 
     captured: list[Statement] = []
 
@@ -712,9 +707,10 @@ def main(argv: list[str] | None = None) -> int:
         statements = capture_statements(url, loads, min(args.requests, 200))
         bare = {name: bare_p50(url, requests) for name, requests in statements.items()}
 
-        server = "brain serve (defaults)"
+        workers = Settings(database_url=url).serve_workers
+        server = f"brain serve (defaults: {workers} worker processes)"
         if args.server_workers is not None:
-            server = f"uvicorn, {args.server_workers} worker processes"
+            server = f"brain serve --workers {args.server_workers}"
         print(f"serving: {server}, {args.requests} requests per endpoint and concurrency")
         by_clients = {}
         with api_server(url, args.server_workers) as base:

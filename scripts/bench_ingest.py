@@ -1,6 +1,6 @@
 """Ingest speed: points/s through the API against raw COPY of the same rows.
 
-In one run against PostgreSQL: starts Brain (uvicorn, loopback only) on a fresh
+In one run against PostgreSQL: starts `brain serve --workers N` (loopback only) on a fresh
 database, pushes batches of 5,000 node points from 4 concurrent clients, then COPYs
 the same rows straight into node_samples, and prints both rates and their ratio.
 Bounded: --batches batches in all (default 120, i.e. 600,000 points).
@@ -33,7 +33,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432", help="server")
     parser.add_argument("--batches", type=int, default=120, help="batches pushed in all")
-    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    parser.add_argument("--workers", type=int, default=2, help="brain serve's worker processes")
     args = parser.parse_args()
 
     dbname = f"brain_bench_{uuid.uuid4().hex[:8]}"
@@ -48,7 +48,7 @@ def main() -> int:
 
 
 def run(url: str, dsn: str, batches: int, workers: int) -> int:
-    env = {**os.environ, "BRAIN_DATABASE_URL": url}
+    env = {**os.environ, "BRAIN_DATABASE_URL": url, "BRAIN_LOG_LEVEL": "warning"}
     subprocess.run(
         [sys.executable, "-m", "brain.cli", "db", "upgrade"],
         env=env,
@@ -57,21 +57,8 @@ def run(url: str, dsn: str, batches: int, workers: int) -> int:
     )
     port = _free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "api.app:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-        ],
+        [sys.executable, "-m", "brain.cli", "serve", "--port", str(port)]
+        + ["--workers", str(workers)],
         env=env,
     )
     base = f"http://127.0.0.1:{port}"

@@ -276,8 +276,17 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _cpu_seconds(pid: int) -> float:
+    """CPU of the server: the process and its children (`brain serve`'s workers)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(_cpu_seconds(child) for child in _children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(child) for child in (task / "children").read_text().split()]
+    return children
 
 
 def _children_cpu_seconds() -> float:

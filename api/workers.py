@@ -1,0 +1,79 @@
+"""``brain serve`` with several worker processes: one listening socket, bound by the
+parent, shared by uvicorn workers it spawns, each building its own app.
+
+Every worker runs every app hook; work that must happen once (summary refresh, model
+retraining) runs in the worker that leads (brain.leadership). The gRPC service binds
+its port in every worker: grpc sets SO_REUSEPORT on Linux, so the kernel spreads the
+masters' connections over the workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import uvicorn
+from fastapi import FastAPI
+from uvicorn.supervisors import Multiprocess
+
+from api.app import create_app
+from brain.config import Settings
+from brain.plugins import APP_HOOKS_GROUP, load_callables
+
+# As `brain`'s own log lines, with the worker's process id.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The bound TCP socket the workers share.
+
+    Created with ``IPPROTO_TCP``, not 0 as uvicorn's own multi-worker socket is: asyncio
+    sets TCP_NODELAY only on connections accepted from a socket whose ``proto`` is
+    ``IPPROTO_TCP``, and without it every answer waited ~40 ms for Nagle's algorithm and
+    the client's delayed ACK."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def create_worker_app() -> FastAPI:
+    """The app of one worker process. Workers are spawned, not forked: each reads its
+    settings from the environment ``run_workers`` set, and sets up its own logging."""
+    settings = Settings()
+    logging.basicConfig(level=settings.log_level.upper(), format=LOG_FORMAT)
+    return create_app(settings, on_startup=list(load_callables(APP_HOOKS_GROUP).values()))
+
+
+def run_workers(settings: Settings, workers: int) -> None:
+    """Serve with ``workers`` processes until SIGTERM or SIGINT, which stop them all."""
+    sock = listening_socket(settings.host, settings.port)
+    bound_port = sock.getsockname()[1]
+    # Where the command line overrode the environment, the workers must see it too.
+    os.environ["BRAIN_HOST"] = settings.host
+    os.environ["BRAIN_PORT"] = str(bound_port)
+    config = uvicorn.Config(
+        f"{__name__}:{create_worker_app.__name__}",
+        factory=True,
+        workers=workers,
+        host=settings.host,
+        port=bound_port,
+        log_level=settings.log_level.lower(),
+        timeout_keep_alive=settings.keep_alive_s,
+    )
+    logging.getLogger(__name__).info(
+        "serving on %s:%d with %d worker processes", settings.host, bound_port, workers
+    )
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()

@@ -1,0 +1,221 @@
+"""`brain serve` with several worker processes: the shared socket answers without
+Nagle's delay, the workers serve, one of them runs the background work, SIGTERM stops
+them all; SQLite keeps one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from sqlalchemy import func, select
+
+from api.workers import listening_socket
+from brain.cli import main as brain_main
+from brain.config import Settings
+from brain.db import migrate
+from brain.db.engine import make_engine
+from brain.db.models import JobRow, JobSummaryRow
+from tests.builders import job_body, node_point
+from tests.ports import free_port
+
+START_S = 90  # two workers import the whole app on a busy two-core machine
+STOP_S = 30
+
+
+def test_connections_accepted_from_the_shared_socket_send_without_delay():
+    """uvicorn's own multi-worker socket has proto 0, on whose connections asyncio never
+    sets TCP_NODELAY: each answer then waited ~40 ms for the client's delayed ACK."""
+
+    async def accepted_nodelay() -> int:
+        sock = listening_socket("127.0.0.1", 0)
+        options: list[int] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            served = writer.get_extra_info("socket")
+            options.append(served.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(handle, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            while not options:
+                await asyncio.sleep(0.01)
+            writer.close()
+        return options[0]
+
+    assert asyncio.run(asyncio.wait_for(accepted_nodelay(), 10)) != 0
+
+
+def test_default_workers_follow_the_cpu_count_on_postgresql_only(monkeypatch):
+    postgres = "postgresql+psycopg://postgres@127.0.0.1/brain"
+    monkeypatch.delenv("BRAIN_WORKERS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert Settings(database_url=postgres).serve_workers == 2
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert Settings(database_url=postgres).serve_workers == 4
+    assert Settings(database_url=postgres, workers=8).serve_workers == 8
+    assert Settings(database_url="sqlite:///brain.db").serve_workers == 1
+
+
+def test_several_workers_on_sqlite_are_refused(tmp_path, monkeypatch, capsys):
+    database = tmp_path / "brain.db"
+    monkeypatch.setenv("BRAIN_DATABASE_URL", f"sqlite:///{database}")
+    assert brain_main(["serve", "--workers", "2", "--port", str(free_port())]) == 1
+    assert "SQLite takes one writer at a time" in capsys.readouterr().err
+    assert not database.exists()  # refused before migrating
+
+
+def test_two_workers_serve_one_runs_the_background_work_and_sigterm_stops_all(
+    make_pg_database, tmp_path
+):
+    url = make_pg_database()
+    migrate.upgrade(url)
+    port, grpc_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "BRAIN_DATABASE_URL": url,
+        "BRAIN_SUMMARY_INTERVAL_S": "0.2",
+        "BRAIN_GRPC_PORT": str(grpc_port),
+        "BRAIN_MODEL_DIR": str(tmp_path / "models"),
+        "BRAIN_LOG_LEVEL": "info",
+    }
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "brain.cli", "serve", "--workers", "2", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    workers: list[int] = []
+    children: list[int] = []
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_for_both_workers(server, workers, log_path)
+        children = _children(server.pid)  # the workers, multiprocessing's resource tracker
+        _wait_answering(base)
+        # A running job: the refresher re-summarizes it every cycle, in the leader only.
+        with httpx.Client(base_url=base, timeout=10) as client:
+            put = client.put("/api/v1/jobs/j", json=job_body(status="running"))
+            assert put.status_code == 201, put.text
+            batch = {"nodes": [node_point("j-ps-0", "2026-03-01T00:00:00Z", 1, 1)]}
+            assert client.post("/api/v1/jobs/j/samples", json=batch).status_code == 200
+        engine = make_engine(url)
+        try:
+            assert _wait(lambda: _summaries(engine) == 1), "the refresher never ran"
+        finally:
+            engine.dispose()
+        # Both workers serve gRPC on one port (SO_REUSEPORT), as one service.
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            answer = health.Check(health_pb2.HealthCheckRequest(service="brain.Brain"), timeout=10)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        leading = _leading_by_worker(base)
+        assert sorted(leading) == sorted(workers)
+        assert sum(leading.values()) == 1, leading
+        time.sleep(0.5)  # a few more refresh cycles
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(STOP_S)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            for pid in children:
+                _kill(pid)
+            raise
+    assert code == 0
+    assert _wait(lambda: not any(map(_alive, children))), "a process outlived SIGTERM"
+
+    # Elected once; every refresh cycle ran in the leader.
+    text = log_path.read_text()
+    [leader] = re.findall(r"\[(\d+)\]: process \d+ now runs the background work", text)
+    assert [pid for pid, leads in leading.items() if leads] == [int(leader)]
+    refreshing = set(re.findall(r"\[(\d+)\]: refreshed 1 job summaries", text))
+    assert refreshing == {leader}, text[-3000:]
+
+
+def _wait_for_both_workers(server: subprocess.Popen, workers: list[int], log: Path) -> None:
+    """The workers' pids (spawned children of ``server``), once both started."""
+
+    def both() -> bool:
+        assert server.poll() is None, log.read_text()
+        workers[:] = [pid for pid in _children(server.pid) if _spawned(pid)]
+        return len(workers) == 2
+
+    assert _wait(both, START_S), log.read_text()
+
+
+def _wait_answering(base: str) -> None:
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    assert _wait(ready, START_S), "brain serve never answered"
+
+
+def _leading_by_worker(base: str) -> dict[int, bool]:
+    """Whether each worker leads, as /readyz reports it, asked over new connections
+    until both workers answered (the kernel hands each to either)."""
+    leading: dict[int, bool] = {}
+    for _ in range(200):
+        detail = httpx.get(f"{base}/readyz", timeout=5).json()["checks"]["leadership"]["detail"]
+        leading[detail["pid"]] = detail["leader"]
+        if len(leading) == 2:
+            break
+    return leading
+
+
+def _summaries(engine) -> int:
+    with engine.connect() as conn:
+        query = select(func.count()).select_from(JobSummaryRow).join(JobRow)
+        return conn.scalar(query.where(JobRow.uid == "j"))
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _spawned(pid: int) -> bool:
+    return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _wait(condition, timeout_s: float = 15) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
