@@ -27,7 +27,9 @@ def register(commands) -> None:
         "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate). It refuses to "
         "start on a database that is not migrated, and on an address other than loopback "
         "while no API token exists (see `brain token`), unless BRAIN_AUTH=disabled. "
-        "Several worker processes share the port; SQLite allows only one.",
+        "On PostgreSQL several worker processes share the port (one per CPU core, at most "
+        f"{MAX_DEFAULT_WORKERS}, unless --workers says); one of them, elected through the "
+        "database, runs the background work. SQLite allows one process.",
     )
     serve.add_argument("--host", help="listen address (default: BRAIN_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default: BRAIN_PORT, 8080)")
