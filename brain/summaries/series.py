@@ -135,13 +135,20 @@ def _usage_buckets_sql(session: Session, grids: dict[int, Grid]) -> dict[int, di
         )
         .join(grid, grid.c.job_id == NodeSampleRow.job_id)
         .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        # The join alone does not use the index: a batch read the whole table.
+        .where(NodeSampleRow.job_id.in_(list(grids)))
+        # No ORDER BY: PostgreSQL then hashes the few buckets instead of sorting every
+        # sample by its bucket (0.36 s -> 0.18 s for 100 nodes x 24 h); rows are put in
+        # order here.
         .group_by(NodeSampleRow.job_id, NodeRow.role, bucket)
-        .order_by(NodeSampleRow.job_id, NodeRow.role, bucket)
     )
+    rows: dict[tuple[int, str], list] = {}
+    for row in session.execute(stmt):
+        rows.setdefault((row[0], row[1]), []).append(row[2:])
     names = ["bucket", *USAGE_COLUMNS]
     result: dict[int, dict[str, Columns]] = {job_id: {} for job_id in grids}
-    for (job_id, role), group in groupby(session.execute(stmt), key=lambda row: row[:2]):
-        columns = zip(*(row[2:] for row in group), strict=True)
+    for (job_id, role), buckets in rows.items():
+        columns = zip(*sorted(buckets, key=lambda bucket: bucket[0]), strict=True)
         result[job_id][role] = {
             name: np.array(v, dtype=float) for name, v in zip(names, columns, strict=True)
         }

@@ -170,6 +170,25 @@ def test_summary_survives_resummarizing_after_retention(session):
     assert len(_nodes(session, job.id)) == 3
 
 
+def test_stored_usage_series_is_in_bucket_order(session):
+    """PostgreSQL hashes the buckets (no ORDER BY); the stored series must still run in
+    bucket order with each bucket's own figures."""
+    job = hand_job(session)
+    summarize_job(session, job)
+    worker = unpack(_roles(session, job.id)["worker"].usage_series, USAGE_COLUMNS)
+
+    # 10:00-11:00 on 600 buckets of 6 s: samples at 0, 20, 30, 40 and 60 min fall in
+    # buckets 0, 200, 300, 400 and 599 (the end belongs to the last bucket).
+    assert worker["bucket"].tolist() == [0, 200, 300, 400, 599]
+    assert worker["samples"].tolist() == [1, 1, 1, 1, 2]
+    # worker-0 CPU 2, 4, -, 6, 8; worker-1 CPU 4 at 10:30 and 6 at 11:00.
+    assert worker["cpu_mean_cores"].tolist() == [2, 4, 4, 6, 7]
+    assert worker["cpu_max_cores"].tolist() == [2, 4, 4, 6, 8]
+    assert worker["memory_mean_mib"].tolist() == [4096, 4096, 8192, 4096, 6144]
+    assert worker["gpu_util_mean"].tolist() == [0.5, 0.5, 1.0, 0.5, 0.25]
+    assert worker["gpu_memory_max_mib"].tolist() == [1000, 2000, 5000, 3000, 5000]
+
+
 def test_a_batch_gives_each_job_the_summary_it_gets_alone(session):
     """A backfill summarizes jobs in batches: each job's grid, speed, plans and events
     must stay its own (the hand-worked figures of test_job_totals_speed_and_plans)."""
