@@ -18,6 +18,10 @@ class NotFound(BrainError):
     code = "not_found"
 
 
+def job_not_found(uid: str) -> NotFound:
+    return NotFound(f"no job with uid {uid!r}", field="uid")
+
+
 class Conflict(BrainError):
     code = "conflict"
 

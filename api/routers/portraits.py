@@ -102,8 +102,7 @@ def job_portrait(
     job's speed and the plans applied with the speed before and after) and its usage
     and speed series bucketed for charts. Read from the stored summary; a job without a
     final one (running) is computed from its raw samples on the fly."""
-    job = jobs.get_job(session, uid)
-    return model_json(JobPortraitOut.of(portraits.job_portrait(session, job, points)))
+    return model_json(JobPortraitOut.of(portraits.job_portrait_of(session, uid, points)))
 
 
 @router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")

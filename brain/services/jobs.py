@@ -23,7 +23,7 @@ from brain.domain import (
     default_group_key,
     utcnow,
 )
-from brain.errors import InvalidInput, NotFound
+from brain.errors import InvalidInput, job_not_found
 
 
 @dataclass
@@ -66,7 +66,7 @@ class JobFilters:
 def get_job(session: Session, uid: str) -> JobRow:
     job = session.scalar(select(JobRow).where(JobRow.uid == uid))
     if job is None:
-        raise NotFound(f"no job with uid {uid!r}", field="uid")
+        raise job_not_found(uid)
     return job
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus
+from brain.errors import job_not_found
 from brain.summaries import series as series_
 from brain.summaries.compute import SummaryRows, compute_summary
 from brain.summaries.hours import RESOURCES, Hours
@@ -67,9 +68,32 @@ class Totals:
         return self.succeeded / self.finished if self.finished else None
 
 
+def job_portrait_of(session: Session, uid: str, points: int) -> JobPortrait:
+    """The portrait of the job ``uid`` (404 when there is none): the job, its final
+    summary and its roles come in one statement, a round trip less than ``get_job``
+    first."""
+    rows = session.execute(
+        select(JobRow, JobSummaryRow, RoleSummaryRow)
+        .outerjoin(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
+        .outerjoin(RoleSummaryRow, RoleSummaryRow.job_id == JobSummaryRow.job_id)
+        .where(JobRow.uid == uid)
+        .order_by(RoleSummaryRow.role)
+    ).all()
+    if not rows:
+        raise job_not_found(uid)
+    job, summary = rows[0][0], rows[0][1]
+    if summary is None or not summary.final:
+        return _portrait(compute_summary(session, job), points)
+    roles = [role for *_, role in rows if role is not None]
+    return _portrait(SummaryRows(summary, roles, []), points)
+
+
 def job_portrait(session: Session, job: JobRow, points: int) -> JobPortrait:
     """The job's summary and its chart series in at most ``points`` buckets."""
-    rows = _final_summary(session, job) or compute_summary(session, job)
+    return _portrait(_final_summary(session, job) or compute_summary(session, job), points)
+
+
+def _portrait(rows: SummaryRows, points: int) -> JobPortrait:
     summary = rows.job
     if not summary.series_buckets:
         return JobPortrait(summary, rows.roles, None, {}, None)
