@@ -198,17 +198,24 @@ def ranking(
     key = RANKING_KEYS[by]
     where = [JobSummaryRow.ended_at >= since]
     order = [_total_waste(resource).desc() for resource in SORT_ORDERS[sort]]
+    # The window counts the groups before LIMIT: the page and the number of keys in one
+    # statement. Only a page past the end has no row to carry it.
     rows = session.execute(
-        select(key.label("key"), *_aggregates())
+        select(key.label("key"), *_aggregates(), func.count().over().label("key_count"))
         .where(*where)
         .group_by(key)
         .order_by(*order, key)
         .limit(limit)
         .offset(offset)
-    )
-    count = session.scalar(
-        select(func.count()).select_from(select(key).where(*where).group_by(key).subquery())
-    )
+    ).all()
+    if rows:
+        count = rows[0].key_count
+    elif offset == 0:
+        count = 0
+    else:
+        count = session.scalar(
+            select(func.count()).select_from(select(key).where(*where).group_by(key).subquery())
+        )
     return [(row.key, _totals(row)) for row in rows], count or 0
 
 

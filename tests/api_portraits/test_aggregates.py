@@ -113,6 +113,23 @@ def test_ranking_most_waste_first(client, history):
     assert [r["key"] for r in groups["items"]] == ["vision/shared", "alice/resnet", "carol/bert"]
 
 
+def test_ranking_counts_every_key_on_any_page(client, history):
+    def page(**params):
+        body = client.get("/api/v1/portraits", params={"by": "user", **params}).json()
+        return [r["key"] for r in body["items"]], body["total"], body["next_offset"]
+
+    # alice, carol, bob by GPU waste: the count comes with the page's rows, or on its own
+    # for a page past the end.
+    assert page(top=1, offset=2) == (["bob"], 3, None)
+    assert page(top=2, offset=5) == ([], 3, None)
+
+
+def test_ranking_of_nothing_counts_nothing(client):
+    body = client.get("/api/v1/portraits", params={"by": "dataset"}).json()
+
+    assert (body["items"], body["total"], body["next_offset"]) == ([], 0, None)
+
+
 def test_ranking_rejects_an_unknown_key(client):
     response = client.get("/api/v1/portraits", params={"by": "planet"})
 
