@@ -438,7 +438,7 @@ class Settings(BaseSettings):
             return self.workers
         if self.is_sqlite:
             return 1
-        return min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS)
+        return min(usable_cpus(), MAX_DEFAULT_WORKERS)
 
     @property
     def input_bounds(self) -> bounds.InputBounds:
@@ -466,6 +466,14 @@ class Settings(BaseSettings):
         data.update(_masked(self.priority))
         data.update(_masked(self.cluster))
         return data
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask (a container's cpuset, a
+    `taskset`), not every CPU of the host, where the system has one."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _masked(settings: BaseSettings, exclude: set[str] | None = None) -> dict[str, Any]:

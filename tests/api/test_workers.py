@@ -22,6 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import func, select
 
 from api.workers import listening_socket
+from brain import config
 from brain.cli import main as brain_main
 from brain.config import Settings
 from brain.db import migrate
@@ -61,9 +62,9 @@ def test_connections_accepted_from_the_shared_socket_send_without_delay():
 def test_default_workers_follow_the_cpu_count_on_postgresql_only(monkeypatch):
     postgres = "postgresql+psycopg://postgres@127.0.0.1/brain"
     monkeypatch.delenv("BRAIN_WORKERS", raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(config, "usable_cpus", lambda: 2)
     assert Settings(database_url=postgres).serve_workers == 2
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(config, "usable_cpus", lambda: 16)
     assert Settings(database_url=postgres).serve_workers == 4
     assert Settings(database_url=postgres, workers=8).serve_workers == 8
     assert Settings(database_url="sqlite:///brain.db").serve_workers == 1
