@@ -157,8 +157,18 @@ def owner_portrait(
     """Totals over the jobs of a user or group (``owner``) ended since ``since``, and a
     page of those jobs, most waste first."""
     where = [OWNER_KEYS[owner] == value, JobSummaryRow.ended_at >= since]
-    row = session.execute(select(*_aggregates()).where(*where)).one()
-    return _totals(row), wasteful_jobs(session, where, sort, limit, offset)
+    # Window aggregates see every matching job before LIMIT: the totals come with each
+    # row of the page, one statement. Only an empty page needs them on their own.
+    rows = session.execute(
+        select(JobSummaryRow, *_aggregates(window=True))
+        .where(*where)
+        .order_by(*_waste_order(sort), JobSummaryRow.job_id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    if not rows:
+        return _totals(session.execute(select(*_aggregates()).where(*where)).one()), []
+    return _totals(rows[0]), [row[0] for row in rows]
 
 
 def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[str, Totals]]:
@@ -172,22 +182,6 @@ def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[st
         .order_by(key)
     )
     return [(row.key, _totals(row)) for row in rows]
-
-
-def wasteful_jobs(
-    session: Session, where: list[ColumnElement[bool]], sort: str, limit: int, offset: int
-) -> list[JobSummaryRow]:
-    """Job summaries matching ``where``, most waste first (see ``SORT_ORDERS``)."""
-    order = [_job_waste(resource).desc() for resource in SORT_ORDERS[sort]]
-    return list(
-        session.scalars(
-            select(JobSummaryRow)
-            .where(*where)
-            .order_by(*order, JobSummaryRow.job_id)
-            .limit(limit)
-            .offset(offset)
-        )
-    )
 
 
 def ranking(
@@ -219,17 +213,25 @@ def ranking(
     return [(row.key, _totals(row)) for row in rows], count or 0
 
 
-def _aggregates() -> list[ColumnElement]:
-    def status_count(status: JobStatus) -> ColumnElement:
-        return func.coalesce(func.sum(case((JobSummaryRow.status == status.value, 1), else_=0)), 0)
+def _aggregates(window: bool = False) -> list[ColumnElement]:
+    """The columns ``_totals`` reads: aggregates, or with ``window`` the same over every
+    row of the query (``OVER ()``), so that they ride along with a page of rows."""
 
+    def total(value) -> ColumnElement:
+        summed = func.sum(value)
+        return summed.over() if window else summed
+
+    def status_count(status: JobStatus) -> ColumnElement:
+        return func.coalesce(total(case((JobSummaryRow.status == status.value, 1), else_=0)), 0)
+
+    count = func.count()
     columns: list[ColumnElement] = [
-        func.count().label("jobs"),
+        (count.over() if window else count).label("jobs"),
         *(status_count(s).label(s.value) for s in JobStatus if s != JobStatus.pending),
-        func.coalesce(func.sum(JobSummaryRow.run_seconds), 0.0).label("run_seconds"),
+        func.coalesce(total(JobSummaryRow.run_seconds), 0.0).label("run_seconds"),
     ]
     for name in Hours.__dataclass_fields__:
-        columns.append(func.coalesce(func.sum(getattr(JobSummaryRow, name)), 0).label(name))
+        columns.append(func.coalesce(total(getattr(JobSummaryRow, name)), 0).label(name))
     return columns
 
 
@@ -243,6 +245,10 @@ def _totals(row) -> Totals:
         run_seconds=float(row.run_seconds),
         hours=Hours.of(row),
     )
+
+
+def _waste_order(sort: str) -> list[ColumnElement]:
+    return [_job_waste(resource).desc() for resource in SORT_ORDERS[sort]]
 
 
 def _job_waste(resource: str) -> ColumnElement:

@@ -76,6 +76,18 @@ def test_user_portrait_most_wasteful_jobs(client, history):
     assert [j["uid"] for j in by_cpu["wasteful_jobs"]["items"]] == ["a1", "a3", "a2"]
 
 
+def test_user_portrait_totals_are_over_every_job_on_any_page(client, history):
+    def portrait(**params):
+        return client.get("/api/v1/portraits/users/alice", params=params).json()
+
+    # The totals ride along with the page's rows, or come on their own past the end.
+    for body in (portrait(top=1), portrait(top=2, offset=2), portrait(offset=10)):
+        assert body["totals"]["jobs"] == 3
+        assert body["totals"]["hours"]["cpu"]["waste_core_hours"] == approx(13)
+        assert body["wasteful_jobs"]["total"] == 3
+    assert portrait(offset=10)["wasteful_jobs"]["items"] == []
+
+
 def test_group_portrait_with_a_slash_in_the_key(client, history):
     body = client.get("/api/v1/portraits/groups/vision/shared").json()
 
