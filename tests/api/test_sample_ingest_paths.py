@@ -1,5 +1,6 @@
 """The two ways a batch comes in (fast checks, or SampleBatch when they decline) and the
-way it is stored (binary COPY into a staging table, then insert-or-ignore)."""
+two ways it is stored (binary COPY straight in; through a staging table with
+insert-or-ignore when some point is stored already)."""
 
 from __future__ import annotations
 
@@ -108,13 +109,17 @@ def _stored(session: Session) -> list[tuple[int, float]]:
 
 
 def test_batches_in_one_transaction_each_count_only_their_own_points(session):
-    """The staging table is emptied by each move, not only at commit."""
+    """The first goes straight in; the second and third overlap it, fail the straight
+    COPY (undoing only its savepoint) and go through the staging table, which each move
+    empties, not only the commit."""
     job = _job(session)
     first = samples.ingest(session, job, [_point(0, 1.0), _point(15, 2.0)], [])
     second = samples.ingest(session, job, [_point(15, 9.0), _point(30, 3.0)], [])
+    third = samples.ingest(session, job, [_point(30, 9.0), _point(45, 4.0)], [])
     assert (first.accepted, first.duplicates) == (2, 0)
     assert (second.accepted, second.duplicates) == (1, 1)
-    assert _stored(session) == [(0, 1.0), (15, 2.0), (30, 3.0)]  # the stored 15 s kept
+    assert (third.accepted, third.duplicates) == (1, 1)
+    assert _stored(session) == [(0, 1.0), (15, 2.0), (30, 3.0), (45, 4.0)]  # stored values kept
 
 
 def test_a_point_repeated_in_one_batch_is_stored_once_with_its_last_values(session):
@@ -124,24 +129,27 @@ def test_a_point_repeated_in_one_batch_is_stored_once_with_its_last_values(sessi
     assert _stored(session) == [(0, 5.0), (15, 2.0)]
 
 
-def test_a_rolled_back_first_batch_leaves_the_connection_able_to_stage_again(db):
-    """The staging table created in a transaction that rolls back is gone with it; the
-    next batch on the same connection creates it again and stores only its own point."""
+def test_a_staging_table_rolled_back_with_its_transaction_is_made_again(db):
+    """The staging table is created by the first batch that overlaps stored points; when
+    that transaction rolls back the table is gone, and the next overlapping batch on
+    the same connection creates it again."""
     engine = db.execution_options()  # the same pool: the next session reuses the connection
     with Session(engine) as session:
         job_id = _job(session).id
         session.commit()
         job = session.get(JobRow, job_id)
         assert samples.ingest(session, job, [_point(0, 1.0)], []).accepted == 1
+        assert samples.ingest(session, job, [_point(0, 1.0), _point(15, 2.0)], []).accepted == 1
         backend = session.connection().exec_driver_sql("SELECT pg_backend_pid()").scalar()
         session.rollback()
     with Session(engine) as session:
         assert session.connection().exec_driver_sql("SELECT pg_backend_pid()").scalar() == backend
         job = session.get(JobRow, job_id)
-        result = samples.ingest(session, job, [_point(15, 2.0)], [])
+        assert samples.ingest(session, job, [_point(15, 2.0)], []).accepted == 1
+        result = samples.ingest(session, job, [_point(15, 2.0), _point(30, 3.0)], [])
         session.commit()
-        assert (result.accepted, result.duplicates) == (1, 0)
-        assert _stored(session) == [(15, 2.0)]
+        assert (result.accepted, result.duplicates) == (1, 1)
+        assert _stored(session) == [(15, 2.0), (30, 3.0)]
 
 
 def test_speed_points_are_stored_once(session):
@@ -155,7 +163,7 @@ def test_speed_points_are_stored_once(session):
 
 
 def test_a_row_the_database_refuses_raises_as_from_sqlalchemy(session):
-    """Raised by psycopg during the COPY path, wrapped so the API's handlers see it."""
+    """Raised by psycopg during a COPY, wrapped so the API's handlers see it."""
     ghost = JobRow(id=999_999, status="running")
     with pytest.raises(IntegrityError):
         samples.ingest(session, ghost, [], [samples.SpeedPoint(datetime.now(UTC), 1, 1.0, 1)])
