@@ -4,6 +4,6 @@
 job's related finished runs and builds their history from summaries.
 """
 
-from brain.history.related import find_related, related_history
+from brain.history.related import RelatedQuery, find_related
 
-__all__ = ["find_related", "related_history"]
+__all__ = ["RelatedQuery", "find_related"]

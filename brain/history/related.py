@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, ScalarSelect, and_, or_, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    ScalarSelect,
+    and_,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow
@@ -20,26 +30,41 @@ MATCH_USER = "user"
 
 
 @dataclass(frozen=True)
+class RelatedQuery:
+    """What relates past runs to a job: its keys, the window and how many runs."""
+
+    user: str | None
+    dataset: str | None
+    group_key: str | None
+    name: str | None
+    window_days: int
+    limit: int
+    gpu_type: str | None = None
+    # The window ends here (default: now).
+    before: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Related:
-    """Related jobs, most recent first, and the rule that found them (``None``: none did)."""
+    """Related jobs, most recent first, and the rule that found them (``None``: none did).
+
+    ``unsummarized``: succeeded jobs a rule matches that have no final summary yet (a
+    finish reported moments ago: its summary is written after that response), newest
+    first; ``jobs`` leaves them out until they are summarized.
+    """
 
     match: str | None
     jobs: list[HistoricalJob]
+    unsummarized: list[JobRow] = field(default_factory=list)
 
 
-def related_history(
-    session: Session,
-    *,
-    user: str | None,
-    dataset: str | None,
-    group_key: str | None,
-    name: str | None,
-    gpu_type: str | None = None,
-    before: datetime | None = None,
-    window_days: int,
-    limit: int,
-) -> list[HistoricalJob]:
-    """Up to ``limit`` related succeeded jobs, most recent first, for ``context.history``.
+# The rule number of a job found without a final summary.
+UNSUMMARIZED = -1
+
+
+def find_related(session: Session, query: RelatedQuery) -> Related:
+    """Up to ``limit`` related succeeded jobs, most recent first (``context.history``),
+    the rule that found them, and the related jobs that lack a summary.
 
     Related means, by the first rule that finds any job: the same ``user`` and
     ``dataset``; else the same ``group_key``; else the same ``name`` (any user). A rule
@@ -48,129 +73,111 @@ def related_history(
     ``window_days`` before ``before`` (default: now) and have a summary count; with
     ``gpu_type`` only jobs on that GPU type. Each job's ``nodes`` are its node summaries
     (nodes without samples left out), so this works after raw samples were deleted.
+
+    Two statements: one finds the jobs of every rule and the unsummarized ones at once
+    (this runs before each suggestion and create stage, and the first rule usually
+    matches), the other reads the chosen jobs' node summaries.
     """
-    return find_related(
-        session,
-        user=user,
-        dataset=dataset,
-        group_key=group_key,
-        name=name,
-        gpu_type=gpu_type,
-        before=before,
-        window_days=window_days,
-        limit=limit,
-    ).jobs
+    rules = _rules(query)
+    if not rules:
+        return Related(None, [])
+    found = _candidates(rules, query).subquery()
+    rows = session.execute(
+        select(JobRow, _measured_run_seconds(), found.c.rule, found.c.ended_at).join(
+            found, found.c.id == JobRow.id
+        )
+    ).all()
+    unsummarized = {job.id: job for job, _, rule, _ in rows if rule == UNSUMMARIZED}
+    unsummarized_jobs = sorted(unsummarized.values(), key=lambda job: job.id, reverse=True)
+    matched = [row for row in rows if row.rule != UNSUMMARIZED]
+    if not matched:
+        return Related(None, [], unsummarized_jobs)
+    first = min(row.rule for row in matched)
+    chosen = sorted(
+        (row for row in matched if row.rule == first),
+        key=lambda row: (row.ended_at, row[0].id),
+        reverse=True,
+    )
+    jobs = historical_jobs(
+        session, [row[0] for row in chosen], {row[0].id: row[1] for row in chosen}
+    )
+    return Related(rules[first][0], jobs, unsummarized_jobs)
 
 
-def find_related(
-    session: Session,
-    *,
-    user: str | None,
-    dataset: str | None,
-    group_key: str | None,
-    name: str | None,
-    gpu_type: str | None = None,
-    before: datetime | None = None,
-    window_days: int,
-    limit: int,
-) -> Related:
-    """``related_history`` that also says which rule matched."""
-    before = before or utcnow()
-    rules = _rules(JobSummaryRow, user, dataset, group_key, name)
-    window = [
+def _candidates(rules: list[tuple[str, Rule]], query: RelatedQuery) -> CompoundSelect:
+    """Per rule, up to ``limit`` summarized jobs (id, rule number, end), newest first;
+    and per rule up to ``limit`` jobs without a final summary (rule ``UNSUMMARIZED``)."""
+    before = query.before or utcnow()
+    since = before - timedelta(days=query.window_days)
+    summarized = [
         JobSummaryRow.status == JobStatus.succeeded.value,
-        JobSummaryRow.ended_at >= before - timedelta(days=window_days),
+        JobSummaryRow.ended_at >= since,
         JobSummaryRow.ended_at < before,
     ]
-    if gpu_type is not None:
-        window.append(JobSummaryRow.gpu_type == gpu_type)
-    for match, conditions in rules:
-        ids = list(
-            session.scalars(
-                select(JobSummaryRow.job_id)
-                .where(*conditions, *window)
-                .order_by(JobSummaryRow.ended_at.desc(), JobSummaryRow.job_id.desc())
-                .limit(limit)
-            )
-        )
-        if ids:
-            return Related(match, historical_jobs(session, ids))
-    return Related(None, [])
-
-
-def _rules(
-    table: type[JobRow] | type[JobSummaryRow],
-    user: str | None,
-    dataset: str | None,
-    group_key: str | None,
-    name: str | None,
-) -> list[tuple[str, list[ColumnElement[bool]]]]:
-    """The relatedness rules, strongest first, on a table with the job's keys."""
-    rules: list[tuple[str, list[ColumnElement[bool]]]] = []
-    if user is not None and dataset is not None:
-        rules.append((MATCH_USER_DATASET, [table.user == user, table.dataset == dataset]))
-    if group_key is not None:
-        rules.append((MATCH_GROUP, [table.group_key == group_key]))
-    if name is not None:
-        rules.append((MATCH_NAME, [table.name == name]))
-    if user is not None and not rules:
-        # Only the user is known (a suggestion asked by user alone): their own runs.
-        rules.append((MATCH_USER, [table.user == user]))
-    return rules
-
-
-def unsummarized_related(
-    session: Session,
-    *,
-    user: str | None,
-    dataset: str | None,
-    group_key: str | None,
-    name: str | None,
-    gpu_type: str | None = None,
-    before: datetime | None = None,
-    window_days: int,
-    limit: int,
-) -> list[JobRow]:
-    """Succeeded jobs that a rule of ``find_related`` matches but that have no final
-    summary yet (a finish reported moments ago: its summary is written after that
-    response), up to ``limit`` per rule, newest first."""
-    before = before or utcnow()
-    window = [
+    missing = [
         JobRow.status == JobStatus.succeeded.value,
         JobRow.summarized_at.is_(None),
         # Without finished_at a summary ends at the last sample: let the summary decide.
         or_(
             JobRow.finished_at.is_(None),
-            and_(
-                JobRow.finished_at >= before - timedelta(days=window_days),
-                JobRow.finished_at < before,
-            ),
+            and_(JobRow.finished_at >= since, JobRow.finished_at < before),
         ),
     ]
-    if gpu_type is not None:
-        window.append(JobRow.gpu_type == gpu_type)
-    per_rule = [
-        select(JobRow.id).where(*conditions, *window).order_by(JobRow.id.desc()).limit(limit)
-        for _, conditions in _rules(JobRow, user, dataset, group_key, name)
-    ]
-    per_rule = [select(rule.subquery().c.id) for rule in per_rule]  # SQLite: no (SELECT) UNION
-    if not per_rule:
-        return []
-    # Every rule in one statement: this runs before each suggestion and create stage,
-    # and usually finds nothing; one round trip instead of one per rule.
-    ids = union_all(*per_rule).subquery()
-    query = select(JobRow).where(JobRow.id.in_(select(ids.c.id))).order_by(JobRow.id.desc())
-    return list(session.scalars(query))
+    if query.gpu_type is not None:
+        summarized.append(JobSummaryRow.gpu_type == query.gpu_type)
+        missing.append(JobRow.gpu_type == query.gpu_type)
+    parts = []
+    for number, (_, rule) in enumerate(rules):
+        parts.append(
+            select(
+                JobSummaryRow.job_id.label("id"),
+                literal(number).label("rule"),
+                JobSummaryRow.ended_at.label("ended_at"),
+            )
+            .where(*rule(JobSummaryRow), *summarized)
+            .order_by(JobSummaryRow.ended_at.desc(), JobSummaryRow.job_id.desc())
+            .limit(query.limit)
+        )
+        parts.append(
+            select(
+                JobRow.id,
+                literal(UNSUMMARIZED).label("rule"),
+                JobRow.finished_at.label("ended_at"),
+            )
+            .where(*rule(JobRow), *missing)
+            .order_by(JobRow.id.desc())
+            .limit(query.limit)
+        )
+    # SQLite takes no (SELECT ... LIMIT) in a UNION: each part is read from a subquery.
+    return union_all(*(select(*part.subquery().c) for part in parts))
 
 
-def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]:
-    """``HistoricalJob`` of each id, in the order given."""
-    jobs, lengths = {}, {}
-    for job, run_seconds in session.execute(
-        select(JobRow, _measured_run_seconds()).where(JobRow.id.in_(job_ids))
-    ):
-        jobs[job.id] = job
-        lengths[job.id] = run_seconds
+# A rule's conditions on a table with the job's keys (jobs or job_summaries).
+Rule = Callable[[type[JobRow] | type[JobSummaryRow]], list[ColumnElement[bool]]]
+
+
+def _rules(query: RelatedQuery) -> list[tuple[str, Rule]]:
+    """The relatedness rules, strongest first."""
+    user, dataset, group_key, name = query.user, query.dataset, query.group_key, query.name
+    rules: list[tuple[str, Rule]] = []
+    if user is not None and dataset is not None:
+        rules.append((MATCH_USER_DATASET, lambda t: [t.user == user, t.dataset == dataset]))
+    if group_key is not None:
+        rules.append((MATCH_GROUP, lambda t: [t.group_key == group_key]))
+    if name is not None:
+        rules.append((MATCH_NAME, lambda t: [t.name == name]))
+    if user is not None and not rules:
+        # Only the user is known (a suggestion asked by user alone): their own runs.
+        rules.append((MATCH_USER, lambda t: [t.user == user]))
+    return rules
+
+
+def historical_jobs(
+    session: Session, jobs: list[JobRow], run_seconds: dict[int, float | None]
+) -> list[HistoricalJob]:
+    """``HistoricalJob`` of each job, in the order given, with its node summaries
+    (``run_seconds``: each job's measured run length, see ``_measured_run_seconds``)."""
+    job_ids = [job.id for job in jobs]
     nodes: dict[int, list[NodeUsage]] = {job_id: [] for job_id in job_ids}
     rows = session.execute(
         select(
@@ -209,9 +216,7 @@ def historical_jobs(session: Session, job_ids: list[int]) -> list[HistoricalJob]
             )
         )
     return [
-        HistoricalJob(job_view(jobs[i]), tuple(nodes[i]), lengths.get(i))
-        for i in job_ids
-        if i in jobs
+        HistoricalJob(job_view(job), tuple(nodes[job.id]), run_seconds.get(job.id)) for job in jobs
     ]
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from brain.config import Settings
 from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, ScalePlanRow, SpeedSampleRow
 from brain.domain import PlanStatus, RoleSpec, Stage, as_utc, utcnow
-from brain.history.related import related_history
+from brain.history.related import RelatedQuery
 from brain.history.views import job_view
 from brain.optimizing.context import (
     EventView,
@@ -25,7 +25,7 @@ from brain.optimizing.guard import effective_roles
 from brain.optimizing.sizing import SizingModel
 from brain.services.cluster import cluster_view
 from brain.services.nodes import GONE_NODE_STATUSES
-from brain.summaries.store import summarize_missing_related
+from brain.summaries.store import fresh_related
 
 RECENT_EVENTS = 1000
 RECENT_PLANS = 100
@@ -101,18 +101,17 @@ def _live(node: NodeRow | NodeView) -> bool:
 
 
 def _related(session: Session, job: JobRow, settings: Settings, limit: int):
-    keys = {
-        "user": job.user,
-        "dataset": job.dataset,
-        "group_key": job.group_key,
-        "name": job.name,
-        "before": job.created_at,
-        "window_days": settings.history_window_days,
-        "limit": limit,
-    }
-    # A related job that finished moments ago has no summary yet: write it now.
-    summarize_missing_related(session, **keys)
-    return related_history(session, **keys)
+    query = RelatedQuery(
+        user=job.user,
+        dataset=job.dataset,
+        group_key=job.group_key,
+        name=job.name,
+        before=job.created_at,
+        window_days=settings.history_window_days,
+        limit=limit,
+    )
+    # A related job that finished moments ago has no summary yet: it is written now.
+    return fresh_related(session, query).jobs
 
 
 def current_roles(session: Session, job: JobRow) -> dict[str, RoleSpec]:

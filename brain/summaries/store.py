@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus, utcnow
-from brain.history.related import unsummarized_related
+from brain.history.related import Related, RelatedQuery, find_related
 from brain.summaries.compute import SummaryRows, compute_summaries, copy_job_keys
 
 log = logging.getLogger(__name__)
@@ -71,28 +71,28 @@ def summarize_jobs(
     return stored
 
 
-def summarize_missing_related(session: Session, **related_keys) -> int:
-    """Summarize now, in the caller's transaction, the related succeeded jobs whose summary
-    is not written yet (``related_keys``: those of ``unsummarized_related``), so that the
-    create stage or a suggestion right after a related job finished sees it. Returns how
-    many it summarized.
+def fresh_related(session: Session, query: RelatedQuery) -> Related:
+    """``find_related``, having first summarized, in the caller's transaction, the related
+    succeeded jobs whose summary is not written yet, so that the create stage or a
+    suggestion right after a related job finished sees it.
 
     The trade-off: a finish report (PATCH, DLRover's exit reason) answers at once and its
     job is summarized after the response, because a huge job's summary takes seconds
     (1.5 s for 100 nodes x 24 h of 15 s samples) that the reporter should not wait for;
     the first reader that needs it earlier pays that instead, once. Usually the
-    background summary has won the race and there is nothing to do here.
+    background summary has won the race and the first answer is the one used.
     """
-    done = 0
-    for job in unsummarized_related(session, **related_keys):
+    related = find_related(session, query)
+    if not related.unsummarized:
+        return related
+    for job in related.unsummarized:
         try:
             with session.begin_nested():
                 summarize_job(session, job)
-            done += 1
         except IntegrityError:
             # The background summary of the same job was stored meanwhile: it is there.
             log.info("job %s: summarized concurrently; reading that summary", job.uid)
-    return done
+    return find_related(session, query)
 
 
 def replace_summaries(session: Session, summaries: list[SummaryRows]) -> None:

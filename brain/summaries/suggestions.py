@@ -27,7 +27,7 @@ from brain.domain import (
     default_group_key,
     utcnow,
 )
-from brain.history.related import find_related
+from brain.history.related import RelatedQuery
 from brain.optimizing import (
     HistoricalJob,
     JobView,
@@ -38,7 +38,7 @@ from brain.optimizing import (
 from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.sizing import SizingModel, role_history
-from brain.summaries.store import summarize_missing_related
+from brain.summaries.store import fresh_related
 
 # Runs from which a suggestion is considered measured rather than tentative.
 CONFIDENT_RUNS = 3
@@ -120,19 +120,18 @@ def suggest(
     sizing_model: SizingModel | None = None,
 ) -> Suggestion:
     now = now or utcnow()
-    keys = {
-        "user": query.user,
-        "dataset": query.dataset,
-        "group_key": query.effective_group_key,
-        "name": query.name,
-        "gpu_type": query.gpu_type,
-        "before": now,
-        "window_days": settings.history_window_days,
-        "limit": settings.history_jobs,
-    }
-    # A related run that finished moments ago has no summary yet: write it now.
-    summarize_missing_related(session, **keys)
-    related = find_related(session, **keys)
+    related_query = RelatedQuery(
+        user=query.user,
+        dataset=query.dataset,
+        group_key=query.effective_group_key,
+        name=query.name,
+        gpu_type=query.gpu_type,
+        before=now,
+        window_days=settings.history_window_days,
+        limit=settings.history_jobs,
+    )
+    # A related run that finished moments ago has no summary yet: it is written now.
+    related = fresh_related(session, related_query)
     template = related.jobs[0].job if related.jobs else None
     job = JobView(
         uid=SUGGESTION_UID,

@@ -283,7 +283,7 @@ def test_by_default_learned_margin_sizes_memory_and_cpu_of_every_role(default_cl
 
 def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, three_runs, session):
     from brain.backtest.learned import fit
-    from brain.history.related import related_history
+    from brain.history.related import RelatedQuery, find_related
     from brain.optimizing.sizing import role_history
 
     table = synthetic(workloads=30, runs=10)
@@ -292,15 +292,10 @@ def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, thre
     body = default_client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
     ps = _roles(body.json())["ps"]
     # the model's risk of exactly the suggested size, from the PS history (3 runs, 6144 MiB)
-    history = related_history(
-        session,
-        user="carol",
-        dataset=None,
-        group_key="carol/bert",
-        name="bert",
-        window_days=90,
-        limit=10,
+    query = RelatedQuery(
+        user="carol", dataset=None, group_key="carol/bert", name="bert", window_days=90, limit=10
     )
+    history = find_related(session, query).jobs
     ps_history = role_history(history, "ps", "memory", 16384)
     assert list(ps_history.peaks) == [6144, 6144, 6144]
     expected = model.forecast("memory", ps_history).risk_of(ps["memory_mib"])

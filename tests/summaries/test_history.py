@@ -11,14 +11,22 @@ from brain.history.related import (
     MATCH_GROUP,
     MATCH_NAME,
     MATCH_USER_DATASET,
+    RelatedQuery,
     find_related,
-    related_history,
 )
 from brain.summaries import summarize_job
 from brain.summaries.retention import delete_old_samples
 from tests.builders import flat_job, recent_hour
 
 WINDOW = {"window_days": 30, "limit": 10}
+
+
+def find_related_by(session, **keys):
+    return find_related(session, RelatedQuery(**keys))
+
+
+def related_history(session, **keys):
+    return find_related_by(session, **keys).jobs
 
 
 def _job(session, uid, days_ago, **keys):
@@ -39,7 +47,7 @@ def test_same_user_and_dataset_most_recent_first(session):
     _job(session, "failed", 1, user="alice", dataset="imagenet", status="failed")
     _job(session, "too-old", 40, user="alice", dataset="imagenet")
 
-    related = find_related(
+    related = find_related_by(
         session, user="alice", dataset="imagenet", group_key=None, name=None, **WINDOW
     )
 
@@ -51,13 +59,13 @@ def test_falls_back_to_group_then_name(session):
     _job(session, "group-run", 2, user="bob", name="bert", group_key="nlp/bert")
     _job(session, "name-run", 2, user="carol", name="bert", group_key="carol/bert")
 
-    by_group = find_related(
+    by_group = find_related_by(
         session, user="dave", dataset="wiki", group_key="nlp/bert", name="bert", **WINDOW
     )
-    by_name = find_related(
+    by_name = find_related_by(
         session, user="dave", dataset="wiki", group_key="dave/bert", name="bert", **WINDOW
     )
-    nothing = find_related(
+    nothing = find_related_by(
         session, user="dave", dataset="wiki", group_key="dave/gpt", name="gpt", **WINDOW
     )
 
