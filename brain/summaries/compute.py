@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, NodeSummaryRow, RoleSummaryRow
+from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, RoleSummaryRow
 from brain.domain import EventKind, JobStatus, as_utc, utcnow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
@@ -47,12 +47,27 @@ COUNTED_EVENTS = {EventKind.oom.value: "oom_count", EventKind.failed.value: "fai
 
 
 @dataclass(frozen=True)
+class NodeSummary:
+    """A node's summary: the values of its ``node_summaries`` row (``columns``, for the
+    insert) and what its role's row is computed from. Not an ORM object: a backfill
+    writes ~10 per job, and building and flushing ORM objects was most of its Python."""
+
+    role: str
+    cpu_request_cores: float
+    memory_request_mib: float
+    gpu_request: float
+    samples: int
+    hours: Hours
+    columns: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class SummaryRows:
     """A computed summary: rows not yet in any session (``store`` writes them)."""
 
     job: JobSummaryRow
     roles: list[RoleSummaryRow]
-    nodes: list[NodeSummaryRow]
+    nodes: list[NodeSummary]
 
 
 def compute_summary(session: Session, job: JobRow, now: datetime | None = None) -> SummaryRows:
@@ -203,44 +218,51 @@ def node_hours(node: NodeRow, usage: Usage | None, run_s: float, sampled_s: floa
 
 def _node_row(
     job: JobRow, node: NodeRow, usage: Usage | None, events: dict[int | None, Counter]
-) -> NodeSummaryRow:
+) -> NodeSummary:
     run_s, sampled_s = node_window(job, node, usage)
     counts = events.get(node.id, Counter())
     hours = node_hours(node, usage, run_s, sampled_s) + Hours(
         oom_count=counts["oom_count"], failure_count=counts["failure_count"]
     )
-    return NodeSummaryRow(
-        job_id=job.id,
-        node_id=node.id,
-        name=node.name,
+    columns = {
+        "job_id": job.id,
+        "node_id": node.id,
+        "name": node.name,
+        "role": node.role,
+        "cpu_request_cores": node.cpu,
+        "memory_request_mib": node.memory_mib,
+        "gpu_request": node.gpu,
+        "first_sample_at": usage.first_ts if usage else None,
+        "last_sample_at": usage.last_ts if usage else None,
+        "run_seconds": run_s,
+        "sampled_seconds": sampled_s,
+        **usage_columns(usage),
+        **hours.columns(),
+    }
+    return NodeSummary(
         role=node.role,
         cpu_request_cores=node.cpu,
         memory_request_mib=node.memory_mib,
         gpu_request=node.gpu,
-        first_sample_at=usage.first_ts if usage else None,
-        last_sample_at=usage.last_ts if usage else None,
-        run_seconds=run_s,
-        sampled_seconds=sampled_s,
-        **usage_columns(usage),
-        **hours.columns(),
+        samples=usage.samples if usage else 0,
+        hours=hours,
+        columns=columns,
     )
 
 
 def _role_row(
-    job: JobRow, role: str, nodes: list[NodeSummaryRow], usage: Usage | None
+    job: JobRow, role: str, nodes: list[NodeSummary], usage: Usage | None
 ) -> RoleSummaryRow:
-    def mean_of(attr: str) -> float:
-        return sum(getattr(n, attr) for n in nodes) / len(nodes)
-
+    count = len(nodes)
     return RoleSummaryRow(
         job_id=job.id,
         role=role,
-        node_count=len(nodes),
-        cpu_request_cores=mean_of("cpu_request_cores"),
-        memory_request_mib=mean_of("memory_request_mib"),
-        gpu_request=mean_of("gpu_request"),
+        node_count=count,
+        cpu_request_cores=sum(n.cpu_request_cores for n in nodes) / count,
+        memory_request_mib=sum(n.memory_request_mib for n in nodes) / count,
+        gpu_request=sum(n.gpu_request for n in nodes) / count,
         **usage_columns(usage),
-        **sum((Hours.of(n) for n in nodes), Hours()).columns(),
+        **sum((n.hours for n in nodes), Hours()).columns(),
     )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -104,7 +105,18 @@ def replace_summaries(session: Session, summaries: list[SummaryRows]) -> None:
         session.execute(delete(model).where(model.job_id.in_(job_ids)))
     session.add_all([rows.job for rows in summaries])
     session.flush()
-    session.add_all([row for rows in summaries for row in (*rows.roles, *rows.nodes)])
+    # Role and node rows go in as plain values in bulk INSERTs: nothing reads them back
+    # from this session, and the unit of work's bookkeeping per object is what a
+    # backfill (~10 rows per job) would otherwise pay.
+    roles = [_column_values(row) for rows in summaries for row in rows.roles]
+    nodes = [node.columns for rows in summaries for node in rows.nodes]
+    for model, values in ((RoleSummaryRow, roles), (NodeSummaryRow, nodes)):
+        if values:
+            session.execute(insert(model), values)
+
+
+def _column_values(row: RoleSummaryRow) -> dict[str, Any]:
+    return {attr.key: getattr(row, attr.key) for attr in row.__mapper__.column_attrs}
 
 
 def jobs_to_summarize(
