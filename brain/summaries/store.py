@@ -112,7 +112,7 @@ def replace_summaries(session: Session, summaries: list[SummaryRows]) -> None:
     nodes = [node.columns for rows in summaries for node in rows.nodes]
     for model, values in ((RoleSummaryRow, roles), (NodeSummaryRow, nodes)):
         if values:
-            session.execute(insert(model), values)
+            session.execute(insert(model).execution_options(render_nulls=True), values)
 
 
 def _column_values(row: RoleSummaryRow) -> dict[str, Any]:
