@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, RoleSummaryRow
+from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import EventKind, JobStatus, as_utc, utcnow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
@@ -67,7 +67,13 @@ class SummaryRows:
 
     job: JobSummaryRow
     roles: list[RoleSummaryRow]
-    nodes: list[NodeSummary]
+    node_values: list[NodeSummary]
+
+    @property
+    def nodes(self) -> list[NodeSummaryRow]:
+        """The node rows as ORM objects, built when a reader asks (a portrait of a
+        running job); storing them needs only ``node_values``."""
+        return [NodeSummaryRow(**node.columns) for node in self.node_values]
 
 
 def compute_summary(session: Session, job: JobRow, now: datetime | None = None) -> SummaryRows:

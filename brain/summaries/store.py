@@ -109,7 +109,7 @@ def replace_summaries(session: Session, summaries: list[SummaryRows]) -> None:
     # from this session, and the unit of work's bookkeeping per object is what a
     # backfill (~10 rows per job) would otherwise pay.
     roles = [_column_values(row) for rows in summaries for row in rows.roles]
-    nodes = [node.columns for rows in summaries for node in rows.nodes]
+    nodes = [node.columns for rows in summaries for node in rows.node_values]
     for model, values in ((RoleSummaryRow, roles), (NodeSummaryRow, nodes)):
         if values:
             session.execute(insert(model).execution_options(render_nulls=True), values)
