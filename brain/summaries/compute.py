@@ -92,7 +92,7 @@ def compute_summaries(
         select(NodeRow).where(NodeRow.job_id.in_(ids)).order_by(NodeRow.id)
     ):
         nodes[node.job_id].append(node)
-    usage = job_usage(session, ids)
+    usage = job_usage(session, nodes)
     events = _event_counts(session, ids)
     speeds = load_speeds(session, ids)
     sample_times = {
@@ -105,7 +105,7 @@ def compute_summaries(
         for job_id, times in sample_times.items()
         if times
     }
-    role_series = series_.usage_buckets(session, grids)
+    role_series = series_.usage_buckets(session, grids, nodes)
     plans = plan_effects(session, speeds)
     return [
         _summary_rows(

@@ -13,7 +13,7 @@ from datetime import datetime
 from itertools import groupby
 
 import numpy as np
-from sqlalchemy import Double, func, literal, select, tuple_
+from sqlalchemy import Double, Integer, String, column, func, literal, select, tuple_, values
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
@@ -56,17 +56,26 @@ class JobUsage:
     by_role: dict[str, Usage]
 
 
-def job_usage(session: Session, job_ids: list[int]) -> dict[int, JobUsage]:
-    """The usage of each job's samples (jobs without samples get empty ``JobUsage``)."""
+def job_usage(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
+    """The usage of each job's samples (job id -> its nodes; jobs without samples get
+    empty ``JobUsage``)."""
     if session.get_bind().dialect.name == "postgresql":
-        return _job_usage_sql(session, job_ids)
-    return {job_id: _job_usage_rows(session, job_id) for job_id in job_ids}
+        return _job_usage_sql(session, nodes)
+    return {job_id: _job_usage_rows(session, job_id) for job_id in nodes}
 
 
-def _job_usage_sql(session: Session, job_ids: list[int]) -> dict[int, JobUsage]:
+def _job_usage_sql(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
+    job_ids = list(nodes)
+    result = {job_id: JobUsage({}, {}) for job_id in job_ids}
+    # The caller's nodes, joined as VALUES, give each sample's role: joining the nodes
+    # table cost a hash of all of it (or an index probe per sample) in each statement.
+    pairs = [(node.id, node.role) for job_nodes in nodes.values() for node in job_nodes]
+    if not pairs:
+        return result
+    roles = values(column("node_id", Integer), column("role", String), name="roles").data(pairs)
     columns = [
         NodeSampleRow.job_id,
-        NodeRow.role,
+        roles.c.role,
         NodeSampleRow.node_id,
         func.count(),
         func.min(NodeSampleRow.ts),
@@ -74,17 +83,17 @@ def _job_usage_sql(session: Session, job_ids: list[int]) -> dict[int, JobUsage]:
     ]
     fractions = literal(list(PERCENTILES), ARRAY(Double))
     for metric in METRICS:
-        column = getattr(NodeSampleRow, metric)
+        values_of = getattr(NodeSampleRow, metric)
         columns += [
-            func.avg(column),
-            func.percentile_cont(fractions, type_=ARRAY(Double)).within_group(column),
-            func.max(column),
+            func.avg(values_of),
+            func.percentile_cont(fractions, type_=ARRAY(Double)).within_group(values_of),
+            func.max(values_of),
         ]
     columns.append(func.max(NodeSampleRow.gpu_memory_total_mib))
-    job, role, node = NodeSampleRow.job_id, NodeRow.role, NodeSampleRow.node_id
+    job, role, node = NodeSampleRow.job_id, roles.c.role, NodeSampleRow.node_id
     stmt = (
         select(*columns)
-        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
+        .join(roles, roles.c.node_id == NodeSampleRow.node_id)
         .where(NodeSampleRow.job_id.in_(job_ids))
         # One sort by (job, role, node) serves both levels: per node, and pooled per role.
         .group_by(func.grouping_sets(tuple_(job, role, node), tuple_(job, role)))
@@ -93,7 +102,6 @@ def _job_usage_sql(session: Session, job_ids: list[int]) -> dict[int, JobUsage]:
     # (0.15 s slower measured at 64 MB).
     with sort_memory(session, SORT_MEMORY):
         rows = session.execute(stmt).all()
-    result = {job_id: JobUsage({}, {}) for job_id in job_ids}
     for row in rows:
         job_id, role, node_id, count, first, last = row[:6]
         stats = []
