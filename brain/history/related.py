@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from sqlalchemy import (
     ColumnElement,
     CompoundSelect,
+    Integer,
     ScalarSelect,
+    Select,
     and_,
+    bindparam,
     literal,
     or_,
     select,
@@ -78,14 +82,22 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
     (this runs before each suggestion and create stage, and the first rule usually
     matches), the other reads the chosen jobs' node summaries.
     """
-    rules = _rules(query)
+    rules = _rule_names(query)
     if not rules:
         return Related(None, [])
-    found = _candidates(rules, query).subquery()
+    before = query.before or utcnow()
     rows = session.execute(
-        select(JobRow, _measured_run_seconds(), found.c.rule, found.c.ended_at).join(
-            found, found.c.id == JobRow.id
-        )
+        _statement(rules, query.gpu_type is not None),
+        {
+            "user": query.user,
+            "dataset": query.dataset,
+            "group_key": query.group_key,
+            "name": query.name,
+            "gpu_type": query.gpu_type,
+            "since": before - timedelta(days=query.window_days),
+            "before": before,
+            "limit": query.limit,
+        },
     ).all()
     unsummarized = {job.id: job for job, _, rule, _ in rows if rule == UNSUMMARIZED}
     unsummarized_jobs = sorted(unsummarized.values(), key=lambda job: job.id, reverse=True)
@@ -101,14 +113,25 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
     jobs = historical_jobs(
         session, [row[0] for row in chosen], {row[0].id: row[1] for row in chosen}
     )
-    return Related(rules[first][0], jobs, unsummarized_jobs)
+    return Related(rules[first], jobs, unsummarized_jobs)
 
 
-def _candidates(rules: list[tuple[str, Rule]], query: RelatedQuery) -> CompoundSelect:
+@lru_cache(maxsize=64)
+def _statement(rules: tuple[str, ...], by_gpu_type: bool) -> Select:
+    """The jobs of ``rules`` (names from ``RULES``) and the unsummarized ones, on bound
+    parameters: built once per combination, since building and keying the union took
+    SQLAlchemy longer than PostgreSQL took to run it."""
+    found = _candidates(rules, by_gpu_type).subquery()
+    return select(JobRow, _measured_run_seconds(), found.c.rule, found.c.ended_at).join(
+        found, found.c.id == JobRow.id
+    )
+
+
+def _candidates(rules: tuple[str, ...], by_gpu_type: bool) -> CompoundSelect:
     """Per rule, up to ``limit`` summarized jobs (id, rule number, end), newest first;
     and per rule up to ``limit`` jobs without a final summary (rule ``UNSUMMARIZED``)."""
-    before = query.before or utcnow()
-    since = before - timedelta(days=query.window_days)
+    since, before = bindparam("since"), bindparam("before")
+    limit = bindparam("limit", type_=Integer)
     summarized = [
         JobSummaryRow.status == JobStatus.succeeded.value,
         JobSummaryRow.ended_at >= since,
@@ -123,20 +146,20 @@ def _candidates(rules: list[tuple[str, Rule]], query: RelatedQuery) -> CompoundS
             and_(JobRow.finished_at >= since, JobRow.finished_at < before),
         ),
     ]
-    if query.gpu_type is not None:
-        summarized.append(JobSummaryRow.gpu_type == query.gpu_type)
-        missing.append(JobRow.gpu_type == query.gpu_type)
+    if by_gpu_type:
+        summarized.append(JobSummaryRow.gpu_type == bindparam("gpu_type"))
+        missing.append(JobRow.gpu_type == bindparam("gpu_type"))
     parts = []
-    for number, (_, rule) in enumerate(rules):
+    for number, rule in enumerate(rules):
         parts.append(
             select(
                 JobSummaryRow.job_id.label("id"),
                 literal(number).label("rule"),
                 JobSummaryRow.ended_at.label("ended_at"),
             )
-            .where(*rule(JobSummaryRow), *summarized)
+            .where(*RULES[rule](JobSummaryRow), *summarized)
             .order_by(JobSummaryRow.ended_at.desc(), JobSummaryRow.job_id.desc())
-            .limit(query.limit)
+            .limit(limit)
         )
         parts.append(
             select(
@@ -144,32 +167,37 @@ def _candidates(rules: list[tuple[str, Rule]], query: RelatedQuery) -> CompoundS
                 literal(UNSUMMARIZED).label("rule"),
                 JobRow.finished_at.label("ended_at"),
             )
-            .where(*rule(JobRow), *missing)
+            .where(*RULES[rule](JobRow), *missing)
             .order_by(JobRow.id.desc())
-            .limit(query.limit)
+            .limit(limit)
         )
     # SQLite takes no (SELECT ... LIMIT) in a UNION: each part is read from a subquery.
     return union_all(*(select(*part.subquery().c) for part in parts))
 
 
-# A rule's conditions on a table with the job's keys (jobs or job_summaries).
-Rule = Callable[[type[JobRow] | type[JobSummaryRow]], list[ColumnElement[bool]]]
+# Each rule's conditions on a table with the job's keys (jobs or job_summaries), on
+# parameters named after the keys.
+RULES: dict[str, Callable[[type[JobRow] | type[JobSummaryRow]], list[ColumnElement[bool]]]] = {
+    MATCH_USER_DATASET: lambda t: [t.user == bindparam("user"), t.dataset == bindparam("dataset")],
+    MATCH_GROUP: lambda t: [t.group_key == bindparam("group_key")],
+    MATCH_NAME: lambda t: [t.name == bindparam("name")],
+    MATCH_USER: lambda t: [t.user == bindparam("user")],
+}
 
 
-def _rules(query: RelatedQuery) -> list[tuple[str, Rule]]:
-    """The relatedness rules, strongest first."""
-    user, dataset, group_key, name = query.user, query.dataset, query.group_key, query.name
-    rules: list[tuple[str, Rule]] = []
-    if user is not None and dataset is not None:
-        rules.append((MATCH_USER_DATASET, lambda t: [t.user == user, t.dataset == dataset]))
-    if group_key is not None:
-        rules.append((MATCH_GROUP, lambda t: [t.group_key == group_key]))
-    if name is not None:
-        rules.append((MATCH_NAME, lambda t: [t.name == name]))
-    if user is not None and not rules:
+def _rule_names(query: RelatedQuery) -> tuple[str, ...]:
+    """The relatedness rules that apply, strongest first."""
+    names = []
+    if query.user is not None and query.dataset is not None:
+        names.append(MATCH_USER_DATASET)
+    if query.group_key is not None:
+        names.append(MATCH_GROUP)
+    if query.name is not None:
+        names.append(MATCH_NAME)
+    if query.user is not None and not names:
         # Only the user is known (a suggestion asked by user alone): their own runs.
-        rules.append((MATCH_USER, lambda t: [t.user == user]))
-    return rules
+        names.append(MATCH_USER)
+    return tuple(names)
 
 
 def historical_jobs(
