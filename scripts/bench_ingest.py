@@ -2,7 +2,9 @@
 
 In one run against PostgreSQL: starts `brain serve --workers N` (loopback only) on a fresh
 database, pushes batches of 5,000 node points from 4 concurrent clients, then COPYs
-the same rows straight into node_samples, and prints both rates and their ratio.
+the same rows straight into node_samples, and prints both rates and their ratio, and
+the CPU spent per point (server processes and the database's PostgreSQL backends, read
+from /proc), which unlike the rates does not depend on what else the machine runs.
 Bounded: --batches batches in all (default 120, i.e. 600,000 points).
 
     .venv/bin/python scripts/bench_ingest.py [--pg postgresql://postgres@127.0.0.1:5432]
@@ -20,6 +22,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -68,17 +71,24 @@ def run(url: str, dsn: str, batches: int, workers: int) -> int:
         with httpx.Client(base_url=base) as http:
             for job in range(batches // 10 + 1):
                 http.put(f"/api/v1/jobs/bench-{job}", json={"name": "bench", "user": "bench"})
+        server_before, pg_before = _cpu_seconds(server.pid), _backends_cpu_seconds(dsn)
         api_rate = _push(base, bodies)
+        server_us = (_cpu_seconds(server.pid) - server_before) / len(bodies) / BATCH_POINTS * 1e6
+        pg_us = (_backends_cpu_seconds(dsn) - pg_before) / len(bodies) / BATCH_POINTS * 1e6
     finally:
         server.terminate()
         server.wait(timeout=30)
-    copy_rate = _copy(dsn, bodies)
+    copy_rate, copy_us = _copy(dsn, bodies)
     print(
         f"API ingest : {api_rate:12,.0f} points/s  ({batches} batches x {BATCH_POINTS} points,"
         f" {CLIENTS} clients, {workers} server workers)"
     )
     print(f"raw COPY   : {copy_rate:12,.0f} rows/s    (same rows, same table)")
     print(f"ratio      : {api_rate / copy_rate:12.2f}  (target >= 0.60, issue 15)")
+    print(
+        f"CPU/point  : API {server_us + pg_us:.1f} us (server {server_us:.1f} + PostgreSQL"
+        f" {pg_us:.1f}), raw COPY {copy_us:.1f} us (PostgreSQL)"
+    )
     return 0
 
 
@@ -129,8 +139,9 @@ def _push(base: str, bodies: list[tuple[str, bytes]]) -> float:
     return stored / elapsed
 
 
-def _copy(dsn: str, bodies: list[tuple[str, bytes]]) -> float:
-    """COPY the same rows, pre-formatted as COPY text outside the timer: the fastest path."""
+def _copy(dsn: str, bodies: list[tuple[str, bytes]]) -> tuple[float, float]:
+    """COPY the same rows, pre-formatted as COPY text outside the timer: the fastest path.
+    Returns rows/s and the backend's CPU microseconds per row."""
     with psycopg.connect(dsn) as conn:
         node_ids = dict(conn.execute("SELECT name, id FROM nodes").fetchall())
         job_ids = dict(conn.execute("SELECT uid, id FROM jobs").fetchall())
@@ -149,13 +160,43 @@ def _copy(dsn: str, bodies: list[tuple[str, bytes]]) -> float:
         data = ("\n".join(lines) + "\n").encode()
         conn.execute("TRUNCATE node_samples")
         conn.commit()
+        backend = conn.info.backend_pid
+        cpu_before = _process_cpu_seconds(backend)
         started = time.perf_counter()
         with conn.cursor().copy(
             "COPY node_samples (node_id, ts, job_id, cpu, memory_mib, gpu_util) FROM STDIN"
         ) as copy:
             copy.write(data)
         conn.commit()
-        return len(lines) / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        cpu_us = (_process_cpu_seconds(backend) - cpu_before) / len(lines) * 1e6
+        return len(lines) / elapsed, cpu_us
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU of the server: the process and its children (`brain serve`'s workers)."""
+    children = [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+    return _process_cpu_seconds(pid) + sum(_cpu_seconds(child) for child in children)
+
+
+def _backends_cpu_seconds(dsn: str) -> float:
+    """CPU of the PostgreSQL backends connected to the bench database (the server's
+    pooled connections; they stay open through the push), but not this one."""
+    with psycopg.connect(dsn) as conn:
+        pids = conn.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return sum(_process_cpu_seconds(pid) for (pid,) in pids)
 
 
 def _free_port() -> int:
