@@ -19,7 +19,6 @@ from brain.services import samples
 from tests.builders import job_body, make_job, node_point
 
 TS = "2026-03-01T00:00:00Z"
-NOW = datetime(2026, 3, 2, tzinfo=UTC)
 
 
 def _body(*points: dict) -> bytes:
@@ -28,7 +27,7 @@ def _body(*points: dict) -> bytes:
 
 def test_a_plain_batch_passes_the_fast_checks_as_a_sample_batch():
     body = _body(node_point("j-ps-0", "2026-03-01T01:00:00+01:00", 2, 1024, gpu_util=0.5))
-    batch = checked_batch(body, InputBounds(), NOW)
+    batch = checked_batch(body, InputBounds())
     assert batch is not None
     (point,) = batch.nodes
     assert (point.name, point.role, point.index) == ("j-ps-0", "ps", 0)
@@ -44,29 +43,41 @@ def test_a_plain_batch_passes_the_fast_checks_as_a_sample_batch():
         {"gpu_memory_mib": 16 * 1024 * 1024 + 1},
         {"gpu_memory_total_mib": 16 * 1024 * 1024 + 1},
         {"ts": "1999-12-31T23:59:59Z"},  # before BRAIN_MIN_TIMESTAMP
-        {"ts": "2026-03-02T00:01:00Z"},  # after NOW, the latest allowed here
+        {"ts": "2000-01-01T00:30:00+01:00"},  # the same: 1999-12-31T23:30:00Z
+        {"ts": "9999-12-31T00:00:00-01:00"},  # not representable in UTC
         {"index": 1.0},  # strict JSON types: no integer from a float...
         {"cpu": "2"},  # ...nor a number from a string
         {"role": "p\u0000s"},
+        {"step_time_s": 0},
         {"unknown": 1},
     ],
 )
 def test_the_fast_checks_decline_what_they_cannot_vouch_for(extra):
     good = node_point("j-ps-0", TS, 2, 1024)
-    assert checked_batch(_body(good), InputBounds(), NOW) is not None
-    assert checked_batch(_body(good, good | extra), InputBounds(), NOW) is None
+    assert checked_batch(_body(good), InputBounds()) is not None
+    assert checked_batch(_body(good, good | extra), InputBounds()) is None
 
 
-def test_a_site_bound_is_checked_per_batch():
-    point = node_point("j-ps-0", TS, 100, 1024)
-    assert checked_batch(_body(point), InputBounds(cpu=100), NOW) is not None
-    assert checked_batch(_body(point), InputBounds(cpu=99.5), NOW) is None
+def test_the_site_bounds_are_those_given():
+    point = node_point("j-ps-0", "2010-01-01T00:00:00Z", 100, 1024)
+    assert checked_batch(_body(point), InputBounds(cpu=100)) is not None
+    assert checked_batch(_body(point), InputBounds(cpu=99.5)) is None
+    assert checked_batch(_body(point), InputBounds(memory_mib=1023)) is None
+    floor = datetime(2010, 1, 1, 0, 0, 1, tzinfo=UTC)
+    assert checked_batch(_body(point), InputBounds(min_timestamp=floor)) is None
+
+
+def test_a_name_holding_a_nul_anywhere_is_declined():
+    """Refused by one look at the body, not a pattern per string."""
+    named = node_point("j-ps-0", TS, 2, 1024) | {"name": "a\u0000b"}
+    assert b"\\u0000" in _body(named)
+    assert checked_batch(_body(named), InputBounds()) is None
 
 
 def test_non_finite_numbers_are_declined():
     raw = _body(node_point("j-ps-0", TS, 2, 1024)).replace(b'"cpu": 2', b'"cpu": NaN')
     assert b"NaN" in raw
-    assert checked_batch(raw, InputBounds(), NOW) is None
+    assert checked_batch(raw, InputBounds()) is None
 
 
 def test_a_declined_batch_is_validated_as_before(client, db):
@@ -78,6 +89,21 @@ def test_a_declined_batch_is_validated_as_before(client, db):
         "duplicates": 0,
     }
     assert client.get("/api/v1/jobs/j/nodes").json()[0]["index"] == 1
+
+
+def test_a_future_point_that_came_the_fast_way_is_named_in_utc(client, db):
+    """Its offset is kept on the fast way; the answer gives UTC, as SampleBatch's did."""
+    client.put("/api/v1/jobs/j", json=job_body())
+    points = [
+        node_point("j-ps-0", TS, 2, 1024),
+        node_point("j-ps-0", "2999-01-01T05:00:00+05:00", 2, 1024),
+    ]
+    response = client.post("/api/v1/jobs/j/samples", json={"nodes": points})
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["field"] == "nodes.1.ts"
+    assert error["message"].startswith("nodes.1.ts 2999-01-01T00:00:00+00:00 is in the future")
+    assert _count(db) == 0
 
 
 def test_the_first_offending_field_is_named_as_before(client, db):
@@ -92,6 +118,11 @@ def test_the_first_offending_field_is_named_as_before(client, db):
     assert response.status_code == 422
     assert response.json()["error"]["field"] == "nodes.0.cpu"
     assert "BRAIN_PLAUSIBLE_CPU" in response.json()["error"]["message"]
+
+
+def _count(engine) -> int:
+    with engine.connect() as conn:
+        return conn.scalar(select(func.count()).select_from(NodeSampleRow))
 
 
 def _job(session: Session) -> JobRow:
