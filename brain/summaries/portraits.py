@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
-from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
@@ -72,13 +73,7 @@ def job_portrait_of(session: Session, uid: str, points: int) -> JobPortrait:
     """The portrait of the job ``uid`` (404 when there is none): the job, its final
     summary and its roles come in one statement, a round trip less than ``get_job``
     first."""
-    rows = session.execute(
-        select(JobRow, JobSummaryRow, RoleSummaryRow)
-        .outerjoin(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
-        .outerjoin(RoleSummaryRow, RoleSummaryRow.job_id == JobSummaryRow.job_id)
-        .where(JobRow.uid == uid)
-        .order_by(RoleSummaryRow.role)
-    ).all()
+    rows = session.execute(_job_with_summary(), {"uid": uid}).all()
     if not rows:
         raise job_not_found(uid)
     job, summary = rows[0][0], rows[0][1]
@@ -86,6 +81,21 @@ def job_portrait_of(session: Session, uid: str, points: int) -> JobPortrait:
         return _portrait(compute_summary(session, job), points)
     roles = [role for *_, role in rows if role is not None]
     return _portrait(SummaryRows(summary, roles, []), points)
+
+
+# The statements below are built once (per owner, key or sort) on bound parameters:
+# building and keying them took SQLAlchemy longer than PostgreSQL took to run them.
+
+
+@cache
+def _job_with_summary() -> Select:
+    return (
+        select(JobRow, JobSummaryRow, RoleSummaryRow)
+        .outerjoin(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
+        .outerjoin(RoleSummaryRow, RoleSummaryRow.job_id == JobSummaryRow.job_id)
+        .where(JobRow.uid == bindparam("uid"))
+        .order_by(RoleSummaryRow.role)
+    )
 
 
 def job_portrait(session: Session, job: JobRow, points: int) -> JobPortrait:
@@ -156,19 +166,33 @@ def owner_portrait(
 ) -> tuple[Totals, list[JobSummaryRow]]:
     """Totals over the jobs of a user or group (``owner``) ended since ``since``, and a
     page of those jobs, most waste first."""
-    where = [OWNER_KEYS[owner] == value, JobSummaryRow.ended_at >= since]
+    params = {"value": value, "since": since, "limit": limit, "offset": offset}
+    rows = session.execute(_owner_page(owner, sort), params).all()
+    if not rows:
+        return _totals(session.execute(_owner_totals(owner), params).one()), []
+    return _totals(rows[0]), [row[0] for row in rows]
+
+
+@cache
+def _owner_page(owner: str, sort: str) -> Select:
     # Window aggregates see every matching job before LIMIT: the totals come with each
     # row of the page, one statement. Only an empty page needs them on their own.
-    rows = session.execute(
+    return (
         select(JobSummaryRow, *_aggregates(window=True))
-        .where(*where)
+        .where(*_owner_jobs(owner))
         .order_by(*_waste_order(sort), JobSummaryRow.job_id)
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    if not rows:
-        return _totals(session.execute(select(*_aggregates()).where(*where)).one()), []
-    return _totals(rows[0]), [row[0] for row in rows]
+        .limit(bindparam("limit", type_=Integer))
+        .offset(bindparam("offset", type_=Integer))
+    )
+
+
+@cache
+def _owner_totals(owner: str) -> Select:
+    return select(*_aggregates()).where(*_owner_jobs(owner))
+
+
+def _owner_jobs(owner: str) -> list[ColumnElement[bool]]:
+    return [OWNER_KEYS[owner] == bindparam("value"), JobSummaryRow.ended_at >= bindparam("since")]
 
 
 def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[str, Totals]]:
@@ -189,28 +213,37 @@ def ranking(
 ) -> tuple[list[tuple[str | None, Totals]], int]:
     """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the jobs
     ended since ``since``, most waste first; and how many keys there are."""
-    key = RANKING_KEYS[by]
-    where = [JobSummaryRow.ended_at >= since]
-    order = [_total_waste(resource).desc() for resource in SORT_ORDERS[sort]]
-    # The window counts the groups before LIMIT: the page and the number of keys in one
-    # statement. Only a page past the end has no row to carry it.
-    rows = session.execute(
-        select(key.label("key"), *_aggregates(), func.count().over().label("key_count"))
-        .where(*where)
-        .group_by(key)
-        .order_by(*order, key)
-        .limit(limit)
-        .offset(offset)
-    ).all()
+    params = {"since": since, "limit": limit, "offset": offset}
+    rows = session.execute(_ranking_page(by, sort), params).all()
     if rows:
         count = rows[0].key_count
     elif offset == 0:
         count = 0
     else:
-        count = session.scalar(
-            select(func.count()).select_from(select(key).where(*where).group_by(key).subquery())
-        )
+        count = session.scalar(_ranking_count(by), params)
     return [(row.key, _totals(row)) for row in rows], count or 0
+
+
+@cache
+def _ranking_page(by: str, sort: str) -> Select:
+    key = RANKING_KEYS[by]
+    # The window counts the groups before LIMIT: the page and the number of keys in one
+    # statement. Only a page past the end has no row to carry it.
+    return (
+        select(key.label("key"), *_aggregates(), func.count().over().label("key_count"))
+        .where(JobSummaryRow.ended_at >= bindparam("since"))
+        .group_by(key)
+        .order_by(*[_total_waste(resource).desc() for resource in SORT_ORDERS[sort]], key)
+        .limit(bindparam("limit", type_=Integer))
+        .offset(bindparam("offset", type_=Integer))
+    )
+
+
+@cache
+def _ranking_count(by: str) -> Select:
+    key = RANKING_KEYS[by]
+    keys = select(key).where(JobSummaryRow.ended_at >= bindparam("since")).group_by(key)
+    return select(func.count()).select_from(keys.subquery())
 
 
 def _aggregates(window: bool = False) -> list[ColumnElement]:
