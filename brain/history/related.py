@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from sqlalchemy import (
     ColumnElement,
@@ -207,26 +207,7 @@ def historical_jobs(
     (``run_seconds``: each job's measured run length, see ``_measured_run_seconds``)."""
     job_ids = [job.id for job in jobs]
     nodes: dict[int, list[NodeUsage]] = {job_id: [] for job_id in job_ids}
-    rows = session.execute(
-        select(
-            NodeSummaryRow.job_id,
-            NodeSummaryRow.name,
-            NodeSummaryRow.role,
-            NodeSummaryRow.cpu_request_cores,
-            NodeSummaryRow.memory_request_mib,
-            NodeSummaryRow.gpu_request,
-            NodeSummaryRow.cpu_mean_cores,
-            NodeSummaryRow.cpu_max_cores,
-            NodeSummaryRow.cpu_p95_cores,
-            NodeSummaryRow.memory_mean_mib,
-            NodeSummaryRow.memory_max_mib,
-            NodeSummaryRow.gpu_util_mean,
-            NodeSummaryRow.gpu_memory_max_mib,
-            NodeSummaryRow.gpu_memory_total_mib,
-        )
-        .where(NodeSummaryRow.job_id.in_(job_ids), NodeSummaryRow.samples > 0)
-        .order_by(NodeSummaryRow.job_id, NodeSummaryRow.node_id)
-    )
+    rows = session.execute(_node_usage(), {"job_ids": job_ids})
     for row in rows:
         nodes[row.job_id].append(
             NodeUsage(
@@ -246,6 +227,35 @@ def historical_jobs(
     return [
         HistoricalJob(job_view(job), tuple(nodes[job.id]), run_seconds.get(job.id)) for job in jobs
     ]
+
+
+@cache
+def _node_usage() -> Select:
+    """The node summaries (with samples) of the jobs ``job_ids``, built once like
+    ``_statement`` (an expanding IN takes any number of ids)."""
+    return (
+        select(
+            NodeSummaryRow.job_id,
+            NodeSummaryRow.name,
+            NodeSummaryRow.role,
+            NodeSummaryRow.cpu_request_cores,
+            NodeSummaryRow.memory_request_mib,
+            NodeSummaryRow.gpu_request,
+            NodeSummaryRow.cpu_mean_cores,
+            NodeSummaryRow.cpu_max_cores,
+            NodeSummaryRow.cpu_p95_cores,
+            NodeSummaryRow.memory_mean_mib,
+            NodeSummaryRow.memory_max_mib,
+            NodeSummaryRow.gpu_util_mean,
+            NodeSummaryRow.gpu_memory_max_mib,
+            NodeSummaryRow.gpu_memory_total_mib,
+        )
+        .where(
+            NodeSummaryRow.job_id.in_(bindparam("job_ids", expanding=True)),
+            NodeSummaryRow.samples > 0,
+        )
+        .order_by(NodeSummaryRow.job_id, NodeSummaryRow.node_id)
+    )
 
 
 def _measured_run_seconds() -> ScalarSelect:
