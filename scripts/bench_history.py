@@ -579,20 +579,30 @@ def workloads(rng, groups: list[Group], uids: list[str], big_uid: str, n: int) -
 Statement = tuple[str, object]
 
 
+@dataclass(frozen=True)
+class CapturedRequest:
+    statements: list[Statement]
+    # GETs read without a transaction (no BEGIN and COMMIT); a suggestion keeps one.
+    in_transaction: bool
+
+
 def capture_statements(url: str, loads: dict[str, list[str]], n: int) -> dict[str, list]:
-    """Per endpoint, the SQL statements each of its first ``n`` requests sends, captured
-    while the app answers in-process (the same code as the server, no HTTP)."""
+    """Per endpoint, the SQL statements each of its first ``n`` requests sends, and whether
+    in a transaction, captured while the app answers in-process (the same code as the
+    server, no HTTP)."""
     from fastapi.testclient import TestClient
     from sqlalchemy import event
 
     from api.app import create_app
 
     captured: list[Statement] = []
+    autocommit: list[bool] = []
 
-    def record(_conn, _cursor, statement, parameters, _context, _executemany) -> None:
+    def record(conn, _cursor, statement, parameters, _context, _executemany) -> None:
         captured.append((statement, parameters))
+        autocommit.append(conn.connection.dbapi_connection.autocommit)
 
-    result: dict[str, list[list[Statement]]] = {}
+    result: dict[str, list[CapturedRequest]] = {}
     with TestClient(create_app(Settings(database_url=url))) as client:
         for paths in loads.values():  # first requests: schema check, token cache
             client.get(paths[0]).raise_for_status()
@@ -603,30 +613,34 @@ def capture_statements(url: str, loads: dict[str, list[str]], n: int) -> dict[st
             result[name] = []
             for path in paths[:n]:
                 captured.clear()
+                autocommit.clear()
                 client.get(path).raise_for_status()
-                result[name].append(list(captured))
+                result[name].append(CapturedRequest(list(captured), not all(autocommit)))
     return result
 
 
-def bare_p50(url: str, requests: list[list[Statement]]) -> float:
-    """Median ms of one request's statements replayed in one transaction through
-    psycopg, fetching every row (after a warm-up, as the server's connections are warm)."""
+def bare_p50(url: str, requests: list[CapturedRequest]) -> float:
+    """Median ms of one request's statements replayed through psycopg as the server sends
+    them (in one transaction, or each on its own), fetching every row (after a warm-up,
+    as the server's connections are warm)."""
 
-    def replay(conn: psycopg.Connection, statements: list[Statement]) -> None:
+    def replay(conn: psycopg.Connection, request: CapturedRequest) -> None:
+        conn.autocommit = not request.in_transaction
         with conn.cursor() as cursor:
-            for statement, parameters in statements:
+            for statement, parameters in request.statements:
                 cursor.execute(statement, parameters)
                 if cursor.description is not None:
                     cursor.fetchall()
-        conn.commit()
+        if request.in_transaction:
+            conn.commit()
 
     with raw_connect(url) as conn:
-        for statements in requests[:10]:
-            replay(conn, statements)
+        for request in requests[:10]:
+            replay(conn, request)
         ms = []
-        for statements in requests:
+        for request in requests:
             started = time.perf_counter()
-            replay(conn, statements)
+            replay(conn, request)
             ms.append((time.perf_counter() - started) * 1000)
     return statistics.median(ms)
 
