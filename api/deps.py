@@ -6,7 +6,8 @@ commit (services add and flush, and take a savepoint where they race). The commi
 happens before the response is sent (``scope="function"``): a client never sees a
 success for a write that did not commit, and background tasks see the write. A GET
 or HEAD only reads: its session runs each statement on its own, without a transaction,
-and refuses to write; a GET that may write asks for ``TransactionDep``.
+and refuses to write; a GET that now and then writes asks for
+``RarelyWritingSessionDep``.
 
 Thread hops: opening the session touches no database (it takes a connection at its
 first statement), so it happens on the event loop; a handler offloaded by
@@ -34,6 +35,8 @@ from brain.telemetry import Telemetry
 
 _AFTER_COMMIT = "after_commit"
 _REQUEST_OWNED = "request_owned"
+_TRANSACTION_FACTORY = "transaction_factory"
+_UPGRADED = "upgraded"
 
 
 # Methods that never write: their requests read without a transaction (no BEGIN and
@@ -49,11 +52,30 @@ async def request_session(request: Request) -> AsyncIterator[Session]:
         yield session
 
 
-async def session_in_transaction(request: Request) -> AsyncIterator[Session]:
-    """A transaction whatever the method: for a GET that may write (a suggestion
-    summarizes a related run that finished moments ago)."""
-    async for session in _owned(request.app.state.session_factory()):
-        yield session
+async def rarely_writing_session(request: Request) -> AsyncIterator[Session]:
+    """For a GET that now and then must write (a suggestion summarizes a related run that
+    finished moments ago): a read session, which ``api.routing.OffloadedRoute`` swaps for
+    a transaction when the handler tries to write, running the handler again. The first
+    try wrote nothing (a read session cannot), so running it again is safe, and the usual
+    read pays no BEGIN and COMMIT."""
+    session = request.app.state.read_session_factory()
+    session.info[_TRANSACTION_FACTORY] = request.app.state.session_factory
+    async for owned in _owned(session):
+        yield owned
+
+
+def in_transaction_instead(values: dict[str, Any]) -> bool:
+    """Replace, among a handler's arguments, a request's read session that may be
+    upgraded (``rarely_writing_session``) by a new transaction; False if there is none."""
+    for name, value in values.items():
+        if isinstance(value, Session) and _TRANSACTION_FACTORY in value.info:
+            value.close()  # its connection goes back to the pool before the next is taken
+            session = value.info.pop(_TRANSACTION_FACTORY)()
+            session.info[_REQUEST_OWNED] = session.info[_UPGRADED] = True
+            session.begin()
+            values[name] = session
+            return True
+    return False
 
 
 async def _owned(session: Session) -> AsyncIterator[Session]:
@@ -80,7 +102,11 @@ def finish_request(values: dict[str, Any], commit: bool) -> None:
     handler's own thread; ``OffloadedRoute`` calls it when the handler returns or raises."""
     for value in values.values():
         if isinstance(value, Session) and value.info.get(_REQUEST_OWNED):
-            finish_transaction(value, commit)
+            try:
+                finish_transaction(value, commit)
+            finally:
+                if value.info.get(_UPGRADED):  # no dependency closes it
+                    value.close()
 
 
 def finish_transaction(session: Session, commit: bool) -> None:
@@ -118,7 +144,7 @@ async def get_registry(request: Request) -> OptimizerRegistry:
 
 
 SessionDep = Annotated[Session, Depends(request_session, scope="function")]
-TransactionDep = Annotated[Session, Depends(session_in_transaction, scope="function")]
+RarelyWritingSessionDep = Annotated[Session, Depends(rarely_writing_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
 RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]

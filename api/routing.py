@@ -28,8 +28,9 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import finish_request
+from api.deps import finish_request, in_transaction_instead
 from api.schemas.bounds import bounds_in_force
+from brain.db.engine import ReadOnlySessionError
 
 
 def _refuse_constant(name: str) -> Any:
@@ -54,7 +55,13 @@ def _on_thread_pool(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any
         # The transaction ends in this thread: the request then holds no connection
         # while it waits for the loop, and needs no second trip to the pool to commit.
         try:
-            result = endpoint(*args, **kwargs)
+            try:
+                result = endpoint(*args, **kwargs)
+            except ReadOnlySessionError:
+                # A GET that must write after all, and may: again, in a transaction.
+                if not in_transaction_instead(kwargs):
+                    raise
+                result = endpoint(*args, **kwargs)
         except BaseException:
             finish_request(kwargs, commit=False)
             raise

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from api.auth import every_namespace
-from api.deps import RegistryDep, SettingsDep, SizingModelDep, TransactionDep
+from api.deps import RarelyWritingSessionDep, RegistryDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
 from api.params import name_filter
 from api.routing import InputRoute
@@ -51,8 +51,8 @@ class Format(StrEnum):
 )
 def get_suggestion(
     request: Request,
-    # A transaction: a related run that finished moments ago is summarized here.
-    session: TransactionDep,
+    # A related run that finished moments ago is summarized here: now and then a write.
+    session: RarelyWritingSessionDep,
     settings: SettingsDep,
     registry: RegistryDep,
     sizing_model: SizingModelDep,

@@ -108,7 +108,13 @@ def make_read_session_factory(engine: Engine) -> sessionmaker[Session]:
     """
     reading = engine.execution_options(isolation_level="AUTOCOMMIT")
     event.listen(reading, "before_execute", _refuse_writes)
+    event.listen(reading, "savepoint", _refuse_savepoints)
     return sessionmaker(reading, expire_on_commit=False)
+
+
+def _refuse_savepoints(_conn, _name) -> None:
+    # A savepoint is where a write begins (and outside a transaction PostgreSQL refuses it).
+    raise ReadOnlySessionError("a read-only session cannot take a savepoint; use a transaction")
 
 
 def _refuse_writes(_conn, statement, _multiparams, _params, _options) -> None:

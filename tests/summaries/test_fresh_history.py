@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sqlalchemy import event
+
 from brain.config import Settings
 from brain.db.models import JobSummaryRow
 from brain.domain import RoleSpec, Stage, utcnow
 from brain.services.optimizer_context import build_context
+from brain.summaries import summarize_job
 from brain.summaries.suggestions import SuggestionQuery, suggest
 from tests.builders import flat_job, make_job, recent_hour
 from tests.optimizers.test_pipeline import registry
@@ -65,12 +68,24 @@ def test_the_next_suggestion_sees_it_and_other_users_runs_are_left_alone(session
     assert session.get(JobSummaryRow, other.id) is None
 
 
-def test_a_suggestion_over_http_summarizes_it_in_its_transaction(client, session_factory):
-    # GETs read without a transaction and cannot write; a suggestion may have to write
-    # the summary of a run that finished moments ago, so it runs in one.
+def _autocommit_of_each_statement(client) -> list[bool]:
+    seen: list[bool] = []
+    event.listen(
+        client.app.state.engine,
+        "before_cursor_execute",
+        lambda conn, *_: seen.append(conn.connection.dbapi_connection.autocommit),
+    )
+    return seen
+
+
+def test_a_suggestion_over_http_summarizes_it_in_a_transaction(client, session_factory):
+    # GETs read without a transaction and cannot write; a suggestion that must write the
+    # summary of a run that finished moments ago is run again in one.
     with session_factory() as session:
         done = _finished_unsummarized(session, dataset="imagenet")
         session.commit()
+    autocommit = _autocommit_of_each_statement(client)
+    held = client.app.state.engine.pool.checkedout()  # by background work, if any
 
     response = client.get("/api/v1/suggestions", params={"user": "alice", "dataset": "imagenet"})
 
@@ -78,3 +93,21 @@ def test_a_suggestion_over_http_summarizes_it_in_its_transaction(client, session
     assert [r["uid"] for r in response.json()["basis"]["runs"]] == ["done"]
     with session_factory() as session:
         assert session.get(JobSummaryRow, done.id).final
+    # The read that found it unsummarized, then the summary and the answer in a transaction.
+    assert autocommit[0] is True and autocommit[-1] is False
+    assert client.app.state.engine.pool.checkedout() == held
+
+
+def test_a_suggestion_with_nothing_to_summarize_reads_without_a_transaction(
+    client, session_factory
+):
+    with session_factory() as session:
+        done = _finished_unsummarized(session, dataset="imagenet")
+        summarize_job(session, done)
+        session.commit()
+    autocommit = _autocommit_of_each_statement(client)
+
+    response = client.get("/api/v1/suggestions", params={"user": "alice", "dataset": "imagenet"})
+
+    assert [r["uid"] for r in response.json()["basis"]["runs"]] == ["done"]
+    assert autocommit and all(autocommit)
