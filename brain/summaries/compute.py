@@ -105,7 +105,7 @@ def compute_summaries(
         for job_id, times in sample_times.items()
         if times
     }
-    role_series = series_.usage_buckets(session, grids, nodes)
+    role_series = series_.usage_buckets(session, grids)
     plans = plan_effects(session, speeds)
     return [
         _summary_rows(

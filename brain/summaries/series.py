@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from itertools import groupby
 
 import numpy as np
-from sqlalchemy import Double, Integer, String, column, func, select, values
+from sqlalchemy import Double, Integer, column, func, select, values
 from sqlalchemy.orm import Session
 
 from brain.db.models import NodeRow, NodeSampleRow
@@ -72,15 +72,12 @@ def unpack(data: bytes, merge: dict[str, str]) -> Columns:
     return dict(zip(names, matrix, strict=True))
 
 
-def usage_buckets(
-    session: Session, grids: dict[int, Grid], nodes: dict[int, list[NodeRow]]
-) -> dict[int, dict[str, Columns]]:
-    """Per job (id -> its grid; its nodes in ``nodes``) and role, the usage of the job's
-    node samples on its grid."""
+def usage_buckets(session: Session, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
+    """Per job (id -> its grid) and role, the usage of the job's node samples on its grid."""
     if not grids:
         return {}
     if session.get_bind().dialect.name == "postgresql":
-        return _usage_buckets_sql(session, grids, nodes)
+        return _usage_buckets_sql(session, grids)
     return {job_id: _usage_buckets_rows(session, job_id, grid) for job_id, grid in grids.items()}
 
 
@@ -110,27 +107,15 @@ def _usage_buckets_rows(session: Session, job_id: int, grid: Grid) -> dict[str, 
     return result
 
 
-def _usage_buckets_sql(
-    session: Session, grids: dict[int, Grid], nodes: dict[int, list[NodeRow]]
-) -> dict[int, dict[str, Columns]]:
-    result: dict[int, dict[str, Columns]] = {job_id: {} for job_id in grids}
-    # Each node's role and its job's grid join its samples, so one statement buckets a
-    # whole batch of jobs without joining the nodes table (see usage._job_usage_sql).
-    node_grids = [
-        (node.id, node.role, job_grid.start, job_grid.bucket_seconds, job_grid.buckets - 1)
-        for job_id, job_grid in grids.items()
-        for node in nodes.get(job_id, [])
-    ]
-    if not node_grids:
-        return result
+def _usage_buckets_sql(session: Session, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
+    # Each job's grid joins its samples, so one statement buckets a whole batch of jobs.
     grid = values(
-        column("node_id", Integer),
-        column("role", String),
+        column("job_id", Integer),
         column("start", UTCDateTime()),
         column("width", Double),
         column("last", Integer),
         name="grid",
-    ).data(node_grids)
+    ).data([(job_id, g.start, g.bucket_seconds, g.buckets - 1) for job_id, g in grids.items()])
     # date_part gives float8; extract() would compute in (slow) numeric.
     seconds = func.date_part("epoch", NodeSampleRow.ts - grid.c.start)
     bucket = func.least(func.floor(seconds / grid.c.width), grid.c.last)
@@ -138,7 +123,7 @@ def _usage_buckets_sql(
     stmt = (
         select(
             NodeSampleRow.job_id,
-            grid.c.role,
+            NodeRow.role,
             bucket,
             func.count(),
             func.avg(NodeSampleRow.cpu),
@@ -148,18 +133,20 @@ def _usage_buckets_sql(
             func.avg(NodeSampleRow.gpu_util),
             func.max(NodeSampleRow.gpu_memory_mib),
         )
-        .join(grid, grid.c.node_id == NodeSampleRow.node_id)
+        .join(grid, grid.c.job_id == NodeSampleRow.job_id)
+        .join(NodeRow, NodeRow.id == NodeSampleRow.node_id)
         # The join alone does not use the index: a batch read the whole table.
         .where(NodeSampleRow.job_id.in_(list(grids)))
         # No ORDER BY: PostgreSQL then hashes the few buckets instead of sorting every
         # sample by its bucket (0.36 s -> 0.18 s for 100 nodes x 24 h); rows are put in
         # order here.
-        .group_by(NodeSampleRow.job_id, grid.c.role, bucket)
+        .group_by(NodeSampleRow.job_id, NodeRow.role, bucket)
     )
     rows: dict[tuple[int, str], list] = {}
     for row in session.execute(stmt):
         rows.setdefault((row[0], row[1]), []).append(row[2:])
     names = ["bucket", *USAGE_COLUMNS]
+    result: dict[int, dict[str, Columns]] = {job_id: {} for job_id in grids}
     for (job_id, role), buckets in rows.items():
         columns = zip(*sorted(buckets, key=lambda bucket: bucket[0]), strict=True)
         result[job_id][role] = {

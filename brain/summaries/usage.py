@@ -8,12 +8,14 @@ the same numbers: percentiles interpolate linearly between the ordered samples, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Double, Integer, String, column, func, literal, select, tuple_, values
+from sqlalchemy import Double, Integer, String, column, func, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
@@ -64,15 +66,29 @@ def job_usage(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, Jo
     return {job_id: _job_usage_rows(session, job_id) for job_id in nodes}
 
 
+def _unnest_table(name: str, **columns: tuple[Sequence[Any], Any]) -> Any:
+    """``unnest`` of one array per column as a table ``name``: the rows travel as a few
+    array parameters, so the statement's text (and SQLAlchemy's compiled form, cached)
+    stays the same whatever the rows. A ``VALUES`` list was compiled anew for every
+    batch: 0.8 ms of client CPU per job, more than the join it replaced saved."""
+    arrays = [literal(list(data), ARRAY(kind)) for data, kind in columns.values()]
+    return (
+        func.unnest(*arrays)
+        .table_valued(*(column(key, kind) for key, (_, kind) in columns.items()))
+        .render_derived(name=name)
+    )
+
+
 def _job_usage_sql(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
     job_ids = list(nodes)
     result = {job_id: JobUsage({}, {}) for job_id in job_ids}
-    # The caller's nodes, joined as VALUES, give each sample's role: joining the nodes
-    # table cost a hash of all of it (or an index probe per sample) in each statement.
+    # The caller's nodes give each sample's role: joining the nodes table cost a hash of
+    # all of it (18 ms per batch with 96,581 nodes).
     pairs = [(node.id, node.role) for job_nodes in nodes.values() for node in job_nodes]
     if not pairs:
         return result
-    roles = values(column("node_id", Integer), column("role", String), name="roles").data(pairs)
+    node_ids, role_names = zip(*pairs, strict=True)
+    roles = _unnest_table("roles", node_id=(node_ids, Integer), role=(role_names, String))
     columns = [
         NodeSampleRow.job_id,
         roles.c.role,
