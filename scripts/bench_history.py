@@ -40,6 +40,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import psycopg
+from proc_cpu import backends_cpu_seconds, backends_cpu_since, tree_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -484,8 +485,16 @@ def server_command(port: int, workers: int | None) -> list[str]:
     return command if workers is None else [*command, "--workers", str(workers)]
 
 
+@dataclass(frozen=True)
+class Server:
+    base: str
+    pid: int
+    # The bench database, for its backends' CPU.
+    dsn: str
+
+
 @contextmanager
-def api_server(url: str, workers: int | None) -> Iterator[str]:
+def api_server(url: str, workers: int | None) -> Iterator[Server]:
     port = free_port()
     env = os.environ | {"BRAIN_DATABASE_URL": url, "BRAIN_LOG_LEVEL": "WARNING"}
     process = subprocess.Popen(server_command(port, workers), cwd=ROOT, env=env)
@@ -501,14 +510,16 @@ def api_server(url: str, workers: int | None) -> Iterator[str]:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("the API server did not start")
             time.sleep(0.2)
-        yield base
+        yield Server(base, process.pid, url.replace("postgresql+psycopg://", "postgresql://"))
     finally:
         process.terminate()
         process.wait(timeout=30)
 
 
-def measure(base: str, paths: list[str], clients: int) -> dict[str, float]:
-    """Latency of each request over ``clients`` threads, each with its own connection."""
+def measure(server: Server, paths: list[str], clients: int) -> dict[str, float]:
+    """Latency of each request over ``clients`` threads, each with its own connection,
+    and the CPU per request of the server's processes and of PostgreSQL's backends."""
+    base = server.base
     latencies: list[float] = []
     errors = []
     lock = threading.Lock()
@@ -529,6 +540,7 @@ def measure(base: str, paths: list[str], clients: int) -> dict[str, float]:
                     if response.status_code != 200:
                         errors.append((paths[i], response.status_code))
 
+    server_cpu, backends_cpu = tree_cpu_seconds(server.pid), backends_cpu_seconds(server.dsn)
     started = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -536,6 +548,8 @@ def measure(base: str, paths: list[str], clients: int) -> dict[str, float]:
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    server_cpu = tree_cpu_seconds(server.pid) - server_cpu
+    backends_cpu = backends_cpu_since(server.dsn, backends_cpu)
     if errors:
         raise RuntimeError(f"{len(errors)} failed requests, e.g. {errors[0]}")
     ms = np.array(latencies) * 1000
@@ -544,6 +558,8 @@ def measure(base: str, paths: list[str], clients: int) -> dict[str, float]:
         "p99": float(np.percentile(ms, 99)),
         "max": float(ms.max()),
         "rps": len(ms) / wall,
+        "server_cpu_ms": server_cpu * 1000 / len(ms),
+        "pg_cpu_ms": backends_cpu * 1000 / len(ms),
     }
 
 
@@ -650,9 +666,15 @@ def bare_p50(url: str, requests: list[CapturedRequest]) -> float:
 
 def print_results(clients: int, results: dict[str, dict[str, float]]) -> None:
     print(f"\n{clients} concurrent clients")
-    print(f"{'endpoint':<26}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'req/s':>8}")
+    print(
+        f"{'endpoint':<26}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'req/s':>8}"
+        f"{'server CPU ms':>15}{'PG CPU ms':>11}"
+    )
     for name, r in results.items():
-        print(f"{name:<26}{r['p50']:9.1f}{r['p99']:9.1f}{r['max']:9.1f}{r['rps']:8.0f}")
+        print(
+            f"{name:<26}{r['p50']:9.1f}{r['p99']:9.1f}{r['max']:9.1f}{r['rps']:8.0f}"
+            f"{r['server_cpu_ms']:15.2f}{r['pg_cpu_ms']:11.2f}"
+        )
 
 
 def print_table(by_clients: dict[int, dict[str, dict[str, float]]], bare: dict[str, float]) -> None:
@@ -660,7 +682,12 @@ def print_table(by_clients: dict[int, dict[str, dict[str, float]]], bare: dict[s
     levels = sorted(by_clients)
     first = levels[0]
     header = ["endpoint", *(f"{c} client{'s' if c > 1 else ''} p50 / p99" for c in levels)]
-    header += ["bare query p50", f"ratio at {first}", f"target (p99 at {TARGET_CLIENTS})"]
+    header += [
+        f"CPU per request at {first}: server + PostgreSQL",
+        "bare query p50",
+        f"ratio at {first}",
+        f"target (p99 at {TARGET_CLIENTS})",
+    ]
     print("\n| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for name in by_clients[first]:
@@ -668,6 +695,8 @@ def print_table(by_clients: dict[int, dict[str, dict[str, float]]], bare: dict[s
         for c in levels:
             r = by_clients[c][name]
             cells.append(f"{r['p50']:.1f} / {r['p99']:.1f} ms")
+        cpu = by_clients[first][name]
+        cells.append(f"{cpu['server_cpu_ms']:.2f} + {cpu['pg_cpu_ms']:.2f} ms")
         if name == FLOOR:
             cells += ["", ""]
         else:
@@ -736,14 +765,14 @@ def main(argv: list[str] | None = None) -> int:
             server = f"brain serve --workers {args.server_workers}"
         print(f"serving: {server}, {args.requests} requests per endpoint and concurrency")
         by_clients = {}
-        with api_server(url, args.server_workers) as base:
+        with api_server(url, args.server_workers) as server:
             for clients in args.clients:
                 if clients != args.clients[0]:
                     loads = workloads(rng, groups, uids, big_uid, args.requests)
                 # Warm up every endpoint first: connections, caches, the thread pool.
                 for paths in loads.values():
-                    measure(base, paths[: max(len(paths) // 10, 10)], clients)
-                by_clients[clients] = {n: measure(base, p, clients) for n, p in loads.items()}
+                    measure(server, paths[: max(len(paths) // 10, 10)], clients)
+                by_clients[clients] = {n: measure(server, p, clients) for n, p in loads.items()}
                 print_results(clients, by_clients[clients])
         print_table(by_clients, bare)
         print(f"load average at the end: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")

@@ -22,10 +22,10 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import psycopg
+from proc_cpu import backends_cpu_seconds, backends_cpu_since, process_cpu_seconds, tree_cpu_seconds
 
 BATCH_POINTS = 5_000
 CLIENTS = 4
@@ -71,10 +71,12 @@ def run(url: str, dsn: str, batches: int, workers: int) -> int:
         with httpx.Client(base_url=base) as http:
             for job in range(batches // 10 + 1):
                 http.put(f"/api/v1/jobs/bench-{job}", json={"name": "bench", "user": "bench"})
-        server_before, pg_before = _cpu_seconds(server.pid), _backends_cpu_seconds(dsn)
+        server_before, pg_before = tree_cpu_seconds(server.pid), backends_cpu_seconds(dsn)
         api_rate = _push(base, bodies)
-        server_us = (_cpu_seconds(server.pid) - server_before) / len(bodies) / BATCH_POINTS * 1e6
-        pg_us = (_backends_cpu_seconds(dsn) - pg_before) / len(bodies) / BATCH_POINTS * 1e6
+        server_us = (
+            (tree_cpu_seconds(server.pid) - server_before) / len(bodies) / BATCH_POINTS * 1e6
+        )
+        pg_us = backends_cpu_since(dsn, pg_before) / len(bodies) / BATCH_POINTS * 1e6
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -161,7 +163,7 @@ def _copy(dsn: str, bodies: list[tuple[str, bytes]]) -> tuple[float, float]:
         conn.execute("TRUNCATE node_samples")
         conn.commit()
         backend = conn.info.backend_pid
-        cpu_before = _process_cpu_seconds(backend)
+        cpu_before = process_cpu_seconds(backend)
         started = time.perf_counter()
         with conn.cursor().copy(
             "COPY node_samples (node_id, ts, job_id, cpu, memory_mib, gpu_util) FROM STDIN"
@@ -169,34 +171,8 @@ def _copy(dsn: str, bodies: list[tuple[str, bytes]]) -> tuple[float, float]:
             copy.write(data)
         conn.commit()
         elapsed = time.perf_counter() - started
-        cpu_us = (_process_cpu_seconds(backend) - cpu_before) / len(lines) * 1e6
+        cpu_us = (process_cpu_seconds(backend) - cpu_before) / len(lines) * 1e6
         return len(lines) / elapsed, cpu_us
-
-
-def _process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """CPU of the server: the process and its children (`brain serve`'s workers)."""
-    children = [
-        int(child)
-        for task in Path(f"/proc/{pid}/task").iterdir()
-        for child in (task / "children").read_text().split()
-    ]
-    return _process_cpu_seconds(pid) + sum(_cpu_seconds(child) for child in children)
-
-
-def _backends_cpu_seconds(dsn: str) -> float:
-    """CPU of the PostgreSQL backends connected to the bench database (the server's
-    pooled connections; they stay open through the push), but not this one."""
-    with psycopg.connect(dsn) as conn:
-        pids = conn.execute(
-            "SELECT pid FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).fetchall()
-    return sum(_process_cpu_seconds(pid) for (pid,) in pids)
 
 
 def _free_port() -> int:
