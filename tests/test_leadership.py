@@ -66,6 +66,40 @@ def test_a_follower_takes_over_when_the_leaders_session_ends(db):
         other.release()
 
 
+class GatedLock(AdvisoryLock):
+    """An advisory lock whose holder asks it only while the test lets it."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.open = threading.Event()
+        self.open.set()
+
+    def acquire(self) -> bool:
+        self.open.wait()
+        return super().acquire()
+
+
+def test_a_leader_whose_session_ended_stands_down_when_another_took_over(db):
+    lock = GatedLock(db, 0x7465_7374, "the test's work")
+    leader = Leadership(lock, RETRY_S)
+    other = AdvisoryLock(db, lock.key, "the test's work")
+    leader.start()
+    try:
+        assert wait_until(leader.leading)
+        lock.open.clear()  # the leader's next check waits until another process leads
+        time.sleep(3 * RETRY_S)  # a check already past the gate has finished
+        pid = lock._conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with db.connect() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        assert wait_until(other.acquire)
+        lock.open.set()
+        assert wait_until(lambda: not leader.leading())
+    finally:
+        lock.open.set()
+        leader.stop()
+        other.release()
+
+
 def test_on_sqlite_the_one_process_leads(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'brain.db'}")
     leadership = elect(engine, retry_s=RETRY_S)
