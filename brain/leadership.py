@@ -18,7 +18,8 @@ import os
 import threading
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.pool import NullPool
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,9 @@ class AdvisoryLock:
     names what the lock guards, for the log."""
 
     def __init__(self, engine: Engine, key: int, purpose: str) -> None:
-        self.engine = engine
+        # Outside ``engine``'s pool: the lock session is opened for each attempt and held
+        # while leading, and never counts against (or waits for) the requests' pool.
+        self.engine = create_engine(engine.url, poolclass=NullPool)
         self.key = key
         self.purpose = purpose
         self._conn: Connection | None = None
@@ -108,9 +111,7 @@ class AdvisoryLock:
 
 
 def _close_quietly(conn: Connection) -> None:
-    # Invalidate: really close the session (not back to the pool) so nothing of it lingers.
     try:
-        conn.invalidate()
         conn.close()
     except Exception as exc:  # noqa: BLE001
         log.debug("closing a lock connection: %s", exc)
