@@ -78,8 +78,9 @@ def fresh_related(session: Session, query: RelatedQuery) -> Related:
     suggestion right after a related job finished sees it.
 
     The trade-off: a finish report (PATCH, DLRover's exit reason) answers at once and its
-    job is summarized after the response, because a huge job's summary takes seconds
-    (1.5 s for 100 nodes x 24 h of 15 s samples) that the reporter should not wait for;
+    job is summarized after the response, because a huge job's summary takes about a
+    second (100 nodes x 24 h of 15 s samples; more on a busy machine) that the reporter
+    should not wait for;
     the first reader that needs it earlier pays that instead, once. Usually the
     background summary has won the race and the first answer is the one used.
     """
