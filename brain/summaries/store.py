@@ -80,9 +80,8 @@ def fresh_related(session: Session, query: RelatedQuery) -> Related:
     The trade-off: a finish report (PATCH, DLRover's exit reason) answers at once and its
     job is summarized after the response, because a huge job's summary takes about a
     second (100 nodes x 24 h of 15 s samples; more on a busy machine) that the reporter
-    should not wait for;
-    the first reader that needs it earlier pays that instead, once. Usually the
-    background summary has won the race and the first answer is the one used.
+    should not wait for; the first reader that needs it earlier pays that instead, once.
+    Usually the background summary has won the race and the first answer is the one used.
     """
     related = find_related(session, query)
     if not related.unsummarized:
