@@ -78,7 +78,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.settings = settings
-        app.state.engine = make_engine(app.state.settings.database_url)
+        pool = {} if settings.is_sqlite else {"pool_size": settings.pool_size}
+        app.state.engine = make_engine(settings.database_url, **pool)
         app.state.session_factory = make_session_factory(app.state.engine)
         app.state.read_session_factory = make_read_session_factory(app.state.engine)
         app.state.schema_gate = SchemaGate(

@@ -79,7 +79,8 @@ def _serve(args) -> int:
         run_workers(settings, workers)
         return 0
     hooks = list(load_callables(APP_HOOKS_GROUP).values())
-    app = create_app(settings, on_startup=hooks)
+    # One process: it keeps the whole connection pool.
+    app = create_app(settings.model_copy(update={"workers": 1}), on_startup=hooks)
     uvicorn.run(
         app,
         host=settings.host,

@@ -61,6 +61,8 @@ def run_workers(settings: Settings, workers: int) -> None:
     # Where the command line overrode the environment, the workers must see it too.
     os.environ["BRAIN_HOST"] = settings.host
     os.environ["BRAIN_PORT"] = str(bound_port)
+    # Each worker sizes its connection pool by how many share the machine.
+    os.environ["BRAIN_WORKERS"] = str(workers)
     config = uvicorn.Config(
         f"{__name__}:{create_worker_app.__name__}",
         factory=True,

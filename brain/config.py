@@ -194,6 +194,12 @@ class ClusterSettings(BaseSettings):
 # Beyond this many default workers, each with its own connection pool, PostgreSQL's
 # connections run out sooner than requests get faster (the database is then the limit).
 MAX_DEFAULT_WORKERS = 4
+# The API's pooled connections on one machine, shared among its worker processes: one
+# process alone keeps as many as AnyIO has threads (40). Each worker keeps at least
+# POOL_SIZE_MIN, so 4 workers hold 4 x 10 (+ 10 overflow each) of PostgreSQL's default
+# max_connections of 100, not 4 x 50.
+POOL_SIZE_PER_MACHINE = 40
+POOL_SIZE_MIN = 10
 
 
 class AuthMode(StrEnum):
@@ -439,6 +445,11 @@ class Settings(BaseSettings):
         if self.is_sqlite:
             return 1
         return min(usable_cpus(), MAX_DEFAULT_WORKERS)
+
+    @property
+    def pool_size(self) -> int:
+        """Connections each API process keeps open (``POOL_SIZE_PER_MACHINE`` shared)."""
+        return max(POOL_SIZE_PER_MACHINE // self.serve_workers, POOL_SIZE_MIN)
 
     @property
     def input_bounds(self) -> bounds.InputBounds:

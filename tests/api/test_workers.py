@@ -18,9 +18,11 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import func, select
 
+from api.app import create_app
 from api.workers import listening_socket
 from brain import config
 from brain.cli import main as brain_main
@@ -220,3 +222,13 @@ def _wait(condition, timeout_s: float = 15) -> bool:
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+@pytest.mark.parametrize(("workers", "pool_size"), [(1, 40), (2, 20), (3, 13), (4, 10), (8, 10)])
+def test_worker_processes_share_the_machines_connections(pg_url, workers, pool_size):
+    # 40 connections per machine among the workers, at least 10 each: 4 workers keep
+    # 40 (+ 40 overflow) of PostgreSQL's default 100, where each keeping 40 made 200.
+    settings = Settings(database_url=pg_url, workers=workers)
+    assert settings.pool_size == pool_size
+    with TestClient(create_app(settings)) as client:
+        assert client.app.state.engine.pool.size() == pool_size
