@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -522,11 +523,15 @@ def measure(server: Server, paths: list[str], clients: int) -> dict[str, float]:
     base = server.base
     latencies: list[float] = []
     errors = []
+    workers: list[int] = []  # the worker process each client's connection reached
     lock = threading.Lock()
     position = iter(range(len(paths)))
 
     def client() -> None:
         with httpx.Client(base_url=base, timeout=30) as http:
+            ready = http.get("/readyz").json()
+            with lock:
+                workers.append(ready["checks"]["leadership"]["detail"]["pid"])
             while True:
                 with lock:
                     i = next(position, None)
@@ -560,6 +565,9 @@ def measure(server: Server, paths: list[str], clients: int) -> dict[str, float]:
         "rps": len(ms) / wall,
         "server_cpu_ms": server_cpu * 1000 / len(ms),
         "pg_cpu_ms": backends_cpu * 1000 / len(ms),
+        # Clients keep their connection, so each stays with one worker for the run: how
+        # the kernel spread them (e.g. "3+1") decides how many queue in one process.
+        "split": "+".join(str(n) for n in sorted(Counter(workers).values(), reverse=True)),
     }
 
 
@@ -668,12 +676,12 @@ def print_results(clients: int, results: dict[str, dict[str, float]]) -> None:
     print(f"\n{clients} concurrent clients")
     print(
         f"{'endpoint':<26}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'req/s':>8}"
-        f"{'server CPU ms':>15}{'PG CPU ms':>11}"
+        f"{'server CPU ms':>15}{'PG CPU ms':>11}  clients per worker"
     )
     for name, r in results.items():
         print(
             f"{name:<26}{r['p50']:9.1f}{r['p99']:9.1f}{r['max']:9.1f}{r['rps']:8.0f}"
-            f"{r['server_cpu_ms']:15.2f}{r['pg_cpu_ms']:11.2f}"
+            f"{r['server_cpu_ms']:15.2f}{r['pg_cpu_ms']:11.2f}  {r['split']}"
         )
 
 
@@ -694,7 +702,8 @@ def print_table(by_clients: dict[int, dict[str, dict[str, float]]], bare: dict[s
         cells = [name]
         for c in levels:
             r = by_clients[c][name]
-            cells.append(f"{r['p50']:.1f} / {r['p99']:.1f} ms")
+            split = f" ({r['split']})" if c > 1 else ""
+            cells.append(f"{r['p50']:.1f} / {r['p99']:.1f} ms{split}")
         cpu = by_clients[first][name]
         cells.append(f"{cpu['server_cpu_ms']:.2f} + {cpu['pg_cpu_ms']:.2f} ms")
         if name == FLOOR:
