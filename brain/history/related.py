@@ -15,6 +15,8 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    case,
+    func,
     literal,
     or_,
     select,
@@ -122,8 +124,14 @@ def _statement(rules: tuple[str, ...], by_gpu_type: bool) -> Select:
     parameters: built once per combination, since building and keying the union took
     SQLAlchemy longer than PostgreSQL took to run it."""
     found = _candidates(rules, by_gpu_type).subquery()
-    return select(JobRow, _measured_run_seconds(), found.c.rule, found.c.ended_at).join(
-        found, found.c.id == JobRow.id
+    # Only the first rule that found a summarized job is used: the others' jobs are left
+    # in PostgreSQL rather than sent and built into ORM rows for nothing.
+    first = func.min(case((found.c.rule >= 0, found.c.rule))).over()
+    ranked = select(*found.c, first.label("first")).subquery()
+    return (
+        select(JobRow, _measured_run_seconds(), ranked.c.rule, ranked.c.ended_at)
+        .join(ranked, ranked.c.id == JobRow.id)
+        .where(or_(ranked.c.rule == ranked.c.first, ranked.c.rule == UNSUMMARIZED))
     )
 
 
