@@ -98,11 +98,6 @@ def _job_with_summary() -> Select:
     )
 
 
-def job_portrait(session: Session, job: JobRow, points: int) -> JobPortrait:
-    """The job's summary and its chart series in at most ``points`` buckets."""
-    return _portrait(_final_summary(session, job) or compute_summary(session, job), points)
-
-
 def _portrait(rows: SummaryRows, points: int) -> JobPortrait:
     summary = rows.job
     if not summary.series_buckets:
@@ -125,19 +120,6 @@ def _portrait(rows: SummaryRows, points: int) -> JobPortrait:
             chart(summary.speed_series, series_.SPEED_COLUMNS) if summary.speed_series else None
         ),
     )
-
-
-def _final_summary(session: Session, job: JobRow) -> SummaryRows | None:
-    """The stored summary with its roles (one query), if it is final."""
-    rows = session.execute(
-        select(JobSummaryRow, RoleSummaryRow)
-        .outerjoin(RoleSummaryRow, RoleSummaryRow.job_id == JobSummaryRow.job_id)
-        .where(JobSummaryRow.job_id == job.id)
-        .order_by(RoleSummaryRow.role)
-    ).all()
-    if not rows or not rows[0][0].final:
-        return None
-    return SummaryRows(rows[0][0], [role for _, role in rows if role is not None], [])
 
 
 def node_page(

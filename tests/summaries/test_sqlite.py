@@ -9,7 +9,7 @@ from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import NodeSummaryRow, RoleSummaryRow
 from brain.history.related import MATCH_NAME, MATCH_USER_DATASET, RelatedQuery, find_related
 from brain.summaries import summarize_job
-from brain.summaries.portraits import job_portrait
+from brain.summaries.portraits import job_portrait_of
 from tests.builders import flat_job, hand_job, recent_hour
 
 approx = pytest.approx
@@ -33,7 +33,7 @@ def test_summarize_on_sqlite_matches_the_hand_numbers(sqlite_url):
             assert w0.cpu_p95_cores == approx(7.7)
             assert summary.speed_per_worker_mean_steps_per_s == approx(10)
             # Two chart buckets of 30 min: 10:00-10:30 holds worker CPU 2, 4; the rest 6, 8, 4, 6.
-            series = job_portrait(session, job, points=2).role_series["worker"]
+            series = job_portrait_of(session, job.uid, points=2).role_series["worker"]
             assert series["samples"].tolist() == [2, 4]
             assert series["cpu_mean_cores"].tolist() == approx([3, 6])
             assert series["cpu_max_cores"].tolist() == [4, 8]
