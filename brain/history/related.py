@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cache, lru_cache
+from functools import cache
 
 from sqlalchemy import (
     ColumnElement,
@@ -103,22 +103,21 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
     ).all()
     unsummarized = {job.id: job for job, _, rule, _ in rows if rule == UNSUMMARIZED}
     unsummarized_jobs = sorted(unsummarized.values(), key=lambda job: job.id, reverse=True)
-    matched = [row for row in rows if row.rule != UNSUMMARIZED]
-    if not matched:
-        return Related(None, [], unsummarized_jobs)
-    first = min(row.rule for row in matched)
+    # The statement returns the first matching rule's jobs only.
     chosen = sorted(
-        (row for row in matched if row.rule == first),
+        (row for row in rows if row.rule != UNSUMMARIZED),
         key=lambda row: (row.ended_at, row[0].id),
         reverse=True,
     )
+    if not chosen:
+        return Related(None, [], unsummarized_jobs)
     jobs = historical_jobs(
         session, [row[0] for row in chosen], {row[0].id: row[1] for row in chosen}
     )
-    return Related(rules[first], jobs, unsummarized_jobs)
+    return Related(rules[chosen[0].rule], jobs, unsummarized_jobs)
 
 
-@lru_cache(maxsize=64)
+@cache
 def _statement(rules: tuple[str, ...], by_gpu_type: bool) -> Select:
     """The jobs of ``rules`` (names from ``RULES``) and the unsummarized ones, on bound
     parameters: built once per combination, since building and keying the union took
