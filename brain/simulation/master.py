@@ -173,7 +173,7 @@ class JobMaster:
                 node = self.job.launch(role, spec.cpu, spec.memory_mib, spec.gpu, 0.0, 0.0)
                 self._register_node(node)
 
-    def _register_node(self, node: SimNode) -> None:
+    def _register_node(self, node: SimNode, status: str = "running") -> None:
         self.client.register_node(
             self.uid,
             node.name,
@@ -182,6 +182,7 @@ class JobMaster:
             cpu=node.cpu,
             memory_mib=node.memory_mib,
             gpu=node.gpu,
+            status=status,
         )
 
     # Telemetry -----------------------------------------------------------------------
@@ -319,16 +320,7 @@ class JobMaster:
                 self._register_node(node)
             for node in nodes[new.count :][::-1] if new.count < before else []:
                 self.job.remove(node)
-                self.client.register_node(
-                    self.uid,
-                    node.name,
-                    role=node.role,
-                    index=node.index,
-                    cpu=node.cpu,
-                    memory_mib=node.memory_mib,
-                    gpu=node.gpu,
-                    status="removed",
-                )
+                self._register_node(node, status="removed")
         for change in plan.migrate:
             node = self.job.nodes.get(change.name or "")
             if node is None:
