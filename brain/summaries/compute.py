@@ -4,8 +4,9 @@ Definitions (units are in the column names):
 
 * A node's **run time** ``run_seconds`` is from its start to its end. Start: the earlier
   of its registration (``nodes.created_at``) and its first sample. End: its
-  ``finished_at``, else the job's ``finished_at``, else its last sample; never before
-  its last sample. A node holds its request for its whole run time.
+  ``finished_at``, else the job's ``finished_at``, else its last sample (even when it
+  was registered after that sample); never before its last sample. A node holds its
+  request for its whole run time.
 * A node's **sampled duration** ``sampled_seconds`` is last sample − first sample.
 * **Requested** resource-hours = Σ over nodes of request × run time:
   core-hours with the CPU request (cores), GiB-hours with the memory request (MiB / 1024),
@@ -198,11 +199,13 @@ def node_window(job: JobRow, node: NodeRow, usage: Usage | None) -> tuple[float,
     """``(run_seconds, sampled_seconds)`` of a node, as defined in the module docstring."""
     start = as_utc(node.created_at)
     end_given = node.finished_at or job.finished_at
-    end = as_utc(end_given) if end_given else start
     if usage is None:
+        end = as_utc(end_given) if end_given else start
         return max((end - start).total_seconds(), 0.0), 0.0
     start = min(start, usage.first_ts)
-    end = max(end, usage.last_ts)
+    # Without a given end the last sample is the end, even when the node was registered
+    # later: a past run pushed today would otherwise hold its request until today.
+    end = max(as_utc(end_given), usage.last_ts) if end_given else usage.last_ts
     return (end - start).total_seconds(), (usage.last_ts - usage.first_ts).total_seconds()
 
 

@@ -95,3 +95,32 @@ def test_unknown_job_is_404(client):
 
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_a_job_finished_without_finished_at_ends_at_its_last_sample(client):
+    """A past run pushed today and reported finished without ``finished_at``: its nodes are
+    registered now, after their samples, and the portrait must still end at the last
+    sample instead of counting the months up to the registration."""
+    t0 = recent_hour() - timedelta(days=10)
+    job = {
+        "name": "ctr-train",
+        "user": "alice",
+        "roles": {"ps": {"count": 1, "cpu": 8, "memory_mib": 16384}},
+    }
+    assert client.put("/api/v1/jobs/late-1", json=job).status_code == 201
+    points = [
+        {"name": "late-1-ps-0", "role": "ps", "index": 0, "ts": ts, "cpu": 2, "memory_mib": 4096}
+        for ts in (t0.isoformat(), (t0 + timedelta(hours=1)).isoformat())
+    ]
+    client.post("/api/v1/jobs/late-1/samples", json={"nodes": points}).raise_for_status()
+    client.patch("/api/v1/jobs/late-1", json={"status": "succeeded"}).raise_for_status()
+
+    body = client.get("/api/v1/portraits/jobs/late-1").json()
+    node = client.get("/api/v1/portraits/jobs/late-1/nodes").json()["items"][0]
+
+    # First to last sample: 1 h. Requested 8 cores x 1 h, 16 GiB x 1 h; used 2 x 1 h, 4 GiB x 1 h.
+    assert body["summary"]["run_seconds"] == approx(3600)
+    assert (node["run_seconds"], node["sampled_seconds"]) == approx((3600, 3600))
+    assert body["summary"]["hours"]["cpu"]["requested_core_hours"] == approx(8)
+    assert body["summary"]["hours"]["cpu"]["used_core_hours"] == approx(2)
+    assert body["summary"]["hours"]["memory"]["requested_gib_hours"] == approx(16)
