@@ -404,6 +404,16 @@ class Settings(BaseSettings):
         description="Most related past jobs handed to the create stage (startup uses 5, "
         "gpu_cpu 3 by default).",
     )
+    history_across_namespaces: bool = Field(
+        False,
+        description="Pool related history and the cluster-shortage ranking across "
+        "namespaces. Off: a job's create plan learns only from runs in its own namespace and "
+        "gives workers back only among its namespace's jobs, so one tenant can neither read "
+        "nor move another's plans. On: small namespaces borrow from others' runs (useful "
+        "when one team's jobs run under several namespaces), and any namespace able to "
+        "register jobs can move every other namespace's plans; evidence still names only "
+        "jobs of the plan's own namespace.",
+    )
     sample_window_s: int = Field(
         900, ge=60, description="Recent window of samples handed to the running-stage optimizers."
     )

@@ -30,6 +30,12 @@ from brain.optimizing import (
 _EPSILON = 1e-9
 
 
+def cited_uid(context: OptimizerContext, uid: str, namespace: str | None) -> str | None:
+    """How evidence names another job: by uid when it shares this job's namespace, else
+    not at all (``None``), since whoever reads this job's plan may not read that one."""
+    return uid if namespace == context.job.namespace else None
+
+
 class CpuStepSettings(BaseModel):
     """Settings shared by every optimizer that sizes CPU."""
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from brain.domain import ROLE_WORKER, RoleSpec, Stage
 from brain.optimizing import OptimizerContext, PlanView, Proposal
 from brain.optimizing.cluster import ElasticJob
-from optimizers._common import cooling_down, no_change, reason
+from optimizers._common import cited_uid, cooling_down, no_change, reason
 
 NAME = "cluster_shortage"
 # Float noise such as 1.0000000001 workers must not cost one more worker.
@@ -90,7 +90,8 @@ class ClusterShortageOptimizer:
             given = min(peer.elastic, settings.max_return, needed)
             if peer.uid == me.uid:
                 return _give_back(me, given, rank, len(ranked), short, before, settings)
-            before.append({"uid": peer.uid, "marginal_gain": peer.marginal_gain, "gives": given})
+            uid = cited_uid(context, peer.uid, peer.namespace)
+            before.append({"uid": uid, "marginal_gain": peer.marginal_gain, "gives": given})
             for r in remaining:
                 remaining[r] -= given * getattr(peer.worker, r)
             if all(v <= _EPSILON for v in remaining.values()):

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from brain.domain import RoleSpec, Stage
 from brain.optimizing import HistoricalJob, NodeUsage, OptimizerContext, Proposal
-from optimizers._common import CpuStepSettings, ceil_to, mean, no_change, reason
+from optimizers._common import CpuStepSettings, ceil_to, cited_uid, mean, no_change, reason
 
 NAME = "gpu_cpu"
 
@@ -196,7 +196,11 @@ class GpuCpuSuggestionOptimizer:
                 reason(
                     NAME,
                     _message(role, suggestion, settings),
-                    suggestion.evidence | {"role": role, "run_ids": [h.job.uid for h in runs]},
+                    suggestion.evidence
+                    | {
+                        "role": role,
+                        "run_ids": [cited_uid(context, h.job.uid, h.job.namespace) for h in runs],
+                    },
                     threshold,
                 )
             )

@@ -57,7 +57,7 @@ class StartupOptimizer:
         history = list(context.history[: settings.max_history_jobs])
         proposal = Proposal()
         if job.strategy == Strategy.ps:
-            _size_ps(history, settings, proposal)
+            _size_ps(history, settings, proposal, job.namespace)
         # Without a chief replica a DLRover master makes one worker the chief, with the
         # worker size: the chief's sizing is the workers'.
         trainer = ROLE_CHIEF if ROLE_CHIEF in job.roles else ROLE_WORKER
@@ -65,7 +65,12 @@ class StartupOptimizer:
         return proposal
 
 
-def _size_ps(history: list[HistoricalJob], settings: StartupSettings, proposal: Proposal) -> None:
+def _size_ps(
+    history: list[HistoricalJob],
+    settings: StartupSettings,
+    proposal: Proposal,
+    namespace: str | None,
+) -> None:
     with_ps = [h for h in history if h.role_nodes(ROLE_PS)]
     ps_cpu_peak = max((n.cpu_max for h in with_ps for n in h.role_nodes(ROLE_PS)), default=0.0)
     if ps_cpu_peak <= 0:
@@ -100,7 +105,10 @@ def _size_ps(history: list[HistoricalJob], settings: StartupSettings, proposal: 
             f"memory {total_ps_mem:.0f} MiB / {ps_count} x margin {settings.ps_memory_margin} "
             f"-> {ps_memory:.0f} MiB each",
             evidence={
-                "related_jobs": [h.job.uid for h in with_ps],
+                # Runs of another namespace (pooled history) are not named.
+                "related_jobs": [
+                    h.job.uid if h.job.namespace == namespace else None for h in with_ps
+                ],
                 "total_ps_cpu_per_job": job_cpu,
                 "total_ps_memory_mib_per_job": job_mem,
                 "ps_cpu_peak": ps_cpu_peak,

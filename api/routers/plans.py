@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
+from api.auth import CurrentPrincipal
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
 from api.params import JobUid, PlanId
@@ -52,6 +53,7 @@ def optimize(
     settings: SettingsDep,
     registry: RegistryDep,
     sizing_model: SizingModelDep,
+    principal: CurrentPrincipal,
 ) -> PlanOut:
     """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
     An OOM event already answered returns the plan that answered it; stage `oom` for a
@@ -67,6 +69,7 @@ def optimize(
         overrides=body.settings,
         node=body.node,
         sizing_model=sizing_model,
+        readable=principal.namespaces,
     ).plan
     return PlanOut.of(plan, uid)
 

@@ -249,6 +249,8 @@ class JobSummaryRow(ResourceHoursColumns, Base):
     dataset: Mapped[str | None] = mapped_column(String(253))
     group_key: Mapped[str] = mapped_column(String(400))
     gpu_type: Mapped[str | None] = mapped_column(String(128))
+    # History and portraits read one namespace's runs unless pooling is configured.
+    namespace: Mapped[str | None] = mapped_column(String(253))
     status: Mapped[JobStatus] = mapped_column(enum_column(JobStatus, 16))
     started_at: Mapped[datetime | None]
     # finished_at, else the last sample: what portrait windows and history filter on.

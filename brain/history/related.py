@@ -48,6 +48,9 @@ class RelatedQuery:
     gpu_type: str | None = None
     # The window ends here (default: now).
     before: datetime | None = None
+    # Only runs in these namespaces (``None`` in the set: runs registered without one);
+    # ``None``: every namespace. See ``brain.history.scope``.
+    namespaces: frozenset[str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,12 +88,14 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
     matches), the other reads the chosen jobs' node summaries.
     """
     rules = _rule_names(query)
-    if not rules:
+    if not rules or query.namespaces == frozenset():
         return Related(None, [])
     before = query.before or utcnow()
+    scope = _scope(query.namespaces)
     rows = session.execute(
-        _statement(rules, query.gpu_type is not None),
+        _statement(rules, query.gpu_type is not None, scope),
         {
+            "namespaces": sorted(ns for ns in query.namespaces or () if ns is not None),
             "user": query.user,
             "dataset": query.dataset,
             "group_key": query.group_key,
@@ -117,12 +122,35 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
     return Related(rules[chosen[0].rule], jobs, unsummarized_jobs)
 
 
+# How a statement limits the namespaces: not at all, to a list, to jobs without one, or
+# to both (a NULL never matches IN, hence the separate cases).
+_EVERY, _LISTED, _NONE, _LISTED_OR_NONE = "every", "listed", "none", "listed_or_none"
+
+
+def _scope(namespaces: frozenset[str | None] | None) -> str:
+    if namespaces is None:
+        return _EVERY
+    if None not in namespaces:
+        return _LISTED
+    return _NONE if len(namespaces) == 1 else _LISTED_OR_NONE
+
+
+def _in_scope(table: type[JobRow] | type[JobSummaryRow], scope: str) -> list[ColumnElement[bool]]:
+    listed = table.namespace.in_(bindparam("namespaces", expanding=True))
+    return {
+        _EVERY: [],
+        _LISTED: [listed],
+        _NONE: [table.namespace.is_(None)],
+        _LISTED_OR_NONE: [or_(listed, table.namespace.is_(None))],
+    }[scope]
+
+
 @cache
-def _statement(rules: tuple[str, ...], by_gpu_type: bool) -> Select:
+def _statement(rules: tuple[str, ...], by_gpu_type: bool, scope: str) -> Select:
     """The jobs of ``rules`` (names from ``RULES``) and the unsummarized ones, on bound
     parameters: built once per combination, since building and keying the union took
     SQLAlchemy longer than PostgreSQL took to run it."""
-    found = _candidates(rules, by_gpu_type).subquery()
+    found = _candidates(rules, by_gpu_type, scope).subquery()
     # Only the first rule that found a summarized job is used: the others' jobs are left
     # in PostgreSQL rather than sent and built into ORM rows for nothing.
     first = func.min(case((found.c.rule >= 0, found.c.rule))).over()
@@ -134,17 +162,19 @@ def _statement(rules: tuple[str, ...], by_gpu_type: bool) -> Select:
     )
 
 
-def _candidates(rules: tuple[str, ...], by_gpu_type: bool) -> CompoundSelect:
+def _candidates(rules: tuple[str, ...], by_gpu_type: bool, scope: str) -> CompoundSelect:
     """Per rule, up to ``limit`` summarized jobs (id, rule number, end), newest first;
     and per rule up to ``limit`` jobs without a final summary (rule ``UNSUMMARIZED``)."""
     since, before = bindparam("since"), bindparam("before")
     limit = bindparam("limit", type_=Integer)
     summarized = [
+        *_in_scope(JobSummaryRow, scope),
         JobSummaryRow.status == JobStatus.succeeded.value,
         JobSummaryRow.ended_at >= since,
         JobSummaryRow.ended_at < before,
     ]
     missing = [
+        *_in_scope(JobRow, scope),
         JobRow.status == JobStatus.succeeded.value,
         JobRow.summarized_at.is_(None),
         # Without finished_at a summary ends at the last sample: let the summary decide.

@@ -41,6 +41,8 @@ class ElasticJob:
     marginal_gain: float
     gain_measured: bool = False
     changed_at: datetime | None = None
+    # Evidence names a peer only when it shares the plan's namespace.
+    namespace: str | None = None
 
     @property
     def elastic(self) -> int:

@@ -29,6 +29,7 @@ from brain.domain import (
     Stage,
     as_utc,
 )
+from brain.history.scope import in_namespaces
 from brain.history.views import job_view
 from brain.optimizing.cluster import ClusterView, ElasticJob, marginal_gain
 from brain.optimizing.context import JobView, NodeView, SpeedSample
@@ -68,10 +69,15 @@ def latest_cluster_state(session: Session) -> ClusterState | None:
     )
 
 
-def cluster_view(session: Session, settings: Settings, now: datetime) -> ClusterView | None:
+def cluster_view(
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    namespaces: frozenset[str | None] | None = None,
+) -> ClusterView | None:
     """The freshest state if it is at most ``BRAIN_CLUSTER_STATE_MAX_AGE_S`` from ``now``
-    (the job's clock), with the running jobs that could give workers back when it is
-    short; ``None`` without a fresh state."""
+    (the job's clock), with the running jobs of ``namespaces`` (``None``: every one) that
+    could give workers back when it is short; ``None`` without a fresh state."""
     state = latest_cluster_state(session)
     policy = settings.cluster
     if state is None or abs((now - state.ts).total_seconds()) > policy.cluster_state_max_age_s:
@@ -79,12 +85,23 @@ def cluster_view(session: Session, settings: Settings, now: datetime) -> Cluster
     view = ClusterView(state, policy.short_margin)
     if not view.shortfall():
         return view
-    return replace(view, peers=tuple(elastic_jobs(session, settings.speed_window_s)))
+    peers = elastic_jobs(session, settings.speed_window_s, namespaces)
+    return replace(view, peers=tuple(peers))
 
 
-def elastic_jobs(session: Session, speed_window_s: int) -> list[ElasticJob]:
-    """Every running job with workers: count, size, floor, marginal gain, last change."""
-    jobs = list(session.scalars(select(JobRow).where(JobRow.status == JobStatus.running.value)))
+def elastic_jobs(
+    session: Session, speed_window_s: int, namespaces: frozenset[str | None] | None = None
+) -> list[ElasticJob]:
+    """Every running job with workers in ``namespaces`` (``None``: every namespace):
+    count, size, floor, marginal gain, last change."""
+    jobs = list(
+        session.scalars(
+            select(JobRow).where(
+                JobRow.status == JobStatus.running.value,
+                in_namespaces(JobRow.namespace, namespaces),
+            )
+        )
+    )
     ids = [job.id for job in jobs]
     if not ids:
         return []
@@ -129,6 +146,7 @@ def elastic_jobs(session: Session, speed_window_s: int) -> list[ElasticJob]:
                 marginal_gain=gain,
                 gain_measured=measured,
                 changed_at=as_utc(applied[-1].applied_at) if applied else None,
+                namespace=job.namespace,
             )
         )
     return peers

@@ -12,6 +12,7 @@ from brain.config import Settings
 from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, ScalePlanRow, SpeedSampleRow
 from brain.domain import PlanStatus, RoleSpec, Stage, as_utc, utcnow
 from brain.history.related import RelatedQuery
+from brain.history.scope import history_namespaces
 from brain.history.views import job_view
 from brain.optimizing.context import (
     EventView,
@@ -38,6 +39,7 @@ def build_context(
     settings: Settings,
     node: str | None = None,
     sizing_model: SizingModel | None = None,
+    readable: frozenset[str] | None = None,
 ) -> OptimizerContext:
     """The job, its nodes, a recent window of samples, events, plans and (at create) history.
 
@@ -45,15 +47,20 @@ def build_context(
     so that loaded-after-the-fact history is optimized the same way as live data; for
     the same reason ``now`` is the job's time: its latest sample (the wall clock only
     before the first one). Cooldowns and extrapolations run on that clock.
+
+    Other jobs (related history, cluster-shortage peers) come only from the namespaces
+    ``brain.history.scope`` allows: the job's own, unless pooling is configured, and
+    then only those the caller may read (``readable``; ``None``: every namespace).
     """
     nodes = list(
         session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
     )
     names = {n.id: n.name for n in nodes}
     view = job_view(job)
+    namespaces = history_namespaces(job.namespace, settings.history_across_namespaces, readable)
     history = ()
     if stage == Stage.create:
-        history = tuple(_related(session, job, settings, settings.history_jobs))
+        history = tuple(_related(session, job, settings, settings.history_jobs, namespaces))
     latest = _latest_samples(session, job)
     now = _job_time(latest)
     return OptimizerContext(
@@ -71,7 +78,9 @@ def build_context(
         node_max=settings.node_max,
         node=node,
         sizing_model=sizing_model,
-        cluster=cluster_view(session, settings, now) if stage == Stage.running else None,
+        cluster=cluster_view(session, settings, now, namespaces)
+        if stage == Stage.running
+        else None,
     )
 
 
@@ -100,8 +109,15 @@ def _live(node: NodeRow | NodeView) -> bool:
     return node.status not in GONE_NODE_STATUSES
 
 
-def _related(session: Session, job: JobRow, settings: Settings, limit: int):
+def _related(
+    session: Session,
+    job: JobRow,
+    settings: Settings,
+    limit: int,
+    namespaces: frozenset[str | None] | None,
+):
     query = RelatedQuery(
+        namespaces=namespaces,
         user=job.user,
         dataset=job.dataset,
         group_key=job.group_key,

@@ -56,12 +56,14 @@ def optimize(
     overrides: dict[str, dict] | None = None,
     node: str | None = None,
     sizing_model: SizingModel | None = None,
+    readable: frozenset[str] | None = None,
 ) -> Optimized:
     """Propose, bound and store a plan for ``job`` at ``stage`` (``sizing_model``: the
     learned recommender, when the caller has one loaded); one at a time per job, so
     concurrent calls leave one plan proposed and answer an OOM event once. The context
     comes back too, so a caller needing the job's history or roles does not query them
-    again."""
+    again. ``readable``: the namespaces the caller may read (``None``: every one), the
+    most other jobs' runs the plan may learn from (see ``brain.history.scope``)."""
     lock_job(session, job)
     if stage == Stage.oom:
         if not node:
@@ -77,7 +79,9 @@ def optimize(
                 f"(POST /api/v1/jobs/{job.uid}/events with kind oom)",
                 field="node",
             )
-    context = build_context(session, job, stage, settings, node=node, sizing_model=sizing_model)
+    context = build_context(
+        session, job, stage, settings, node=node, sizing_model=sizing_model, readable=readable
+    )
     result = run_stage(registry, stage, context, settings, optimizer_names, overrides)
     bounded = result.proposal
     if bounded.source_event_id is not None:

@@ -192,6 +192,7 @@ def copy_job_keys(row: JobSummaryRow, job: JobRow) -> None:
     row.dataset = job.dataset
     row.group_key = job.group_key
     row.gpu_type = job.gpu_type
+    row.namespace = job.namespace
     row.status = job.status
 
 

@@ -107,3 +107,31 @@ def test_nodes_come_from_summaries_and_survive_retention(session):
     assert (node.cpu_mean, node.cpu_max, node.cpu_p95) == pytest.approx((3, 3, 3))
     assert node.memory_max_mib == 512
     assert history.job.duration_s == 3600
+
+
+def test_only_the_namespaces_asked_for_and_no_namespace_is_one_of_its_own(session):
+    _job(session, "a-run", 1, user="alice", dataset="imagenet", namespace="team-a")
+    _job(session, "b-run", 2, user="alice", dataset="imagenet", namespace="team-b")
+    _job(session, "bare-run", 3, user="alice", dataset="imagenet")
+    # An unsummarized succeeded run of team-b must not be summarized for team-a either.
+    flat_job(
+        session,
+        "b-fresh",
+        start=recent_hour(1),
+        cpu_request=4,
+        cpu_used=2,
+        user="alice",
+        dataset="imagenet",
+        namespace="team-b",
+    )
+    keys = {"user": "alice", "dataset": "imagenet", "group_key": None, "name": None, **WINDOW}
+
+    def uids(namespaces):
+        related = find_related_by(session, namespaces=namespaces, **keys)
+        return _uids(related.jobs), sorted(j.uid for j in related.unsummarized)
+
+    assert uids(frozenset({"team-a"})) == (["a-run"], [])
+    assert uids(frozenset({None})) == (["bare-run"], [])
+    assert uids(frozenset({"team-b", None})) == (["b-run", "bare-run"], ["b-fresh"])
+    assert uids(frozenset()) == ([], [])
+    assert uids(None) == (["a-run", "b-run", "bare-run"], ["b-fresh"])

@@ -1,0 +1,245 @@
+"""Two namespaces on one Brain: neither reads, infers nor moves the other's plans.
+
+Team A and team B each hold a write token limited to their namespace. The attacks are
+the ones a namespace-limited token could mount: register runs under the other team's
+user and dataset (history poisoning), read the other's job uids from plan evidence, and
+read the cluster's jobs through the cluster state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from brain.db.engine import make_session_factory
+from brain.domain import utcnow
+from brain.services.tokens import TokenScope, create_token
+from tests.builders import job_body, node_point
+
+A, B = "team-a", "team-b"
+# B's runs: a worker asks 16 cores / 65536 MiB and uses about 12 cores / 50,000 MiB.
+B_WORKER = {"count": 2, "cpu": 16, "memory_mib": 65536}
+B_PS = {"count": 1, "cpu": 4, "memory_mib": 8192}
+
+
+@pytest.fixture
+def teams(settings, db) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
+    """A server with an admin token and one write token per team."""
+    factory = make_session_factory(db)
+    headers = {}
+    with factory() as session:
+        for name, namespaces in (("admin", None), (A, [A]), (B, [B])):
+            scope = TokenScope.admin if namespaces is None else TokenScope.write
+            secret = create_token(session, name, scope, namespaces).secret
+            headers[name] = {"Authorization": f"Bearer {secret}"}
+        session.commit()
+    with TestClient(create_app(settings)) as client:
+        yield client, headers
+
+
+def _finished_run(client, headers, uid, namespace, *, cpu, memory_mib, days_ago, roles=None):
+    """A succeeded run of user bob on dataset clicks: its worker-0 and ps-0 used ``cpu``
+    cores and ``memory_mib`` MiB for an hour, sampled every 15 minutes."""
+    start = (utcnow() - timedelta(days=days_ago)).replace(microsecond=0)
+    end = start + timedelta(hours=1)
+    body = job_body(
+        name="ctr",
+        user="bob",
+        dataset="clicks",
+        namespace=namespace,
+        roles=roles or {"ps": B_PS, "worker": B_WORKER},
+        status="running",
+        started_at=start.isoformat(),
+    )
+    assert client.put(f"/api/v1/jobs/{uid}", json=body, headers=headers).status_code == 201
+    points = [
+        node_point(node, (start + timedelta(minutes=m)).isoformat(), cpu, memory_mib)
+        for node in ("x-edljob-worker-0", "x-edljob-ps-0")
+        for m in range(0, 61, 15)
+    ]
+    response = client.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": points}, headers=headers)
+    assert response.status_code == 200, response.text
+    patch = {"status": "succeeded", "finished_at": end.isoformat()}
+    assert client.patch(f"/api/v1/jobs/{uid}", json=patch, headers=headers).status_code == 200
+
+
+def _create_plan(client, headers, uid, namespace) -> dict:
+    body = job_body(
+        name="ctr",
+        user="bob",
+        dataset="clicks",
+        namespace=namespace,
+        roles={"ps": B_PS, "worker": B_WORKER},
+    )
+    assert client.put(f"/api/v1/jobs/{uid}", json=body, headers=headers).status_code in (200, 201)
+    optimize = {"stage": "create"}
+    response = client.post(f"/api/v1/jobs/{uid}/optimize", json=optimize, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _cited_uids(plan: dict) -> set[str]:
+    """Every job uid the plan's evidence names."""
+    cited = set()
+    for reason in plan["reasons"]:
+        for key in ("related_jobs", "run_ids", "returned_before"):
+            value = reason["evidence"].get(key)
+            if isinstance(value, list):
+                cited.update(v["uid"] if isinstance(v, dict) else v for v in value)
+    return cited - {None}
+
+
+def test_another_namespaces_runs_under_my_user_and_dataset_leave_my_create_plan_unchanged(teams):
+    client, tokens = teams
+    for i in range(3):
+        _finished_run(client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i)
+    before = _create_plan(client, tokens[B], "b-next", B)
+    # B's runs size B's worker: from the 12 cores used, not the 16 asked.
+    assert 12 <= before["roles"]["worker"]["cpu"] < 16
+    assert _cited_uids(before) == {"b-run-0", "b-run-1", "b-run-2"}
+
+    # A registers ten tiny succeeded runs under B's user and dataset, newer than B's.
+    for i in range(10):
+        _finished_run(client, tokens[A], f"a-fake-{i}", A, cpu=0.1, memory_mib=100, days_ago=1)
+    after = _create_plan(client, tokens[B], "b-next", B)
+    assert after["roles"] == before["roles"]
+    assert _cited_uids(after) == {"b-run-0", "b-run-1", "b-run-2"}
+
+    # And A's own create plan learns from A's runs only, naming none of B's.
+    mine = _create_plan(client, tokens[A], "a-next", A)
+    assert _cited_uids(mine) <= {f"a-fake-{i}" for i in range(10)}
+    assert mine["roles"]["worker"]["cpu"] < 1
+
+
+def test_pooled_history_uses_other_namespaces_runs_without_naming_them(settings, teams):
+    _, tokens = teams
+    pooled = settings.model_copy(update={"history_across_namespaces": True})
+    with TestClient(create_app(pooled)) as client:
+        for i in range(3):
+            _finished_run(
+                client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i
+            )
+        plan = _create_plan(client, tokens["admin"], "a-next", A)
+    # B's three runs sized it (12 cores used, not the 16 asked)...
+    assert 12 <= plan["roles"]["worker"]["cpu"] < 16
+    # ...but A's plan never names them.
+    assert _cited_uids(plan) == set()
+    related = [
+        r["evidence"]["related_jobs"] for r in plan["reasons"] if "related_jobs" in r["evidence"]
+    ]
+    assert related == [[None, None, None]]
+
+
+def test_a_restricted_caller_pools_only_the_namespaces_it_may_read(settings, teams):
+    _, tokens = teams
+    pooled = settings.model_copy(update={"history_across_namespaces": True})
+    with TestClient(create_app(pooled)) as client:
+        for i in range(3):
+            _finished_run(
+                client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i
+            )
+        plan = _create_plan(client, tokens[A], "a-next", A)
+    # Token A may not read B's runs: no history, so the registered request stands.
+    assert _cited_uids(plan) == set()
+    assert all(r["evidence"].get("related_jobs") in (None, 0) for r in plan["reasons"]), plan[
+        "reasons"
+    ]
+
+
+def test_a_restricted_token_reads_the_cluster_state_as_totals_only(teams):
+    client, tokens = teams
+    push = {"source": "volcano", "nodes": 40, "free_cpu": 12.5, "pending_cpu": 48}
+    pushed = client.post("/api/v1/cluster/state", json=push, headers=tokens["admin"])
+    assert pushed.status_code == 200
+    _finished_run(client, tokens[B], "b-run-0", B, cpu=12, memory_mib=50_000, days_ago=3)
+    state = client.get("/api/v1/cluster/state", headers=tokens[A])
+    assert state.status_code == 200
+    assert "b-run-0" not in state.text
+    assert set(state.json()) == {
+        "source",
+        "ts",
+        "nodes",
+        "free_cpu",
+        "free_memory_mib",
+        "free_gpu",
+        "pending_pods",
+        "pending_cpu",
+        "pending_memory_mib",
+        "pending_gpu",
+        "queued_jobs",
+    }
+
+
+def _elastic_job(client, uid: str, namespace: str, workers: int, speeds, min_count: int) -> None:
+    """A running allreduce job of 2-core workers whose speed samples end at T0 + 30 min."""
+    t0 = (utcnow() - timedelta(days=1)).replace(microsecond=0)
+    roles = {"worker": {"count": workers, "cpu": 2, "memory_mib": 4096, "min_count": min_count}}
+    body = job_body(
+        roles=roles,
+        namespace=namespace,
+        status="running",
+        strategy="allreduce",
+        started_at=t0.isoformat(),
+    )
+    assert client.put(f"/api/v1/jobs/{uid}", json=body).status_code == 201
+    end = t0 + timedelta(minutes=30)
+    nodes = [
+        node_point(f"{uid}-edljob-worker-{i}", end.isoformat(), 2, 2000) for i in range(workers)
+    ]
+    speed = [
+        {
+            "ts": (end - timedelta(minutes=len(speeds) - 1 - k)).isoformat(),
+            "global_step": 1000 * k,
+            "steps_per_sec": sps,
+            "workers": n,
+        }
+        for k, (n, sps) in enumerate(speeds)
+    ]
+    pushed = client.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": nodes, "speed": speed})
+    assert pushed.status_code == 200, pushed.text
+    # Pending pods ask 20 cores, 10 are free: short by 10 cores.
+    state = {"source": "volcano", "ts": (end - timedelta(seconds=10)).isoformat(), "nodes": 10}
+    state |= {"free_cpu": 10, "pending_cpu": 20}
+    assert client.post("/api/v1/cluster/state", json=state).status_code == 200
+
+
+def _shortage_reason(client, uid: str) -> dict:
+    body = {"stage": "running", "optimizers": ["cluster_shortage"]}
+    plan = client.post(f"/api/v1/jobs/{uid}/optimize", json=body)
+    assert plan.status_code == 200, plan.text
+    return next(r for r in plan.json()["reasons"] if r["optimizer"] == "cluster_shortage")
+
+
+def _two_elastic_jobs(client) -> None:
+    # a-lo (team A): 6 workers, one count seen: its last worker brings 1 / 6 = 16.7 %.
+    _elastic_job(client, "a-lo", A, 6, [(6, 60)] * 3, min_count=2)
+    # b-hi (team B): 4 workers: 1 / 4 = 25 %, so across namespaces a-lo would rank first.
+    _elastic_job(client, "b-hi", B, 4, [(4, 40)] * 3, min_count=2)
+
+
+def test_the_cluster_shortage_ranks_only_the_jobs_of_the_plans_namespace(client):
+    _two_elastic_jobs(client)
+    why = _shortage_reason(client, "b-hi")
+    # Only b-hi is ranked: rank 1 of 1, ceil(10 / 2) = 5 wanted, 2 elastic: 4 -> 2.
+    assert (why["evidence"]["rank"], why["evidence"]["elastic_jobs"]) == (1, 1)
+    assert why["evidence"]["returned"] == 2
+    assert why["evidence"]["returned_before"] == []
+    assert "a-lo" not in str(why)
+
+
+def test_a_pooled_cluster_shortage_does_not_name_the_other_namespaces_jobs(settings):
+    pooled = settings.model_copy(update={"history_across_namespaces": True})
+    with TestClient(create_app(pooled)) as client:
+        _two_elastic_jobs(client)
+        why = _shortage_reason(client, "b-hi")
+    # a-lo ranks first and gives min(4 elastic, max_return 2, ceil(10 / 2) = 5) = 2
+    # workers, 4 cores; 6 cores still short: b-hi gives ceil(6 / 2) = 3, at most 2.
+    assert (why["evidence"]["rank"], why["evidence"]["elastic_jobs"]) == (2, 2)
+    assert why["evidence"]["returned_before"] == [
+        {"uid": None, "marginal_gain": pytest.approx(1 / 6), "gives": 2}
+    ]
+    assert "a-lo" not in str(why)
