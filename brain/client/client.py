@@ -9,17 +9,22 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from brain.client.models import (
+from .models import (
     ClusterStatePush,
     ErrorBody,
     ErrorEnvelope,
+    Event,
+    EventKind,
     Ingested,
     JobRegistration,
+    JobUpdate,
+    NodeRegistration,
     NodeUsage,
     Plan,
+    PlanStatus,
     SpeedPoint,
+    Stage,
 )
-from brain.domain import PlanStatus, Stage
 
 API = "/api/v1"
 
@@ -79,8 +84,10 @@ class BrainClient:
         self._call("PUT", f"{API}/jobs/{uid}", json=_dump(job))
 
     def update_job(self, uid: str, **fields: Any) -> None:
-        """PATCH status, exit_reason, started_at or finished_at."""
-        body = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in fields.items()}
+        """PATCH the fields given: ``status``, ``exit_reason``, ``started_at``,
+        ``finished_at`` (any other name raises ``pydantic.ValidationError``)."""
+        update = JobUpdate(**fields)
+        body = update.model_dump(mode="json", exclude_unset=True)
         self._call("PATCH", f"{API}/jobs/{uid}", json=body)
 
     def register_node(
@@ -89,22 +96,26 @@ class BrainClient:
         name: str,
         *,
         role: str,
-        index: int,
-        cpu: float,
-        memory_mib: float,
+        index: int = 0,
+        cpu: float = 0,
+        memory_mib: float = 0,
         gpu: float = 0,
         status: str = "running",
+        created_at: datetime | None = None,
+        finished_at: datetime | None = None,
     ) -> None:
         """Register a node (or re-register it after a relaunch) with what it requests."""
-        body = {
-            "role": role,
-            "index": index,
-            "cpu": cpu,
-            "memory_mib": memory_mib,
-            "gpu": gpu,
-            "status": status,
-        }
-        self._call("PUT", f"{API}/jobs/{uid}/nodes/{name}", json=body)
+        node = NodeRegistration(
+            role=role,
+            index=index,
+            cpu=cpu,
+            memory_mib=memory_mib,
+            gpu=gpu,
+            status=status,
+            created_at=created_at,
+            finished_at=finished_at,
+        )
+        self._call("PUT", f"{API}/jobs/{uid}/nodes/{name}", json=_dump(node))
 
     # Telemetry --------------------------------------------------------------------
 
@@ -116,11 +127,20 @@ class BrainClient:
         return Ingested.model_validate(self._call("POST", f"{API}/jobs/{uid}/samples", json=body))
 
     def report_event(
-        self, uid: str, kind: str, ts: datetime, node: str | None = None, detail: str | None = None
-    ) -> None:
+        self,
+        uid: str,
+        kind: EventKind | str,
+        ts: datetime,
+        node: str | None = None,
+        detail: str | None = None,
+    ) -> Ingested:
         """An event such as ``oom`` (then ask for the ``oom`` stage with the node)."""
-        event = {"ts": ts.isoformat(), "kind": kind, "node": node, "detail": detail}
-        self._call("POST", f"{API}/jobs/{uid}/events", json=[event])
+        return self.report_events(uid, [Event(ts=ts, kind=kind, node=node, detail=detail)])
+
+    def report_events(self, uid: str, events: Sequence[Event]) -> Ingested:
+        """Several events at once; an event already stored is counted as a duplicate."""
+        found = self._call("POST", f"{API}/jobs/{uid}/events", json=[_dump(e) for e in events])
+        return Ingested.model_validate(found)
 
     def push_cluster_state(self, state: ClusterStatePush) -> None:
         """Replace ``state.source``'s cluster state (needs a token for every namespace)."""

@@ -1,14 +1,66 @@
 """What the client sends and reads, typed. Field names and units follow the REST API:
-``cpu`` in cores, ``memory_mib`` in MiB, ``gpu`` a count, timestamps aware datetimes."""
+``cpu`` in cores, ``memory_mib`` in MiB, ``gpu`` a count, utilizations fractions 0..1,
+timestamps aware datetimes.
+
+Every model the client sends forbids fields the API does not take, so a misspelt or
+unsupported field fails at once in the job master instead of being dropped on the way.
+This package imports only pydantic and httpx: it is also the ``brain-client``
+distribution (``client/``), which a job master installs without the server.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from brain.domain import PlanStatus, Stage, Strategy
+# The server's own enums live in brain.domain; these copies keep the client free of the
+# server's packages (a test checks that both spell the same values).
+
+
+class JobStatus(StrEnum):
+    pending = "pending"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    stopped = "stopped"
+
+
+class Strategy(StrEnum):
+    ps = "ps"
+    allreduce = "allreduce"
+
+
+class EventKind(StrEnum):
+    started = "started"
+    succeeded = "succeeded"
+    failed = "failed"
+    oom = "oom"
+    evicted = "evicted"
+    relaunched = "relaunched"
+    scaled = "scaled"
+
+
+class Stage(StrEnum):
+    create = "create"
+    oom = "oom"
+    estimate = "estimate"
+    running = "running"
+
+
+class PlanStatus(StrEnum):
+    proposed = "proposed"
+    applied = "applied"
+    rejected = "rejected"
+    failed = "failed"
+    superseded = "superseded"
+
+
+class _In(BaseModel):
+    # A field the API does not take is an error here, never silently left out.
+    model_config = ConfigDict(extra="forbid")
 
 
 class _Out(BaseModel):
@@ -28,7 +80,7 @@ class ErrorEnvelope(_Out):
     error: ErrorBody
 
 
-class RoleRequest(BaseModel):
+class RoleRequest(_In):
     """What one role asks for: ``count`` nodes of this size each; an elastic role also
     the fewest and most nodes plans may give it."""
 
@@ -40,7 +92,100 @@ class RoleRequest(BaseModel):
     max_count: int | None = None
 
 
-class ClusterStatePush(BaseModel):
+class JobLimits(_In):
+    """Upper bounds for the whole job (sums over its nodes)."""
+
+    cpu: float | None = None
+    memory_mib: float | None = None
+    gpu: float | None = None
+
+
+class JobRegistration(_In):
+    """The body of ``PUT /api/v1/jobs/{uid}``.
+
+    ``group_key`` names recurring runs (default ``<user>/<name>``); ``namespace`` is the
+    Kubernetes namespace (tokens may be limited to namespaces); ``gpu_type`` and
+    ``framework`` narrow the history suggestions draw on. A past run is recorded with
+    ``status``, ``started_at`` and ``finished_at``. Unlike the API (``pending``), the
+    status defaults to ``running``: a job master registers the job it runs.
+    """
+
+    name: str
+    user: str
+    dataset: str | None = None
+    group_key: str | None = None
+    framework: str | None = None
+    strategy: Strategy = Strategy.ps
+    namespace: str | None = None
+    cluster: str | None = None
+    gpu_type: str | None = None
+    limits: JobLimits = Field(default_factory=JobLimits)
+    roles: dict[str, RoleRequest] = Field(default_factory=dict)
+    total_steps: int | None = None
+    status: JobStatus = JobStatus.running
+    exit_reason: str | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class JobUpdate(_In):
+    """The body of ``PATCH /api/v1/jobs/{uid}``: only the fields given are sent (and
+    changed); ``exit_reason=None`` given explicitly clears it."""
+
+    status: JobStatus | None = None
+    exit_reason: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class NodeRegistration(_In):
+    """The body of ``PUT /api/v1/jobs/{uid}/nodes/{name}``: what a node requests."""
+
+    role: str
+    index: int = 0
+    cpu: float = 0
+    memory_mib: float = 0
+    gpu: float = 0
+    status: str = "running"
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class NodeUsage(_In):
+    """One usage point of one node: CPU cores and MiB used, the mean utilization of its
+    GPUs (0..1), GPU memory used and its size (MiB), and the mean mini-batch time since
+    the node's previous point (seconds; for slow-node detection)."""
+
+    name: str
+    role: str
+    index: int = 0
+    ts: datetime
+    cpu: float
+    memory_mib: float
+    gpu_util: float | None = None
+    gpu_memory_mib: float | None = None
+    gpu_memory_total_mib: float | None = None
+    step_time_s: float | None = None
+
+
+class SpeedPoint(_In):
+    ts: datetime
+    global_step: int
+    steps_per_sec: float
+    workers: int
+
+
+class Event(_In):
+    """One event of ``POST /api/v1/jobs/{uid}/events``; ``node`` None for the job."""
+
+    ts: datetime
+    kind: EventKind
+    node: str | None = None
+    detail: str | None = None
+
+
+class ClusterStatePush(_In):
     """The body of ``POST /api/v1/cluster/state``: free capacity and pending demand as a
     platform without Prometheus sees them; ``None`` is unknown, never 0."""
 
@@ -55,46 +200,6 @@ class ClusterStatePush(BaseModel):
     pending_memory_mib: float | None = None
     pending_gpu: float | None = None
     queued_jobs: int | None = None
-
-
-class JobLimits(BaseModel):
-    cpu: float | None = None
-    memory_mib: float | None = None
-    gpu: float | None = None
-
-
-class JobRegistration(BaseModel):
-    """The body of ``PUT /api/v1/jobs/{uid}``."""
-
-    name: str
-    user: str
-    strategy: Strategy = Strategy.ps
-    dataset: str | None = None
-    limits: JobLimits = Field(default_factory=JobLimits)
-    roles: dict[str, RoleRequest] = Field(default_factory=dict)
-    total_steps: int | None = None
-    status: str = "running"
-    started_at: datetime | None = None
-
-
-class NodeUsage(BaseModel):
-    """One usage point of one node."""
-
-    name: str
-    role: str
-    index: int = 0
-    ts: datetime
-    cpu: float
-    memory_mib: float
-    gpu_util: float | None = None
-    step_time_s: float | None = None
-
-
-class SpeedPoint(BaseModel):
-    ts: datetime
-    global_step: int
-    steps_per_sec: float
-    workers: int
 
 
 class Ingested(_Out):
@@ -132,6 +237,7 @@ class Plan(_Out):
     job_uid: str
     stage: Stage
     status: PlanStatus
+    status_message: str | None = None
     created_at: datetime
     roles: dict[str, PlanRole] = Field(default_factory=dict)
     launch: list[PlanNode] = Field(default_factory=list)
