@@ -15,6 +15,7 @@ import socket
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from api.app import create_app
@@ -54,8 +55,11 @@ def create_worker_app() -> FastAPI:
     return create_app(settings, on_startup=list(load_callables(APP_HOOKS_GROUP).values()))
 
 
-def run_workers(settings: Settings, workers: int) -> None:
-    """Serve with ``workers`` processes until SIGTERM or SIGINT, which stop them all."""
+def run_workers(settings: Settings, workers: int) -> int:
+    """Serve with ``workers`` processes until SIGTERM or SIGINT, which stop them all, or
+    until a worker fails to start (uvicorn then stops the others). The exit status: 0,
+    or uvicorn's start-up failure (3) when a worker failed to start, so that a service
+    manager or Kubernetes sees the failure instead of a clean exit."""
     sock = listening_socket(settings.host, settings.port)
     bound_port = sock.getsockname()[1]
     # Where the command line overrode the environment, the workers must see it too.
@@ -75,7 +79,11 @@ def run_workers(settings: Settings, workers: int) -> None:
     logging.getLogger(__name__).info(
         "serving on %s:%d with %d worker processes", settings.host, bound_port, workers
     )
+    supervisor = Multiprocess(config, sockets=[sock])
     try:
-        Multiprocess(config, sockets=[sock]).run()
+        supervisor.run()
     finally:
         sock.close()
+    if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
+        return STARTUP_FAILURE
+    return 0

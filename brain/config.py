@@ -5,8 +5,10 @@ Nothing here is built at import time: callers create ``Settings()`` when they st
 
 from __future__ import annotations
 
+import math
 import os
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from pydantic import AwareDatetime, Field, SecretStr, model_validator
@@ -236,7 +238,8 @@ class Settings(BaseSettings):
         ge=1,
         le=64,
         description="Worker processes of `brain serve` (each answers requests; one of "
-        "them also runs the background work). Unset: the CPU count, at most "
+        "them also runs the background work). Unset: the CPUs the process may use (its "
+        "CPU affinity and its container's CPU quota), at most "
         f"{MAX_DEFAULT_WORKERS}, on PostgreSQL; always 1 on SQLite, which takes one writer "
         "at a time.",
     )
@@ -304,6 +307,14 @@ class Settings(BaseSettings):
         default_factory=lambda: ["/healthz", "/readyz", "/metrics"],
         description="Paths answered without a token (JSON list); /docs, /redoc and "
         "/openapi.json always are.",
+    )
+    bootstrap_token: SecretStr | None = Field(
+        None,
+        min_length=32,
+        description="A first admin token's secret (at least 32 characters, e.g. from a "
+        "Kubernetes Secret): `brain serve` stores it as the admin token named `bootstrap` "
+        "before it starts, so a fresh server beyond loopback has a token. A changed value "
+        "replaces that token's secret; a revoked bootstrap token stays revoked.",
     )
     token_cache_s: float = Field(
         10,
@@ -489,12 +500,76 @@ class Settings(BaseSettings):
         return data
 
 
+# Where Linux shows the process's control groups (a container sees its own at the root).
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_SELF_CGROUP = Path("/proc/self/cgroup")
+
+
 def usable_cpus() -> int:
-    """The CPUs this process may run on: its affinity mask (a container's cpuset, a
-    `taskset`), not every CPU of the host, where the system has one."""
+    """The CPUs this process may use: its affinity mask (a container's cpuset, a
+    `taskset`) and its control group's CPU quota (a Kubernetes CPU limit), in whole
+    cores and at least one, not every CPU of the host."""
+    cpus = os.cpu_count() or 1
     if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+        cpus = len(os.sched_getaffinity(0))
+    quota = cpu_quota_cores(CGROUP_ROOT, PROC_SELF_CGROUP)
+    if quota is not None:
+        # Whole cores: a worker beyond the quota would only be throttled with the others.
+        cpus = min(cpus, max(1, math.floor(quota)))
+    return cpus
+
+
+def cpu_quota_cores(cgroup_root: Path, proc_cgroup: Path) -> float | None:
+    """The tightest CPU quota, in cores, on the process's control group and its
+    ancestors (cgroup v2 ``cpu.max``, or v1 ``cpu.cfs_quota_us`` over
+    ``cpu.cfs_period_us``); None without a quota or where nothing can be read."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    quotas: list[float] = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one unified hierarchy
+            quotas += _along(cgroup_root, path, _v2_quota)
+        elif "cpu" in controllers.split(","):
+            for mount in (controllers, "cpu", "cpu,cpuacct"):
+                found = _along(cgroup_root / mount, path, _v1_quota)
+                if found:
+                    quotas += found
+                    break
+    return min(quotas, default=None)
+
+
+def _along(root: Path, path: str, read) -> list[float]:
+    """``read`` of the group at ``path`` under ``root`` and of each ancestor up to
+    ``root`` itself (where a container with its own cgroup namespace finds its limit)."""
+    found = []
+    directory = root / path.strip("/")
+    while True:
+        quota = read(directory)
+        if quota is not None:
+            found.append(quota)
+        if directory == root or root not in directory.parents:
+            return found
+        directory = directory.parent
+
+
+def _v2_quota(directory: Path) -> float | None:
+    try:
+        quota, period = (directory / "cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def _v1_quota(directory: Path) -> float | None:
+    try:
+        quota = int((directory / "cpu.cfs_quota_us").read_text())
+        period = int((directory / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if quota <= 0 or period <= 0 else quota / period
 
 
 def _masked(settings: BaseSettings, exclude: set[str] | None = None) -> dict[str, Any]:

@@ -232,3 +232,31 @@ def test_worker_processes_share_the_machines_connections(pg_url, workers, pool_s
     assert settings.pool_size == pool_size
     with TestClient(create_app(settings)) as client:
         assert client.app.state.engine.pool.size() == pool_size
+
+
+def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database, tmp_path):
+    """Each worker binds the gRPC port; one already taken (without SO_REUSEPORT) fails
+    the workers' start. uvicorn then stops the others, and `brain serve` must not report
+    success to whoever runs it (a container's restart policy, a service manager)."""
+    url = make_pg_database()
+    migrate.upgrade(url)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        env = {
+            **os.environ,
+            "BRAIN_DATABASE_URL": url,
+            "BRAIN_GRPC_PORT": str(taken.getsockname()[1]),
+            "BRAIN_SUMMARY_INTERVAL_S": "0",
+            "BRAIN_MODEL_DIR": str(tmp_path / "models"),
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "brain.cli", "serve", "--workers", "2"]
+            + ["--port", str(free_port())],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=START_S + STOP_S,
+        )
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "failed to start" in result.stderr
