@@ -7,13 +7,19 @@ import logging
 import sys
 
 import uvicorn
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from brain.config import MAX_DEFAULT_WORKERS, Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.plugins import APP_HOOKS_GROUP, load_callables
-from brain.services.tokens import AuthPolicy, TokenVerifier
+from brain.services.tokens import (
+    BOOTSTRAP_TOKEN_NAME,
+    AuthPolicy,
+    BootstrapOutcome,
+    TokenVerifier,
+    ensure_bootstrap_token,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +32,13 @@ def register(commands) -> None:
         description="Serve the REST API. On the embedded SQLite default, pending migrations "
         "run first; on PostgreSQL run `brain db upgrade` (or pass --migrate). It refuses to "
         "start on a database that is not migrated, and on an address other than loopback "
-        "while no API token exists (see `brain token`), unless BRAIN_AUTH=disabled. "
-        "On PostgreSQL several worker processes share the port (one per CPU core, at most "
+        "while no API token exists (see `brain token`; BRAIN_BOOTSTRAP_TOKEN provides a "
+        "first one), unless BRAIN_AUTH=disabled. "
+        "On PostgreSQL several worker processes share the port (one per usable CPU core, "
+        "within the container's CPU quota, at most "
         f"{MAX_DEFAULT_WORKERS}, unless --workers says); one of them, elected through the "
-        "database, runs the background work. SQLite allows one process.",
+        "database, runs the background work. SQLite allows one process. Exits non-zero "
+        "when it cannot start, also when a worker process fails to start.",
     )
     serve.add_argument("--host", help="listen address (default: BRAIN_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default: BRAIN_PORT, 8080)")
@@ -37,7 +46,7 @@ def register(commands) -> None:
         "--workers",
         type=_positive,
         metavar="N",
-        help="worker processes (default: BRAIN_WORKERS, else the CPU count, at most "
+        help="worker processes (default: BRAIN_WORKERS, else the usable CPU cores, at most "
         f"{MAX_DEFAULT_WORKERS}, on PostgreSQL and 1 on SQLite); one of them also runs "
         "the summary refresh and model retraining",
     )
@@ -76,8 +85,7 @@ def _serve(args) -> int:
         from api.workers import run_workers
 
         # Migrations and the checks above ran once, here; the workers only serve.
-        run_workers(settings, workers)
-        return 0
+        return run_workers(settings, workers)
     hooks = list(load_callables(APP_HOOKS_GROUP).values())
     # One process: it keeps the whole connection pool.
     app = create_app(settings.model_copy(update={"workers": 1}), on_startup=hooks)
@@ -98,16 +106,39 @@ def _positive(value: str) -> int:
     return number
 
 
+def _store_bootstrap_token(engine, secret: str) -> None:
+    factory = make_session_factory(engine)
+    for attempt in range(2):
+        try:
+            with factory() as session:
+                outcome = ensure_bootstrap_token(session, secret)
+                session.commit()
+            break
+        except IntegrityError:
+            # Another replica stored it at the same moment: the second pass finds it.
+            if attempt:
+                raise
+    if outcome is BootstrapOutcome.revoked:
+        log.warning(
+            "BRAIN_BOOTSTRAP_TOKEN is the secret of a revoked token: it stays revoked "
+            "(remove the setting, or give it a new secret)"
+        )
+    else:
+        log.info("bootstrap admin token %r: %s", BOOTSTRAP_TOKEN_NAME, outcome.value)
+
+
 def _startup_problem(settings: Settings) -> str | None:
     """Why serving would be wrong: a schema that does not fit this code, or an address
-    beyond loopback with no API token. An unreachable database is no reason to refuse:
-    the server starts, /readyz and 503 answers tell, and beyond loopback every request
-    will need a token anyway."""
+    beyond loopback with no API token (once BRAIN_BOOTSTRAP_TOKEN's is stored). An
+    unreachable database is no reason to refuse: the server starts, /readyz and 503
+    answers tell, and beyond loopback every request will need a token anyway."""
     engine = make_engine(settings.database_url)
     try:
         status = migrate.schema_status(engine, migrate.head_revision(settings.database_url))
         if not status.up_to_date:
             return status.problem()
+        if settings.bootstrap_token is not None:
+            _store_bootstrap_token(engine, settings.bootstrap_token.get_secret_value())
         verifier = TokenVerifier(make_session_factory(engine), ttl_s=0)
         return AuthPolicy(settings.auth, settings.host, verifier).refuses_to_start()
     except SQLAlchemyError as exc:

@@ -14,6 +14,7 @@ from brain.backtest.command import add_parser as add_backtest_parser
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
+from brain.db.presence import database_problem, missing_sqlite_file, no_database_message
 from brain.domain import utcnow
 from brain.plugins import COMMANDS_GROUP, load_callables
 from brain.simulation.cli import add_parser as add_simulate_parser
@@ -37,6 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    # Commands that read or change the data find it first: a clear message instead of
+    # a traceback (and, on SQLite, an empty database file created where they ran).
+    if getattr(args, "needs_database", False) or getattr(args, "from_db", False):
+        problem = database_problem(Settings().database_url)
+        if problem is not None:
+            print(f"brain {args.command}: {problem}", file=sys.stderr)
+            return 2
     try:
         code = args.handler(args) or 0
         sys.stdout.flush()
@@ -53,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="brain", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"brain {brain.__version__}")
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
 
     config = commands.add_parser(
         "config",
@@ -81,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     retention.add_argument(
         "--days", type=int, default=None, help="age in days (default: BRAIN_RETENTION_DAYS)"
     )
-    retention.set_defaults(handler=_retention)
+    retention.set_defaults(handler=_retention, needs_database=True)
 
     add_backtest_parser(commands)
     add_summarize_parser(commands)
@@ -107,12 +115,17 @@ def _db_upgrade(args) -> int:
 
 def _db_current(_args) -> int:
     settings = Settings()
+    head = migrate.head_revision(settings.database_url)
+    missing = missing_sqlite_file(settings.database_url)
+    if missing is not None:
+        print(f"current: none\nhead:    {head}")
+        print(no_database_message(settings.database_url, missing), file=sys.stderr)
+        return 1
     engine = make_engine(settings.database_url)
     try:
         applied = migrate.current_revision(engine)
     finally:
         engine.dispose()
-    head = migrate.head_revision(settings.database_url)
     print(f"current: {applied or 'none'}\nhead:    {head}")
     return 0 if applied == head else 1
 

@@ -1,4 +1,5 @@
-"""``brain token create | list | revoke``: manage API tokens in BRAIN_DATABASE_URL."""
+"""``brain token create | list | rotate | revoke | delete``: manage API tokens in
+BRAIN_DATABASE_URL."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from brain.config import Settings
 from brain.db.engine import make_engine, make_session_factory
 from brain.domain import utcnow
 from brain.errors import BrainError
-from brain.services.tokens import TokenScope, create_token, list_tokens, revoke_token
+from brain.services.tokens import (
+    TokenScope,
+    create_token,
+    delete_token,
+    list_tokens,
+    revoke_token,
+    rotate_token,
+)
 
 DURATION = re.compile(r"^(\d+)([dhm])$")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -20,11 +28,12 @@ UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 def add_parser(commands) -> None:
     token = commands.add_parser(
         "token",
-        help="create, list and revoke API tokens",
+        help="create, list, rotate, revoke and delete API tokens",
         description="API tokens for the REST API (`Authorization: Bearer <token>`). Only a "
         "hash of each secret is stored: the secret is printed once, at creation.",
     )
     actions = token.add_subparsers(title="token commands", metavar="TOKEN_COMMAND", required=True)
+    token.set_defaults(needs_database=True)
 
     create = actions.add_parser(
         "create",
@@ -52,9 +61,35 @@ def add_parser(commands) -> None:
     listing = actions.add_parser("list", help="list tokens (never their secrets)")
     listing.set_defaults(handler=_list)
 
-    revoke = actions.add_parser("revoke", help="revoke a token by name")
+    rotate = actions.add_parser(
+        "rotate",
+        help="give a token a new secret (printed once); the old one stops working",
+        description="Replace a token's secret. Name, scope and namespaces stay; a token "
+        "that expires gets its lifetime again from now. The old secret stops working at "
+        "once here and, in running servers, within BRAIN_TOKEN_CACHE_S seconds. The new "
+        "secret goes to stdout, alone on its line.",
+    )
+    rotate.add_argument("name")
+    rotate.set_defaults(handler=_rotate)
+
+    revoke = actions.add_parser(
+        "revoke",
+        help="revoke a token by name (it stays listed as revoked)",
+        description="Revoke a token: it stops working (in running servers within "
+        "BRAIN_TOKEN_CACHE_S seconds) and stays listed, so you can see who had access "
+        "until when. Delete it to reuse its name.",
+    )
     revoke.add_argument("name")
     revoke.set_defaults(handler=_revoke)
+
+    delete = actions.add_parser(
+        "delete",
+        help="delete a token by name (it stops working; its name can be reused)",
+        description="Delete a token altogether: it stops working (in running servers "
+        "within BRAIN_TOKEN_CACHE_S seconds) and its name is free for `brain token create`.",
+    )
+    delete.add_argument("name")
+    delete.set_defaults(handler=_delete)
 
 
 def _expiry(text: str) -> datetime:
@@ -110,6 +145,31 @@ def _list(_args) -> int:
         else:
             state = "active"
         print(f"{token.name:24} {token.prefix + '…':14} {state:8} {_describe(token)}")
+    return 0
+
+
+def _rotate(args) -> int:
+    try:
+        new = _in_session(lambda s: rotate_token(s, args.name))
+    except BrainError as exc:
+        print(f"brain token rotate: {exc.message}", file=sys.stderr)
+        return 1
+    print(new.secret)
+    print(
+        f"token {args.name!r} has a new secret ({_describe(new.token)}); the line above is "
+        "the secret, shown this once; the old one no longer works",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _delete(args) -> int:
+    try:
+        _in_session(lambda s: delete_token(s, args.name))
+    except BrainError as exc:
+        print(f"brain token delete: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"token {args.name!r} deleted")
     return 0
 
 

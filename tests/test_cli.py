@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -62,3 +63,34 @@ def test_a_reader_that_went_away_ends_the_command_quietly():
     finally:
         os.close(write_end)
     assert (result.returncode, result.stderr) == (1, "")
+
+
+def test_commands_outside_the_database_directory_say_so_and_create_nothing(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "BRAIN_DATABASE_URL": "sqlite:///./brain.db"}
+    for args in (["token", "list"], ["token", "create", "--name", "a", "--scope", "read"],
+                 ["retention", "--days", "3"], ["summarize"], ["train", "--from-db"]):  # fmt: skip
+        result = subprocess.run(
+            [*BRAIN, *args], capture_output=True, text=True, env=env, cwd=elsewhere, timeout=60
+        )
+        assert result.returncode == 2, (args, result.stderr)
+        assert f"no database at {elsewhere / 'brain.db'}" in result.stderr, result.stderr
+        assert "relative to the current directory" in result.stderr
+        assert "Traceback" not in result.stderr
+    current = subprocess.run(
+        [*BRAIN, "db", "current"], capture_output=True, text=True, env=env, cwd=elsewhere
+    )
+    assert current.returncode == 1 and "current: none" in current.stdout
+    assert "no database at" in current.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_database_never_migrated_is_named_as_such(tmp_path):
+    database = tmp_path / "other.db"
+    sqlite3.connect(database).close()  # a file, but no Brain schema in it
+    env = {"PATH": "/usr/bin:/bin", "BRAIN_DATABASE_URL": f"sqlite:///{database}"}
+    result = _run("token", "list", env=env)
+    assert result.returncode == 2
+    assert "none (never migrated)" in result.stderr and "brain db upgrade" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -127,3 +127,48 @@ def test_brain_serve_refuses_a_non_loopback_address_without_tokens(pg_url, db):
     assert result.returncode == 1
     assert "not starting" in result.stderr and "no API token exists" in result.stderr
     assert "brain token create" in result.stderr and "BRAIN_AUTH=disabled" in result.stderr
+
+
+def test_rotate_gives_a_new_secret_keeps_scope_and_lifetime_and_delete_frees_the_name(
+    pg_url, db, monkeypatch, capsys
+):
+    monkeypatch.setenv("BRAIN_DATABASE_URL", pg_url)
+
+    def token(*args: str) -> tuple[int, str, str]:
+        code = main(["token", *args])
+        out, err = capsys.readouterr()
+        return code, out.strip(), err
+
+    code, old, _ = token("create", "--name", "m", "--scope", "write", "--namespace", "ml",
+                         "--expires", "30d")  # fmt: skip
+    assert code == 0
+    factory = make_session_factory(db)
+    with factory() as session:
+        before = session.scalar(select(ApiToken))
+        lifetime = before.expires_at - before.created_at
+    code, new, err = token("rotate", "m")
+    assert code == 0 and new.startswith("brain_") and new != old
+    assert "new secret" in err and new not in err
+    verifier = TokenVerifier(factory, ttl_s=0)
+    assert verifier.verify(old) is None
+    principal = verifier.verify(new)
+    assert (principal.name, principal.scope, principal.namespaces) == ("m", "write", {"ml"})
+    with factory() as session:
+        row = session.scalar(select(ApiToken))
+        assert row.prefix == new[:12]
+        # 30 days again, counted from the rotation.
+        assert row.created_at > before.created_at
+        assert row.expires_at - row.created_at == lifetime
+        assert lifetime.total_seconds() == pytest.approx(30 * 86400, abs=60)
+
+    assert token("revoke", "m")[0] == 0
+    code, _, err = token("rotate", "m")
+    assert code == 1 and "revoked; delete it" in err
+    assert token("delete", "m") == (0, "token 'm' deleted", "")
+    assert verifier.verify(new) is None
+    code, _, err = token("delete", "m")
+    assert code == 1 and "no token named 'm'" in err
+    code, again, _ = token("create", "--name", "m", "--scope", "read")
+    assert code == 0 and verifier.verify(again).scope is TokenScope.read
+    code, _, err = token("rotate", "nope")
+    assert code == 1 and "no token named 'nope'" in err

@@ -32,6 +32,8 @@ from brain.domain import utcnow
 from brain.errors import Conflict, NotFound, Unauthorized
 
 SECRET_PREFIX = "brain_"
+# The admin token BRAIN_BOOTSTRAP_TOKEN provides.
+BOOTSTRAP_TOKEN_NAME = "bootstrap"
 
 
 class TokenScope(StrEnum):
@@ -91,11 +93,11 @@ def create_token(
 ) -> NewToken:
     if session.scalar(select(ApiToken.id).where(ApiToken.name == name)) is not None:
         raise Conflict(f"a token named {name!r} exists; pick another name", field="name")
-    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    secret = new_secret()
     token = ApiToken(
         name=name,
         secret_sha256=hash_secret(secret),
-        prefix=secret[: len(SECRET_PREFIX) + 6],
+        prefix=shown_prefix(secret),
         scope=TokenScope(scope).value,
         namespaces=sorted(set(namespaces)) if namespaces else None,
         created_at=now or utcnow(),
@@ -106,17 +108,97 @@ def create_token(
     return NewToken(token=token, secret=secret)
 
 
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def shown_prefix(secret: str) -> str:
+    """What `brain token list` shows of a secret: enough to tell tokens apart, and
+    after our own prefix no more than 6 of its characters."""
+    if secret.startswith(SECRET_PREFIX):
+        return secret[: len(SECRET_PREFIX) + 6]
+    return secret[:6]
+
+
+def rotate_token(session: Session, name: str, now: datetime | None = None) -> NewToken:
+    """A new secret for the token ``name``; the old one stops working (in running servers
+    once their cache of it expires). Scope and namespaces stay; so does the lifetime,
+    counted again from now (a 90-day token gets 90 days). A revoked token is not
+    brought back: delete it and create a new one."""
+    token = _named(session, name)
+    if token.revoked_at is not None:
+        raise Conflict(
+            f"the token {name!r} is revoked; delete it and create a new one", field="name"
+        )
+    now = now or utcnow()
+    if token.expires_at is not None:
+        token.expires_at = now + (token.expires_at - token.created_at)
+    secret = new_secret()
+    token.secret_sha256 = hash_secret(secret)
+    token.prefix = shown_prefix(secret)
+    token.created_at = now
+    session.flush()
+    return NewToken(token=token, secret=secret)
+
+
+def delete_token(session: Session, name: str) -> None:
+    """Remove a token altogether (its name can then be given to a new one). Unlike a
+    revocation, no record remains of who had access until when."""
+    session.delete(_named(session, name))
+    session.flush()
+
+
+class BootstrapOutcome(StrEnum):
+    created = "created"
+    replaced = "replaced"  # the configured secret changed
+    present = "present"
+    revoked = "revoked"  # revoked by an administrator: stays so
+
+
+def ensure_bootstrap_token(
+    session: Session, secret: str, now: datetime | None = None
+) -> BootstrapOutcome:
+    """Make ``secret`` the admin token named ``bootstrap`` (BRAIN_BOOTSTRAP_TOKEN), so a
+    server has a first token before anyone could create one. Idempotent: servers run
+    this at every start."""
+    digest = hash_secret(secret)
+    same = session.scalar(select(ApiToken).where(ApiToken.secret_sha256 == digest))
+    if same is not None:
+        return BootstrapOutcome.revoked if same.revoked_at else BootstrapOutcome.present
+    now = now or utcnow()
+    token = session.scalar(select(ApiToken).where(ApiToken.name == BOOTSTRAP_TOKEN_NAME))
+    outcome = BootstrapOutcome.replaced
+    if token is None:
+        token = ApiToken(name=BOOTSTRAP_TOKEN_NAME)
+        session.add(token)
+        outcome = BootstrapOutcome.created
+    token.secret_sha256 = digest
+    token.prefix = shown_prefix(secret)
+    token.scope = TokenScope.admin.value
+    token.namespaces = None
+    token.created_at = now
+    token.expires_at = None
+    token.revoked_at = None
+    session.flush()
+    return outcome
+
+
 def list_tokens(session: Session) -> list[ApiToken]:
     return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id)))
 
 
 def revoke_token(session: Session, name: str, now: datetime | None = None) -> ApiToken:
     """Revoke by name; the row stays (who had access, until when). Revoking twice is fine."""
+    token = _named(session, name)
+    if token.revoked_at is None:
+        token.revoked_at = now or utcnow()
+    return token
+
+
+def _named(session: Session, name: str) -> ApiToken:
     token = session.scalar(select(ApiToken).where(ApiToken.name == name))
     if token is None:
         raise NotFound(f"no token named {name!r}", field="name")
-    if token.revoked_at is None:
-        token.revoked_at = now or utcnow()
     return token
 
 

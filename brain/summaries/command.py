@@ -29,7 +29,7 @@ def add_parser(commands) -> None:
     which.add_argument(
         "--running", action="store_true", help="refresh the summaries of running jobs"
     )
-    parser.set_defaults(handler=_summarize)
+    parser.set_defaults(handler=_summarize, needs_database=True)
 
 
 def _summarize(args) -> int:
