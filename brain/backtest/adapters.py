@@ -16,7 +16,14 @@ from pydantic import BaseModel
 
 from brain.backtest.runs import Run, Submission
 from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy
-from brain.optimizing import HistoricalJob, JobView, NodeUsage, Optimizer, OptimizerContext
+from brain.optimizing import (
+    HistoricalJob,
+    JobView,
+    NodeUsage,
+    Optimizer,
+    OptimizerContext,
+    Proposal,
+)
 from brain.optimizing.sizing import SizingModel
 
 # Reads one resource's size (in the backtest's unit) from the proposed role.
@@ -65,18 +72,24 @@ class OptimizerRecommender:
         self._jobs: dict[int, tuple[Run, HistoricalJob]] = {}
 
     def recommend(self, job: Submission, history: Sequence[Run]) -> Mapping[str, float | None]:
-        context = OptimizerContext(
+        proposal = self.propose(self.context(job, history))
+        spec = proposal.roles.get(self._role)
+        if spec is None:
+            return {}
+        return {resource: read(spec, job) for resource, read in self._readers.items()}
+
+    def context(self, job: Submission, history: Sequence[Run]) -> OptimizerContext:
+        """The create-stage context of ``job`` with ``history`` (oldest first)."""
+        return OptimizerContext(
             stage=Stage.create,
             now=job.start,
             job=self._job_view(job, uid=f"{job.workload}/next"),
             history=[self._historical(run) for run in reversed(history)],
             sizing_model=self._sizing_model,
         )
-        proposal = self._optimizer.propose(context, self._settings)
-        spec = proposal.roles.get(self._role)
-        if spec is None:
-            return {}
-        return {resource: read(spec, job) for resource, read in self._readers.items()}
+
+    def propose(self, context: OptimizerContext) -> Proposal:
+        return self._optimizer.propose(context, self._settings)
 
     def _historical(self, run: Run) -> HistoricalJob:
         cached = self._jobs.get(id(run))

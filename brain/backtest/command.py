@@ -122,6 +122,58 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="under-provisioning a knob is tuned to (defaults memory=0.005, cpu=0.01, "
         "gpu_memory=0.04): the cheapest knob value at or below it on the tuning period",
     )
+    loop = parser.add_argument_group(
+        "replay through the loop",
+        "With --replay every run's usage series is stepped through Brain's default "
+        "pipeline as a job master runs it (create-stage size from the earlier runs; the "
+        "running stage at the master's cadence, every plan applied; an OOM kill when "
+        "memory use exceeds the allocation, restarted at oom_recovery's size, progress "
+        "since the last checkpoint lost) and through the baselines (request as given, "
+        "one-shot rules, VPA-like, Autopilot-like moving window). Figures are "
+        "time-integrated: memory and core-hours allocated, requested and used, OOM kills "
+        "per 1,000 run-hours, restarts, progress lost, CPU throttled time.",
+    )
+    loop.add_argument("--replay", action="store_true", help="replay the runs' usage series")
+    loop.add_argument(
+        "--series",
+        type=Path,
+        metavar="PATH",
+        help="CSV or CSV.gz of samples (workload, ts, cpu cores, mem_mib) of the --trace runs",
+    )
+    loop.add_argument(
+        "--cadence-min",
+        type=float,
+        default=5.0,
+        metavar="MIN",
+        help="minutes between the master's running-stage calls (default 5)",
+    )
+    loop.add_argument(
+        "--checkpoint-min",
+        type=float,
+        default=30.0,
+        metavar="MIN",
+        help="minutes between checkpoints; a restart loses the progress since (default 30)",
+    )
+    loop.add_argument(
+        "--migration-in-place",
+        action="store_true",
+        help="Brain's and VPA's resizes happen in place (default: a migration relaunches "
+        "the pod and costs a restart)",
+    )
+    loop.add_argument(
+        "--oom-target",
+        type=float,
+        default=1.0,
+        metavar="PER_1000H",
+        help="OOM kills per 1,000 run-hours memory knobs are tuned to (default 1)",
+    )
+    loop.add_argument(
+        "--throttle-target",
+        type=float,
+        default=0.01,
+        metavar="SHARE",
+        help="share of run-hours CPU may be throttled that CPU knobs are tuned to (default 0.01)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no timing")
     parser.set_defaults(handler=run)
     return parser
@@ -163,6 +215,31 @@ def _filters_given(args: argparse.Namespace) -> list[str]:
         for name in ("user", "status", "name", "dataset", "group", "role")
         if getattr(args, name, None) is not None
     ]
+
+
+def _replay_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the replay options, if anything."""
+    if not args.replay:
+        given = [
+            name
+            for name, value in (
+                ("--series", args.series),
+                ("--migration-in-place", args.migration_in_place),
+            )
+            if value
+        ]
+        return f"{', '.join(given)} need --replay" if given else None
+    if args.series is None:
+        return "--replay needs --series (the runs' usage samples)"
+    if args.from_db:
+        return "--replay reads --trace and --series files"
+    if args.chart is not None:
+        return "--replay draws no chart; its curves are in the table and --json"
+    if args.cadence_min <= 0 or args.checkpoint_min <= 0:
+        return "--cadence-min and --checkpoint-min must be positive"
+    if args.oom_target < 0 or not 0 <= args.throttle_target <= 1:
+        return "--oom-target >= 0 and --throttle-target a fraction 0..1"
+    return None
 
 
 def missing_extra(chart: bool) -> list[str]:
@@ -226,6 +303,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.from_db and _filters_given(args):
         print(f"brain backtest: {', '.join(_filters_given(args))} need --from-db", file=sys.stderr)
         return 2
+    problem = _replay_problem(args)
+    if problem:
+        print(f"brain backtest: {problem}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     source = source_from_args(args)
     try:
@@ -242,6 +323,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"brain backtest: {exc}", file=sys.stderr)
         return 2
+    if args.replay:
+        from brain.backtest.loop.command import run_replay
+
+        try:
+            return run_replay(args, table, source.name, (tune_on, score_on, targets))
+        except TraceError as exc:
+            print(f"brain backtest: {exc}", file=sys.stderr)
+            return 2
     options = Options(
         min_history=args.min_history,
         k=args.k,
