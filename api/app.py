@@ -34,6 +34,7 @@ from api.routers import (
     portraits,
     priorities,
     samples,
+    savings,
     suggestions,
 )
 from api.schema_guard import SchemaGate, SchemaGuard
@@ -130,7 +131,8 @@ def create_app(
     public, protected = split_public(health.router, settings.auth_public_paths)
     app.include_router(public)
     app.include_router(protected, dependencies=[Depends(current_principal)], **GUARDED)
-    for module in (jobs, samples, events, plans, portraits, priorities, suggestions, cluster):
+    routers = (jobs, samples, events, plans, portraits, priorities, suggestions, cluster, savings)
+    for module in routers:
         app.include_router(module.router, dependencies=[Depends(visible_job)], **GUARDED)
     app.include_router(admin.router, dependencies=[Depends(administrator)], **GUARDED)
     return app

@@ -17,6 +17,7 @@ from brain.db.engine import make_engine, make_session_factory
 from brain.db.presence import database_problem, missing_sqlite_file, no_database_message
 from brain.domain import utcnow
 from brain.plugins import COMMANDS_GROUP, load_callables
+from brain.savings.command import add_parser as add_report_parser
 from brain.simulation.cli import add_parser as add_simulate_parser
 from brain.summaries.command import add_parser as add_summarize_parser
 from brain.summaries.retention import delete_old_samples
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     retention.set_defaults(handler=_retention, needs_database=True)
 
     add_backtest_parser(commands)
+    add_report_parser(commands)
     add_summarize_parser(commands)
     add_train_parser(commands)
     add_token_parser(commands)

@@ -49,7 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="finished jobs of the Brain database (BRAIN_DATABASE_URL), from their stored "
         "summaries: one run per job, the job's group key as its workload, the requests and "
         "usage of its main role per node (run `brain summarize` first for jobs not yet "
-        "summarized)",
+        "summarized); with --replay, the series of the main role's node with the highest "
+        "memory peak, from the stored samples",
     )
     jobs = parser.add_argument_group(
         "job filters (with --from-db)",
@@ -229,10 +230,14 @@ def _replay_problem(args: argparse.Namespace) -> str | None:
             if value
         ]
         return f"{', '.join(given)} need --replay" if given else None
-    if args.series is None:
-        return "--replay needs --series (the runs' usage samples)"
     if args.from_db:
-        return "--replay reads --trace and --series files"
+        if args.series is not None:
+            return "--replay --from-db reads the series from the database, not --series"
+        others = [f for f in _filters_given(args) if f != "--group"]
+        if others:
+            return f"--replay --from-db takes --group but not {', '.join(others)}"
+    elif args.series is None:
+        return "--replay needs --series (the runs' usage samples)"
     if args.chart is not None:
         return "--replay draws no chart; its curves are in the table and --json"
     if args.cadence_min <= 0 or args.checkpoint_min <= 0:
@@ -308,6 +313,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"brain backtest: {problem}", file=sys.stderr)
         return 2
     started = time.perf_counter()
+    if args.replay and args.from_db:
+        from brain.backtest.loop.command import run_replay
+
+        try:
+            return run_replay(args, None, "database", _validation(args))
+        except (TraceError, ValueError) as exc:
+            print(f"brain backtest: {exc}", file=sys.stderr)
+            return 2
     source = source_from_args(args)
     try:
         table = source.load()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is the backtest extra's; only its loaders need it
+    import pandas as pd
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Protocol
 
 from brain.backtest.resources import BY_NAME
+
+if TYPE_CHECKING:  # pandas is the backtest extra's; only its loaders need it
+    import pandas as pd
 
 
 @dataclass(frozen=True, slots=True)

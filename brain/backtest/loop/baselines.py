@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from brain.backtest.baselines import LastRunsRule
-from brain.backtest.loop.harness import Allocation, Change, RunSamples
+from brain.backtest.loop.harness import Allocation, Change, RunSamples, requested
 from brain.backtest.loop.series import RunSeries
 from brain.backtest.runs import Run
 
@@ -36,18 +36,6 @@ OOM_BUMP_FACTOR = 1.2
 def oom_bump(memory_mib: float) -> float:
     """VPA's memory after an OOM kill: max(+100 MiB, x 1.2)."""
     return max(memory_mib + OOM_BUMP_MIB, memory_mib * OOM_BUMP_FACTOR)
-
-
-def requested(run: Run, fallback: Allocation | None = None) -> Allocation:
-    """The run's request as given; a resource it does not give keeps ``fallback``'s size."""
-    job = run.submission
-    memory = job.req_memory_mib
-    cpu = job.req_cpu
-    if memory is None:
-        memory = fallback.memory_mib if fallback is not None else float("inf")
-    if cpu is None:
-        cpu = fallback.cpu if fallback is not None else float("inf")
-    return Allocation(memory, cpu)
 
 
 @dataclass

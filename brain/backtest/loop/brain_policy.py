@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from brain.backtest import adapters
 from brain.backtest.adapters import OptimizerRecommender
 from brain.backtest.loop import screen
-from brain.backtest.loop.baselines import requested
-from brain.backtest.loop.harness import Allocation, Change, RunSamples
-from brain.backtest.loop.series import RunSeries
+from brain.backtest.loop.harness import Allocation, Change, RunSamples, requested
 from brain.backtest.runs import Run
 from brain.config import Settings
 from brain.domain import EventKind, JobStatus, Limits, PlanStatus, RoleSpec, Stage, Strategy
@@ -40,6 +39,9 @@ from brain.optimizing import (
     Proposal,
 )
 from brain.optimizing.pipeline import resolve_settings, run_stage, select_optimizers
+
+if TYPE_CHECKING:  # the series loader needs pandas; the policy does not
+    from brain.backtest.loop.series import RunSeries
 
 ROLE = "worker"
 NODE = "worker-0"

@@ -35,6 +35,81 @@ def load_trace_series(args: argparse.Namespace, table: pd.DataFrame) -> RunSerie
     return attach(table, samples, period_s=period_of(args.trace), sample_s=sample_s)
 
 
+def database_runs(database_url: str, group: str | None) -> tuple[pd.DataFrame, RunSeries]:
+    """Every finished, summarized job of the database as the run table and its series:
+    one run per job (its group key as workload), sized per node of its main role and
+    replayed on that role's node with the highest memory peak (``site_runs``)."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.orm import Session
+
+    from brain.backtest.loop.site_runs import load_runs, load_series
+    from brain.backtest.trace import TraceError, check_normalized
+    from brain.db.engine import make_engine
+
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            runs = load_runs(session, datetime(1970, 1, 1, tzinfo=UTC), group=group)
+            nodes = load_series(session, [r.peak_node_id for r in runs if r.peak_node_id])
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise TraceError(f"cannot read the database: {reason}") from exc
+    finally:
+        engine.dispose()
+    if not runs:
+        raise TraceError("no finished, summarized job in the database (run `brain summarize`)")
+    table = check_normalized(
+        pd.DataFrame(
+            {
+                "workload": [r.group_key for r in runs],
+                "start": pd.to_datetime([r.start for r in runs], utc=True),
+                "seq": np.arange(len(runs)),
+                "duration_h": [r.run_hours for r in runs],
+                "req_cpu": [r.run.submission.req_cpu for r in runs],
+                "req_memory_mib": [r.run.submission.req_memory_mib for r in runs],
+                "req_gpu": np.nan,
+                "req_gpu_memory_mib": np.nan,
+                "cpu_mean": [r.run.cpu_mean for r in runs],
+                "cpu_p95": [r.run.cpu_p95 for r in runs],
+                "cpu_max": [r.run.cpu_max for r in runs],
+                "mem_mean": [r.run.mem_mean for r in runs],
+                "mem_max": [r.run.mem_max for r in runs],
+                "gpu_util_mean": np.nan,
+                "gpu_mem_mib_max": np.nan,
+                "gpu_mem_total_mib": np.nan,
+            }
+        ).astype(
+            {
+                c: float
+                for c in (
+                    "req_cpu",
+                    "req_memory_mib",
+                    "cpu_mean",
+                    "cpu_p95",
+                    "cpu_max",
+                    "mem_mean",
+                    "mem_max",
+                )
+            }
+        )
+    )
+    empty = np.zeros(0)
+    parts = [nodes.get(runs[int(seq)].peak_node_id) for seq in table["seq"]]
+    lengths = [0 if p is None else len(p.ts) for p in parts]
+    gaps = np.concatenate(
+        [np.diff(p.ts) for p in parts if p is not None and len(p.ts) > 1] or [empty]
+    )
+    return table, RunSeries(
+        offsets=np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+        ts=np.concatenate([p.ts for p in parts if p is not None] or [empty]).astype(np.int64),
+        cpu=np.concatenate([p.cpu for p in parts if p is not None] or [empty]),
+        mem=np.concatenate([p.mem for p in parts if p is not None] or [empty]),
+        sample_s=float(np.median(gaps)) if len(gaps) else 60.0,
+    )
+
+
 def run_loop(
     table: pd.DataFrame,
     series: RunSeries,
@@ -76,7 +151,11 @@ def run_replay(args: argparse.Namespace, table: pd.DataFrame, source_name: str, 
     """The replay of ``table`` (already loaded) and its report; the exit status."""
     tune_on, score_on, _ = validation
     started = time.perf_counter()
-    series = load_trace_series(args, table)
+    if args.from_db:
+        table, series = database_runs(Settings().database_url, args.group)
+        source_name = "database"
+    else:
+        series = load_trace_series(args, table)
     outcome = run_loop(table, series, args, tune_on, score_on)
     scope = "every run (in-sample)" if score_on is None else f"runs of {score_on.text}"
     if tune_on is not None:
@@ -84,7 +163,7 @@ def run_replay(args: argparse.Namespace, table: pd.DataFrame, source_name: str, 
     if args.json:
         meta = {
             "source": source_name,
-            "series": str(args.series),
+            "series": None if args.from_db else str(args.series),
             "samples": series.samples,
             "tune_on": args.tune_on,
             "score_on": args.score_on,

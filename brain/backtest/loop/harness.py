@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from brain.backtest.loop.series import RunSeries
+if TYPE_CHECKING:  # the series loader needs pandas; the harness does not
+    from brain.backtest.loop.series import RunSeries
+    from brain.backtest.runs import Run
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,18 @@ class RunOutcome:
     @property
     def restarts(self) -> int:
         return self.ooms + self.migrations
+
+
+def requested(run: Run, fallback: Allocation | None = None) -> Allocation:
+    """The run's request as given; a resource it does not give keeps ``fallback``'s size."""
+    job = run.submission
+    memory = job.req_memory_mib
+    cpu = job.req_cpu
+    if memory is None:
+        memory = fallback.memory_mib if fallback is not None else float("inf")
+    if cpu is None:
+        cpu = fallback.cpu if fallback is not None else float("inf")
+    return Allocation(memory, cpu)
 
 
 def decision_mask(ts: np.ndarray, cadence_s: float) -> np.ndarray:
