@@ -22,6 +22,9 @@ from api.app import create_app
 from brain.config import Settings
 from brain.plugins import APP_HOOKS_GROUP, load_callables
 
+# How long a worker may take to answer the supervisor before it counts as hung.
+WORKER_HEALTHCHECK_S = 30
+
 # As `brain`'s own log lines, with the worker's process id.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
 
@@ -75,6 +78,10 @@ def run_workers(settings: Settings, workers: int) -> int:
         port=bound_port,
         log_level=settings.log_level.lower(),
         timeout_keep_alive=settings.keep_alive_s,
+        # A spawned worker answers the supervisor's health pings only once it has imported
+        # the program again; on a busy machine that takes more than uvicorn's default 5 s,
+        # and the supervisor would kill and restart workers that were merely starting.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
     )
     logging.getLogger(__name__).info(
         "serving on %s:%d with %d worker processes", settings.host, bound_port, workers
