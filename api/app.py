@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import Depends, FastAPI
@@ -38,6 +38,7 @@ from api.routers import (
     suggestions,
 )
 from api.schema_guard import SchemaGate, SchemaGuard
+from api.state import ServerState
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_read_session_factory, make_session_factory
@@ -58,6 +59,9 @@ Authentication: `Authorization: Bearer <token>` with a token from `brain token c
 403 when its scope or namespaces do not allow the call. A server on loopback with no
 token created yet answers without one. Bodies above BRAIN_MAX_BODY_BYTES are a 413."""
 
+# A part that runs beside the HTTP API (api.server), started once the state exists.
+Part = Callable[[ServerState], None]
+# A third-party hook (entry point group ``brain.app_hooks``), called with the app.
 Startup = Callable[[FastAPI], None]
 # How soon a long-poll hears of a plan stored by this or another process.
 PLAN_WATCH_INTERVAL_S = 0.5
@@ -65,40 +69,29 @@ log = logging.getLogger(__name__)
 
 
 def create_app(
-    settings: Settings | None = None, on_startup: list[Startup] | None = None
+    settings: Settings | None = None,
+    parts: Sequence[Part] = (),
+    on_startup: Sequence[Startup] = (),
 ) -> FastAPI:
-    """Build the app; the lifespan creates the engine and disposes of it at shutdown.
+    """Build the HTTP app; the lifespan creates the engine and the rest of the
+    ``ServerState`` (``app.state.server``) and disposes of them at shutdown.
 
-    ``on_startup`` hooks run inside the lifespan once the engine exists (the CLI uses
-    one to start the Prometheus collector). They run in every worker process of ``brain
-    serve``; work that must happen once checks ``app.state.leadership`` (brain.leadership).
+    ``parts`` (what ``brain serve`` runs beside the API, named in ``api.server``) and
+    then ``on_startup`` hooks run inside the lifespan once the state exists. They run in
+    every worker process of ``brain serve``; work that must happen once checks
+    ``ServerState.leadership`` (brain.leadership).
     """
 
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.settings = settings
-        pool = {} if settings.is_sqlite else {"pool_size": settings.pool_size}
-        app.state.engine = make_engine(settings.database_url, **pool)
-        app.state.session_factory = make_session_factory(app.state.engine)
-        app.state.read_session_factory = make_read_session_factory(app.state.engine)
-        app.state.schema_gate = SchemaGate(
-            app.state.engine, migrate.head_revision(app.state.settings.database_url)
-        )
-        schema = app.state.schema_gate.status()
-        if schema is not None and not schema.up_to_date:
-            log.error("%s; until then the API answers 503 schema_out_of_date", schema.problem())
-        app.state.telemetry = Telemetry()
-        app.state.registry = load_registry()
-        app.state.health_reporters = {}
-        app.state.leadership = elect(app.state.engine)
-        app.state.health_reporters["leadership"] = app.state.leadership.report
-        _start_auth(app, settings)
-        app.state.plan_watch = PlanWatch(app.state.session_factory, PLAN_WATCH_INTERVAL_S)
-        watching = asyncio.create_task(app.state.plan_watch.run(), name="plan watch")
-        app.state.shutdown_hooks = []
-        for hook in on_startup or ():
+        state = _build_state(settings)
+        app.state.server = state
+        watching = asyncio.create_task(state.plan_watch.run(), name="plan watch")
+        for part in parts:
+            part(state)
+        for hook in on_startup:
             hook(app)
         # Everything built so far lives as long as the process: keep it out of the
         # cyclic GC's full collections, which otherwise pause requests for ~100 ms.
@@ -109,10 +102,10 @@ def create_app(
             watching.cancel()
             with suppress(asyncio.CancelledError):
                 await watching
-            for stop in reversed(app.state.shutdown_hooks):
+            for stop in reversed(state.shutdown_hooks):
                 stop()
-            app.state.leadership.stop()
-            app.state.engine.dispose()
+            state.leadership.stop()
+            state.engine.dispose()
 
     # /docs and /redoc load their assets from the package (offline), not from a CDN.
     app = FastAPIOffline(
@@ -147,13 +140,33 @@ GUARDED: dict = {
 }
 
 
-def _start_auth(app: FastAPI, settings: Settings) -> None:
-    verifier = TokenVerifier(app.state.session_factory, ttl_s=settings.token_cache_s)
-    app.state.auth_policy = AuthPolicy(settings.auth, settings.host, verifier)
-    app.state.health_reporters["auth"] = app.state.auth_policy.report
-    report = app.state.auth_policy.report()
+def _build_state(settings: Settings) -> ServerState:
+    pool = {} if settings.is_sqlite else {"pool_size": settings.pool_size}
+    engine = make_engine(settings.database_url, **pool)
+    session_factory = make_session_factory(engine)
+    schema_gate = SchemaGate(engine, migrate.head_revision(settings.database_url))
+    schema = schema_gate.status()
+    if schema is not None and not schema.up_to_date:
+        log.error("%s; until then the API answers 503 schema_out_of_date", schema.problem())
+    leadership = elect(engine)
+    verifier = TokenVerifier(session_factory, ttl_s=settings.token_cache_s)
+    auth_policy = AuthPolicy(settings.auth, settings.host, verifier)
+    report = auth_policy.report()
     if report["status"] == "open":
         log.warning("API authentication is off: %s", report["detail"])
+    return ServerState(
+        settings=settings,
+        engine=engine,
+        session_factory=session_factory,
+        read_session_factory=make_read_session_factory(engine),
+        schema_gate=schema_gate,
+        telemetry=Telemetry(),
+        registry=load_registry(),
+        leadership=leadership,
+        auth_policy=auth_policy,
+        plan_watch=PlanWatch(session_factory, PLAN_WATCH_INTERVAL_S),
+        health_reporters={"leadership": leadership.report, "auth": auth_policy.report},
+    )
 
 
 logging.getLogger("brain").addHandler(logging.NullHandler())

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import error_body
+from api.state import server_state
 from brain.errors import Forbidden, NotFound, Unauthorized
 from brain.services.tokens import AuthPolicy, Principal, TokenScope, job_visible
 
@@ -56,7 +57,7 @@ class Authentication:
         if scope["type"] != "http" or self._public(scope["path"]):
             await self.app(scope, receive, send)
             return
-        policy: AuthPolicy = scope["app"].state.auth_policy
+        policy: AuthPolicy = server_state(scope["app"]).auth_policy
         secret = _bearer_secret(scope)
         try:
             if policy.answers_from_memory(secret):
@@ -120,7 +121,9 @@ async def visible_job(request: Request, principal: CurrentPrincipal) -> None:
     uid = request.path_params.get("uid")
     if uid is None or principal.namespaces is None:
         return
-    if not await run_in_threadpool(_job_visible, request.app.state.session_factory, principal, uid):
+    if not await run_in_threadpool(
+        _job_visible, server_state(request.app).session_factory, principal, uid
+    ):
         raise NotFound(f"no job with uid {uid!r}", field="uid")
 
 

@@ -1,4 +1,4 @@
-"""``brain serve``: run the REST API (registered into the ``brain`` CLI by entry point)."""
+"""``brain serve``: run the REST API and its parts (``api.server``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from brain.config import MAX_DEFAULT_WORKERS, Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
-from brain.plugins import APP_HOOKS_GROUP, load_callables
 from brain.services.tokens import (
     BOOTSTRAP_TOKEN_NAME,
     AuthPolicy,
@@ -60,7 +59,7 @@ def register(commands) -> None:
 
 
 def _serve(args) -> int:
-    from api.app import create_app
+    from api.server import serve_app
 
     settings = Settings()
     # The app decides who needs a token from where it really listens.
@@ -86,9 +85,8 @@ def _serve(args) -> int:
 
         # Migrations and the checks above ran once, here; the workers only serve.
         return run_workers(settings, workers)
-    hooks = list(load_callables(APP_HOOKS_GROUP).values())
     # One process: it keeps the whole connection pool.
-    app = create_app(settings.model_copy(update={"workers": 1}), on_startup=hooks)
+    app = serve_app(settings.model_copy(update={"workers": 1}))
     uvicorn.run(
         app,
         host=settings.host,

@@ -26,8 +26,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import State
 
+from api.state import server_state
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.sizing import SizingModel
@@ -46,8 +46,9 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 
 async def request_session(request: Request) -> AsyncIterator[Session]:
     """A read session for GET and HEAD, otherwise a transaction."""
+    state = server_state(request.app)
     reads = request.method in READ_METHODS
-    factory = request.app.state.read_session_factory if reads else request.app.state.session_factory
+    factory = state.read_session_factory if reads else state.session_factory
     async for session in _owned(factory()):
         yield session
 
@@ -58,8 +59,9 @@ async def rarely_writing_session(request: Request) -> AsyncIterator[Session]:
     a transaction when the handler tries to write, running the handler again. The first
     try wrote nothing (a read session cannot), so running it again is safe, and the usual
     read pays no BEGIN and COMMIT."""
-    session = request.app.state.read_session_factory()
-    session.info[_TRANSACTION_FACTORY] = request.app.state.session_factory
+    state = server_state(request.app)
+    session = state.read_session_factory()
+    session.info[_TRANSACTION_FACTORY] = state.session_factory
     async for owned in _owned(session):
         yield owned
 
@@ -132,15 +134,15 @@ def after_commit(session: Session, callback: Callable[[], None]) -> None:
 
 # Plain reads of app state: async, so they skip the thread-pool hop of sync dependencies.
 async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    return server_state(request.app).settings
 
 
 async def get_telemetry(request: Request) -> Telemetry:
-    return request.app.state.telemetry
+    return server_state(request.app).telemetry
 
 
 async def get_registry(request: Request) -> OptimizerRegistry:
-    return request.app.state.registry
+    return server_state(request.app).registry
 
 
 SessionDep = Annotated[Session, Depends(request_session, scope="function")]
@@ -150,16 +152,9 @@ TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
 RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]
 
 
-def current_sizing_model(state: State) -> SizingModel | None:
-    """The learned recommender ``brain serve`` loaded into the app's state (None: none
-    trained yet); read at each call, so a retrained model is used at once by both the
-    REST API and the gRPC service."""
-    holder = getattr(state, "sizing_models", None)
-    return None if holder is None else holder.current
-
-
 async def get_sizing_model(request: Request) -> SizingModel | None:
-    return current_sizing_model(request.app.state)
+    """The learned recommender current at this request (None: none)."""
+    return server_state(request.app).current_sizing_model()
 
 
 SizingModelDep = Annotated[SizingModel | None, Depends(get_sizing_model)]

@@ -10,6 +10,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.state import server_state
+
 
 class RequestMetrics:
     def __init__(self, app: ASGIApp) -> None:
@@ -33,7 +35,7 @@ class RequestMetrics:
         finally:
             # The router puts the matched route in the (shared) scope.
             template = getattr(scope.get("route"), "path", "unmatched")
-            telemetry = scope["app"].state.telemetry
+            telemetry = server_state(scope["app"]).telemetry
             telemetry.requests.labels(scope["method"], template, str(status)).inc()
             telemetry.latency.labels(scope["method"], template).observe(
                 time.perf_counter() - started

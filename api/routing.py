@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import finish_request, in_transaction_instead
 from api.schemas.bounds import bounds_in_force
+from api.state import server_state
 from brain.db.engine import ReadOnlySessionError
 
 
@@ -92,7 +93,7 @@ class InputRoute(OffloadedRoute):
 
         async def strict_handler(request: Request) -> Response:
             strict = StrictJsonRequest(request.scope, request.receive)
-            with bounds_in_force(request.app.state.settings.input_bounds):
+            with bounds_in_force(server_state(request.app).settings.input_bounds):
                 return await handler(strict)
 
         return strict_handler

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import error_body
+from api.state import server_state
 from brain.db.migrate import SchemaStatus, schema_status
 
 GUARDED_PREFIX = "/api/"
@@ -61,7 +62,7 @@ class SchemaGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith(GUARDED_PREFIX):
-            gate: SchemaGate = scope["app"].state.schema_gate
+            gate: SchemaGate = server_state(scope["app"]).schema_gate
             if not gate.current:
                 status = await run_in_threadpool(gate.status)
                 if status is not None and not status.up_to_date:

@@ -1,7 +1,7 @@
 """``brain serve`` with several worker processes: one listening socket, bound by the
 parent, shared by uvicorn workers it spawns, each building its own app.
 
-Every worker runs every app hook; work that must happen once (summary refresh, model
+Every worker runs every part (api.server); work that must happen once (summary refresh, model
 retraining) runs in the worker that leads (brain.leadership). The gRPC service binds
 its port in every worker: grpc sets SO_REUSEPORT on Linux, so the kernel spreads the
 masters' connections over the workers.
@@ -18,9 +18,8 @@ from fastapi import FastAPI
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-from api.app import create_app
+from api.server import serve_app
 from brain.config import Settings
-from brain.plugins import APP_HOOKS_GROUP, load_callables
 
 # How long a worker may take to answer the supervisor before it counts as hung.
 WORKER_HEALTHCHECK_S = 30
@@ -55,7 +54,7 @@ def create_worker_app() -> FastAPI:
     settings from the environment ``run_workers`` set, and sets up its own logging."""
     settings = Settings()
     logging.basicConfig(level=settings.log_level.upper(), format=LOG_FORMAT)
-    return create_app(settings, on_startup=list(load_callables(APP_HOOKS_GROUP).values()))
+    return serve_app(settings)
 
 
 def run_workers(settings: Settings, workers: int) -> int:

@@ -1,4 +1,9 @@
-"""The ``brain`` command line."""
+"""The ``brain`` command line: the commands of the ``brain`` package.
+
+The ``brain`` program itself is ``api.main``: it adds the commands that live
+above this package (``serve``, ``collect``) and hands ``brain simulate`` the HTTP app's
+factory, since ``brain`` never imports ``api``. Third-party commands register through
+the ``brain.commands`` entry point group."""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import brain
 from brain.backtest.command import add_parser as add_backtest_parser
@@ -24,13 +30,24 @@ from brain.summaries.retention import delete_old_samples
 from brain.token_command import add_parser as add_token_parser
 from brain.training.command import add_parser as add_train_parser
 
+log = logging.getLogger(__name__)
+
 DESCRIPTION = """Brain: resource optimization for distributed ML training.
 
 Configuration comes from BRAIN_* environment variables (see `brain config`)."""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+# Adds one subcommand to the ``brain`` program's subparsers.
+Register = Callable[[Any], None]
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    extra_commands: Sequence[Register] = (),
+    app_factory: Callable[..., Any] | None = None,
+) -> int:
+    """Run one command; ``extra_commands`` and ``app_factory`` as for ``build_parser``."""
+    parser = build_parser(extra_commands, app_factory)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=getattr(args, "log_level", None) or Settings().log_level.upper(),
@@ -57,10 +74,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    extra_commands: Sequence[Register] = (), app_factory: Callable[..., Any] | None = None
+) -> argparse.ArgumentParser:
+    """Every ``brain`` command plus ``extra_commands`` (registered after them); ``app_factory``
+    builds the HTTP app ``brain simulate`` runs in-process (None: only ``--url``)."""
     parser = argparse.ArgumentParser(
         prog="brain", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
     )
+    parser.set_defaults(app_factory=app_factory)
     parser.add_argument("--version", action="version", version=f"brain {brain.__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
 
@@ -98,7 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(commands)
     add_token_parser(commands)
     add_simulate_parser(commands)
-    for _, register in sorted(load_callables(COMMANDS_GROUP).items()):
+    for register in extra_commands:
+        register(commands)
+    for name, register in sorted(load_callables(COMMANDS_GROUP).items()):
+        if name in commands.choices:
+            # Stale install metadata may still list one of Brain's own commands here;
+            # registering a name twice would stop the whole program.
+            log.warning("command %s already exists; its %s plugin is ignored", name, name)
+            continue
         register(commands)
     return parser
 

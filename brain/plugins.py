@@ -1,4 +1,6 @@
-"""Entry-point lookups for the parts of Brain that live outside the ``brain`` package."""
+"""Entry-point lookups for third-party plugins: optimizers (``brain.optimizing``), extra
+``brain`` commands and hooks run inside ``brain serve``'s lifespan. Brain's own parts are
+not found this way: ``api.server`` names them."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# Each entry is called with the ``brain`` program's subparsers to add a command.
 COMMANDS_GROUP = "brain.commands"
+# Each entry is called with the FastAPI app inside its lifespan, after Brain's own parts.
 APP_HOOKS_GROUP = "brain.app_hooks"
-# The API app's factory (``api.app:create_app``), for an in-process Brain.
-APP_FACTORY_GROUP = "brain.app_factory"
 
 
 def load_callables(group: str) -> dict[str, Callable[..., Any]]:

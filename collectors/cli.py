@@ -1,4 +1,4 @@
-"""``brain collect``: the Prometheus collector on its own (registered by entry point)."""
+"""``brain collect``: the Prometheus collector on its own (a command of ``api.server``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The collector as a long-running service: in ``brain serve`` (``attach``) or alone
+"""The collector as a long-running service: in ``brain serve`` (``api.server``) or alone
 (``brain collect``).
 
 A loop runs a cycle every ``BRAIN_COLLECT_INTERVAL_S`` seconds while this process holds
@@ -199,27 +199,3 @@ class CollectorService:
         if last.cluster is not None:
             detail["cluster"] = {**asdict(last.cluster), "ts": last.cluster.ts.isoformat()}
         return {"status": "ok", "detail": detail}
-
-
-def attach(app) -> None:
-    """App hook (``brain.app_hooks``): run the collector inside ``brain serve`` when
-    ``BRAIN_PROMETHEUS_URL`` is set; do nothing otherwise."""
-    settings = app.state.settings.collector
-    if not settings.prometheus_url:
-        return
-    try:
-        service = CollectorService(
-            settings, app.state.session_factory, app.state.telemetry, engine=app.state.engine
-        )
-    except CONFIG_ERRORS as exc:
-        log.error("Prometheus collector not started, configuration error: %s", exc)
-        message = f"configuration: {exc}"
-        app.state.health_reporters["collector"] = lambda: {
-            "status": "degraded",
-            "detail": {"error": message},
-        }
-        return
-    app.state.collector = service
-    app.state.health_reporters["collector"] = service.health
-    app.state.shutdown_hooks.append(service.stop)
-    service.start()

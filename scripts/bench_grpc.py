@@ -76,7 +76,7 @@ def run(url: str, args: argparse.Namespace) -> int:
     # One worker process: the server's p99 and CPU below come from its /metrics and
     # /proc, which are per process.
     serve = ["serve", "--migrate", "--workers", "1"]
-    server = subprocess.Popen([sys.executable, "-m", "brain.cli", *serve], env=env)
+    server = subprocess.Popen([sys.executable, "-m", "api.main", *serve], env=env)
     addr = f"127.0.0.1:{grpc_port}"
     try:
         _wait_serving(addr)

@@ -43,6 +43,8 @@ import pandas as pd
 import psycopg
 from proc_cpu import backends_cpu_seconds, backends_cpu_since, tree_cpu_seconds
 
+from api.state import server_state
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -482,7 +484,7 @@ def free_port() -> int:
 
 def server_command(port: int, workers: int | None) -> list[str]:
     """``brain serve`` as an operator starts it, or with ``workers`` processes."""
-    command = [sys.executable, "-m", "brain.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "api.main", "serve", "--port", str(port)]
     return command if workers is None else [*command, "--workers", str(workers)]
 
 
@@ -630,7 +632,7 @@ def capture_statements(url: str, loads: dict[str, list[str]], n: int) -> dict[st
     with TestClient(create_app(Settings(database_url=url))) as client:
         for paths in loads.values():  # first requests: schema check, token cache
             client.get(paths[0]).raise_for_status()
-        event.listen(client.app.state.engine, "before_cursor_execute", record)
+        event.listen(server_state(client.app).engine, "before_cursor_execute", record)
         for name, paths in loads.items():
             if name == FLOOR:
                 continue

@@ -53,14 +53,14 @@ def main() -> int:
 def run(url: str, dsn: str, batches: int, workers: int) -> int:
     env = {**os.environ, "BRAIN_DATABASE_URL": url, "BRAIN_LOG_LEVEL": "warning"}
     subprocess.run(
-        [sys.executable, "-m", "brain.cli", "db", "upgrade"],
+        [sys.executable, "-m", "api.main", "db", "upgrade"],
         env=env,
         check=True,
         capture_output=True,
     )
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "brain.cli", "serve", "--port", str(port)]
+        [sys.executable, "-m", "api.main", "serve", "--port", str(port)]
         + ["--workers", str(workers)],
         env=env,
     )

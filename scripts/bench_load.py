@@ -107,7 +107,7 @@ def run(
     degraded_at = None
     with tempfile.NamedTemporaryFile("w+", prefix="brain-load-", suffix=".log") as server_log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "brain.cli", "serve", "--migrate"],
+            [sys.executable, "-m", "api.main", "serve", "--migrate"],
             env=env,
             stdout=server_log,
             stderr=subprocess.STDOUT,

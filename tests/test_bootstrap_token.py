@@ -91,7 +91,7 @@ def test_brain_serve_gets_past_the_token_check_with_the_bootstrap_token(pg_url, 
     # the checks, so nothing ever listens beyond loopback.
     env = {**os.environ, "BRAIN_DATABASE_URL": pg_url, "BRAIN_BOOTSTRAP_TOKEN": SECRET}
     result = subprocess.run(
-        [sys.executable, "-m", "brain.cli", "serve", "--host", "192.0.2.1"]
+        [sys.executable, "-m", "api.main", "serve", "--host", "192.0.2.1"]
         + ["--port", str(free_port()), "--workers", "1"],
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ import sys
 
 import brain
 
-BRAIN = [sys.executable, "-m", "brain.cli"]
+BRAIN = [sys.executable, "-m", "api.main"]
 
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import delete, event, func, select, text, update
 
+from api.state import server_state
 from brain.db.engine import ReadOnlySessionError, make_read_session_factory, sort_memory
 from brain.db.models import JobRow
 from brain.domain import utcnow
@@ -72,7 +73,7 @@ def test_gets_read_without_a_transaction_and_writes_keep_theirs(client, session_
     def note(conn, _cursor, statement, *_rest) -> None:
         seen.append((statement.split()[0], conn.connection.dbapi_connection.autocommit))
 
-    event.listen(client.app.state.engine, "before_cursor_execute", note)
+    event.listen(server_state(client.app).engine, "before_cursor_execute", note)
     assert client.put("/api/v1/jobs/job-1", json=job_body()).status_code == 201
     writes, seen[:] = list(seen), []
     assert client.get("/api/v1/jobs/job-1").status_code == 200

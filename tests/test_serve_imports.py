@@ -2,7 +2,7 @@
 ``backtest`` extra, loaded only by `brain backtest`.
 
 Checked in a fresh interpreter, as `brain serve` builds it: the CLI parser (every
-subcommand registered), the app with its startup hooks and its lifespan, and requests
+subcommand registered), the app with its parts and its lifespan, and requests
 that reach the optimizers, summaries, portraits and suggestions."""
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ OFFLINE_ONLY = ("pandas", "matplotlib")
 
 SERVE_PATH = """
 import json, sys
-from brain.cli import build_parser
+from api.main import build_parser
+from api.server import serve_app
 build_parser()
 from fastapi.testclient import TestClient
-from api.app import create_app
 from brain.config import Settings
-from brain.plugins import APP_HOOKS_GROUP, load_callables
 
-app = create_app(Settings(), on_startup=list(load_callables(APP_HOOKS_GROUP).values()))
+app = serve_app(Settings())
 job = {
     "name": "ctr", "user": "alice", "strategy": "ps",
     "roles": {"ps": {"count": 1, "cpu": 4, "memory_mib": 8192},

@@ -27,7 +27,7 @@ from tests.ports import free_port
 
 def brain(*args: str, url: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "brain.cli", *args],
+        [sys.executable, "-m", "api.main", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "BRAIN_DATABASE_URL": url, **env},

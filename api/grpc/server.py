@@ -1,8 +1,8 @@
 """Start and stop the gRPC server beside the REST API, in the same process.
 
-``attach`` is an app hook (entry point ``brain.app_hooks``): inside ``brain serve`` it
-starts the server when ``BRAIN_GRPC_PORT`` is set, on the app's own engine, optimizer
-registry and telemetry, so both protocols share one database and one pipeline. The
+Inside ``brain serve`` (``api.server``) it starts when ``BRAIN_GRPC_PORT`` is set, on
+the app's own engine, optimizer registry and telemetry, so both protocols share one
+database and one pipeline. The
 standard gRPC health service answers for ``brain.Brain``.
 """
 
@@ -15,12 +15,9 @@ from dataclasses import dataclass
 
 import grpc
 from dlrover.proto import brain_pb2_grpc
-from fastapi import FastAPI
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.deps import current_sizing_model
-from api.grpc.auth import TokenInterceptor
 from api.grpc.servicer import BrainServicer
 from brain.config import Settings
 from brain.elasticjobs import ElasticJobLookup, custom_objects_api
@@ -110,25 +107,3 @@ def elastic_job_lookup(settings: Settings) -> ElasticJobLookup | None:
     where = settings.k8s_namespace or "every namespace"
     log.info("requests of unregistered DLRover jobs are read from ElasticJobs in %s", where)
     return ElasticJobLookup(api, settings.input_bounds, settings.k8s_namespace)
-
-
-def attach(app: FastAPI) -> None:
-    settings: Settings = app.state.settings
-    if settings.grpc_port is None:
-        return
-    running = start(
-        settings,
-        app.state.session_factory,
-        app.state.registry,
-        app.state.telemetry,
-        settings.grpc_port,
-        # The REST API's token rules (api/grpc/auth.py), on the call metadata, unless
-        # BRAIN_GRPC_AUTH=false (DLRover 0.6.1 masters send no metadata).
-        interceptors=[TokenInterceptor(app.state.auth_policy)] if settings.grpc_auth else [],
-        # The model the REST API uses (brain.training.service), read at each call: both
-        # protocols give the same create plan, also after a retraining swaps it.
-        sizing_model=lambda: current_sizing_model(app.state),
-        elastic_jobs=elastic_job_lookup(settings),
-    )
-    app.state.grpc_server = running
-    app.state.shutdown_hooks.append(running.stop)

@@ -15,6 +15,7 @@ from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
 from api.schemas.admin import NewTokenOut, RetentionIn, RetentionOut, TokenIn, TokenOut
 from api.schemas.common import NO_NUL
+from api.state import server_state
 from brain.domain import utcnow
 from brain.errors import InvalidInput
 from brain.services import tokens
@@ -31,7 +32,7 @@ TokenName = Annotated[
 def _forget_cached_tokens(request: Request, session) -> None:
     # Once committed, a new token turns authentication on and a revoked one stops
     # working at once in this process (other processes: within BRAIN_TOKEN_CACHE_S).
-    after_commit(session, request.app.state.auth_policy.verifier.forget)
+    after_commit(session, server_state(request.app).auth_policy.verifier.forget)
 
 
 @router.get("/tokens", response_model=list[TokenOut], summary="List API tokens")

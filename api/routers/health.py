@@ -7,6 +7,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from api.state import server_state
+
 router = APIRouter(tags=["health"])
 
 
@@ -31,18 +33,18 @@ def readyz(request: Request) -> JSONResponse:
     API keeps serving."""
     checks: dict[str, dict] = {}
     try:
-        with request.app.state.engine.connect() as conn:
+        with server_state(request.app).engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         checks["database"] = {"status": "ok"}
     except Exception as exc:
         checks["database"] = {"status": "down", "detail": type(exc).__name__}
-    schema = request.app.state.schema_gate.status()
+    schema = server_state(request.app).schema_gate.status()
     if schema is not None:
         checks["schema"] = {"status": "ok" if schema.up_to_date else "out_of_date"}
         checks["schema"].update(applied=schema.applied, head=schema.head)
         if not schema.up_to_date:
             checks["schema"].update(code="schema_out_of_date", detail=schema.problem())
-    for name, report in request.app.state.health_reporters.items():
+    for name, report in server_state(request.app).health_reporters.items():
         checks[name] = report()
     ready = checks["database"]["status"] == "ok" and schema is not None and schema.up_to_date
     body = {"status": "ready" if ready else "unavailable", "checks": checks}
@@ -56,5 +58,5 @@ def readyz(request: Request) -> JSONResponse:
     responses={200: {"description": "Prometheus text exposition format."}},
 )
 def metrics(request: Request) -> Response:
-    data = generate_latest(request.app.state.telemetry.registry)
+    data = generate_latest(server_state(request.app).telemetry.registry)
     return Response(content=data, media_type=CONTENT_TYPE_LATEST)

@@ -12,6 +12,7 @@ from api.errors import ERROR_RESPONSES
 from api.params import JobUid, name_filter
 from api.routing import InputRoute
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
+from api.state import server_state
 from brain.domain import JobStatus, utcnow
 from brain.errors import Forbidden
 from brain.services import jobs
@@ -93,7 +94,7 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
     """A finished job is summarized after the response, in its own transaction, so a
     slow or failing summary never fails the update (the refresher retries it)."""
     if JobStatus(job.status).finished:
-        background.add_task(summarize_uids, request.app.state.session_factory, [job.uid])
+        background.add_task(summarize_uids, server_state(request.app).session_factory, [job.uid])
 
 
 @router.get("", response_model=JobPage, summary="List jobs, newest first")

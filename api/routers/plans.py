@@ -18,6 +18,7 @@ from api.params import JobUid, PlanId
 from api.plan_watch import PlanWatch
 from api.routing import InputRoute
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
+from api.state import server_state
 from brain.bounds import INT32_MAX
 from brain.db.models import NodeRow
 from brain.domain import utcnow
@@ -105,8 +106,8 @@ async def latest_plan(
     after it that was not superseded, so every pending change (an OOM fix included) is
     seen in order."""
     deadline = time.monotonic() + wait
-    factory = request.app.state.session_factory
-    watch: PlanWatch = request.app.state.plan_watch
+    factory = server_state(request.app).session_factory
+    watch: PlanWatch = server_state(request.app).plan_watch
     with watch.watching(uid) as new_plan_seen:
         while True:
             new_plan_seen.clear()

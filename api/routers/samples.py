@@ -24,6 +24,7 @@ from api.schemas.samples import (
     SpeedPointOut,
     checked_batch,
 )
+from api.state import server_state
 from brain.domain import utcnow
 from brain.errors import TooLarge
 from brain.services import jobs, nodes, samples
@@ -42,7 +43,7 @@ class _SampleBatchRequest(StrictJsonRequest):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            batch = checked_batch(await self.body(), self.app.state.settings.input_bounds)
+            batch = checked_batch(await self.body(), server_state(self.app).settings.input_bounds)
             if batch is None:
                 return await super().json()
             self._json = batch
@@ -56,7 +57,7 @@ class SampleBatchRoute(OffloadedRoute):
         handler = super().get_route_handler()
 
         async def batch_handler(request: Request) -> Response:
-            with bounds_in_force(request.app.state.settings.input_bounds):
+            with bounds_in_force(server_state(request.app).settings.input_bounds):
                 return await handler(_SampleBatchRequest(request.scope, request.receive))
 
         return batch_handler

@@ -2,6 +2,6 @@
 
 ``brain simulate --scenario NAME`` runs one scenario against an in-process Brain (or a
 running one with ``--url``) through the reference client ``brain.client``. The
-in-process run gets the API app's factory through the ``brain.app_factory`` entry point
-(``brain`` never imports ``api``).
+in-process run gets the API app's factory from the ``brain`` program (``api.main``;
+``brain`` never imports ``api``).
 """

@@ -7,10 +7,11 @@ import logging
 import os
 import statistics
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brain.simulation.scenarios import SCENARIOS
 
@@ -77,7 +78,7 @@ def _simulate(args) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     results: list[ScenarioResult] = []
     with ExitStack() as stack:
-        client = _client(args.url, args.token, stack)
+        client = _client(args.url, args.token, stack, args.app_factory)
         for name in names:
             for seed in range(args.seed, args.seed + args.seeds):
                 run, result = run_scenario(client, SCENARIOS[name], seed, args.horizon)
@@ -99,7 +100,9 @@ def _simulate(args) -> int:
     return 0
 
 
-def _client(url: str | None, token: str | None, stack: ExitStack) -> BrainClient:
+def _client(
+    url: str | None, token: str | None, stack: ExitStack, create_app: Callable[..., Any] | None
+) -> BrainClient:
     from brain.client import BrainClient
 
     if url:
@@ -108,11 +111,9 @@ def _client(url: str | None, token: str | None, stack: ExitStack) -> BrainClient
 
     from brain.config import Settings
     from brain.db import migrate
-    from brain.plugins import APP_FACTORY_GROUP, load_callables
 
-    # The app comes from the api package by entry point, as `brain serve` does:
-    # brain never imports api.
-    create_app = load_callables(APP_FACTORY_GROUP).get("api")
+    # The HTTP app's factory comes from the ``brain`` program (api.main): brain never
+    # imports api.
     if create_app is None:
         raise SystemExit("brain simulate: no API app to run in-process; pass --url")
 

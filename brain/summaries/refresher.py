@@ -5,16 +5,18 @@ loaded after the fact) mark its summary stale, and running jobs only have snapsh
 This thread catches both up every ``BRAIN_SUMMARY_INTERVAL_S`` seconds and then, when
 ``BRAIN_RETENTION_DAYS`` is set, deletes raw samples that old from summarized jobs.
 Both are idempotent, but only the process leading the background work
-(``app.state.leadership``, brain.leadership) does them, so the worker processes and
+(brain.leadership) does them, so the worker processes and
 replicas of one database do not repeat each other's work.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from brain.config import Settings
 from brain.domain import utcnow
 from brain.periodic import Periodic
 from brain.summaries.retention import delete_old_samples
@@ -47,17 +49,18 @@ def _refresh_and_log(factory: sessionmaker[Session], retention_days: int | None)
         log.info("refreshed %d job summaries", done)
 
 
-def attach(app) -> None:
-    """App hook (``brain.app_hooks``): run the refresher for the app's lifetime, in the
-    process that leads the background work."""
-    settings = app.state.settings
+def start_refresher(
+    settings: Settings, factory: sessionmaker[Session], leading: Callable[[], bool]
+) -> Periodic | None:
+    """The refresher, started, for ``brain serve`` (``api.server``): every
+    ``BRAIN_SUMMARY_INTERVAL_S`` while ``leading()``; None when the interval is 0."""
     if not settings.summary_interval_s:
-        return
+        return None
     refresher = Periodic(
         "summary refresh",
         settings.summary_interval_s,
-        lambda: _refresh_and_log(app.state.session_factory, settings.retention_days),
-        only_if=app.state.leadership.leading,
+        lambda: _refresh_and_log(factory, settings.retention_days),
+        only_if=leading,
     )
     refresher.start()
-    app.state.shutdown_hooks.append(refresher.stop)
+    return refresher

@@ -14,8 +14,10 @@ directory (``ModelWatch``, every ``MODEL_CHECK_S``) and loads it. Without any mo
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
+from brain.config import Settings
 from brain.optimizing.sizing import SizingModel
 from brain.periodic import Periodic
 
@@ -100,23 +102,24 @@ class ModelWatch:
             return None
 
 
-def attach(app) -> None:
-    """App hook (``brain.app_hooks``): the model for the app's lifetime; when
-    ``BRAIN_TRAIN_INTERVAL_S`` is set, retrained by the leading process and reloaded by
-    the others."""
-    settings = app.state.settings
+def start_learned_models(
+    settings: Settings, leading: Callable[[], bool]
+) -> tuple[ModelHolder, list[Periodic]]:
+    """For ``brain serve`` (``api.server``): the model for the process's lifetime and,
+    when ``BRAIN_TRAIN_INTERVAL_S`` is set, the started threads that retrain it (while
+    ``leading()``) and reload what another process trained."""
     directory = Path(settings.model_dir)
-    app.state.sizing_models = load(directory)
-    if settings.train_interval_s:
-        models = app.state.sizing_models
-        watch = ModelWatch(directory, models)
-        trainer = Periodic(
-            "model retraining",
-            settings.train_interval_s,
-            lambda: retrain_once(settings.database_url, directory, models),
-            only_if=app.state.leadership.leading,
-        )
-        reloader = Periodic("model reload", MODEL_CHECK_S, watch.check)
-        for periodic in (trainer, reloader):
-            periodic.start()
-            app.state.shutdown_hooks.append(periodic.stop)
+    models = load(directory)
+    if not settings.train_interval_s:
+        return models, []
+    watch = ModelWatch(directory, models)
+    trainer = Periodic(
+        "model retraining",
+        settings.train_interval_s,
+        lambda: retrain_once(settings.database_url, directory, models),
+        only_if=leading,
+    )
+    reloader = Periodic("model reload", MODEL_CHECK_S, watch.check)
+    for periodic in (trainer, reloader):
+        periodic.start()
+    return models, [trainer, reloader]

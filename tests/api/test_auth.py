@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from api.app import create_app
+from api.state import server_state
 from brain.client import BrainClient, BrainError, JobRegistration, RoleRequest
 from brain.config import Settings
 from brain.db.engine import make_session_factory
@@ -59,7 +60,7 @@ CLUSTER_PUSH = {"source": "volcano", "nodes": 40, "free_cpu": 12.5, "pending_cpu
 
 
 def jobs_stored(client: TestClient) -> int:
-    with client.app.state.session_factory() as session:
+    with server_state(client.app).session_factory() as session:
         return session.scalar(select(func.count()).select_from(JobRow))
 
 

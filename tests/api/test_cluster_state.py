@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
+from api.state import server_state
 from brain.db.models import ClusterStateRow
 from brain.domain import utcnow
 
@@ -28,7 +29,7 @@ PUSH = {
 
 
 def _rows(client) -> int:
-    with client.app.state.session_factory() as session:
+    with server_state(client.app).session_factory() as session:
         return session.scalar(select(func.count()).select_from(ClusterStateRow))
 
 

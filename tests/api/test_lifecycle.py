@@ -6,9 +6,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from api.app import create_app
+from api.server import summary_refresher
+from api.state import server_state
 from brain.db.engine import make_session_factory
 from brain.db.models import JobRow, JobSummaryRow
-from brain.summaries.refresher import attach, refresh_once
+from brain.summaries.refresher import refresh_once
 from tests.builders import job_body, node_point
 
 ROLES = {
@@ -118,16 +120,16 @@ def test_samples_after_finish_make_the_summary_stale_until_refreshed(client, db)
 
 def test_refresher_runs_for_the_app_lifetime(settings):
     settings.summary_interval_s = 0.05
-    with TestClient(create_app(settings, on_startup=[attach])) as app_client:
-        refreshers = app_client.app.state.shutdown_hooks
+    with TestClient(create_app(settings, parts=[summary_refresher])) as app_client:
+        refreshers = server_state(app_client.app).shutdown_hooks
         assert len(refreshers) == 1
         thread = refreshers[0].__self__._thread
         assert thread.is_alive()
     assert not thread.is_alive()
 
     settings.summary_interval_s = 0
-    with TestClient(create_app(settings, on_startup=[attach])) as app_client:
-        assert app_client.app.state.shutdown_hooks == []
+    with TestClient(create_app(settings, parts=[summary_refresher])) as app_client:
+        assert server_state(app_client.app).shutdown_hooks == []
 
 
 def test_learned_margin_runs_per_request_on_the_same_history(client):

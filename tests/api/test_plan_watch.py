@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy import event
 
 from api.plan_watch import PlanWatch
+from api.state import server_state
 from brain.db.models import ScalePlanRow
 from brain.optimizing.proposal import PlanBody
 from tests.builders import job_body, make_job
@@ -69,7 +70,7 @@ def test_waiting_long_polls_do_not_each_query_the_database(client):
         if "FROM scale_plans" in statement:
             reads.append(statement)
 
-    engine = client.app.state.engine
+    engine = server_state(client.app).engine
     event.listen(engine, "before_cursor_execute", count)
     try:
         answers: list[int] = []

@@ -13,13 +13,14 @@ import threading
 
 import anyio.to_thread
 
+from api.state import server_state
 from brain.db.engine import make_engine, make_session_factory
 from tests.builders import job_body
 
 
 def test_requests_beyond_threads_and_connections_all_succeed(client, pg_url):
     engine = make_engine(pg_url, pool_size=1, max_overflow=0, pool_timeout=5)
-    client.app.state.session_factory = make_session_factory(engine)
+    server_state(client.app).session_factory = make_session_factory(engine)
 
     def two_threads() -> None:
         anyio.to_thread.current_default_thread_limiter().total_tokens = 2

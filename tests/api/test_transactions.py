@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from api.app import create_app
 from api.deps import SessionDep
+from api.state import server_state
 from brain.db.models import JobRow, NodeRow
 from brain.errors import InvalidInput
 from brain.services import jobs, nodes
@@ -65,7 +66,7 @@ def probe(settings) -> Iterator[tuple[TestClient, list[int]]]:
 
     def write(session: SessionDep, request: Request, background: BackgroundTasks) -> dict:
         _job(session, "done")
-        factory = request.app.state.session_factory
+        factory = server_state(request.app).session_factory
         background.add_task(lambda: seen_by_background.append(_count_with(factory)))
         return {"ok": True}
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.schema_guard import SchemaGate
+from api.state import server_state
 from brain.config import Settings
 from brain.db import migrate
 from tests.builders import job_body
@@ -47,7 +48,9 @@ def test_api_answers_503_envelopes_until_the_database_is_migrated(never_migrated
         assert "`brain db upgrade`" in schema["detail"]
 
         # Migrating while it waits brings it up without a restart (re-checked each call here).
-        client.app.state.schema_gate = SchemaGate(client.app.state.engine, head, recheck_s=0)
+        server_state(client.app).schema_gate = SchemaGate(
+            server_state(client.app).engine, head, recheck_s=0
+        )
         migrate.upgrade(never_migrated)
         assert client.put("/api/v1/jobs/j1", json=job_body()).status_code == 201
         ready = client.get("/readyz").json()
@@ -59,7 +62,7 @@ def test_brain_serve_refuses_to_start_on_a_never_migrated_database(make_pg_datab
     url = make_pg_database()
     env = {**os.environ, "BRAIN_DATABASE_URL": url}
     result = subprocess.run(
-        [sys.executable, "-m", "brain.cli", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "api.main", "serve", "--port", str(free_port())],
         capture_output=True,
         text=True,
         env=env,

@@ -23,9 +23,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import func, select
 
 from api.app import create_app
+from api.main import main as brain_main
+from api.state import server_state
 from api.workers import listening_socket
 from brain import config
-from brain.cli import main as brain_main
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine
@@ -97,7 +98,7 @@ def test_two_workers_serve_one_runs_the_background_work_and_sigterm_stops_all(
     log_path = tmp_path / "serve.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "brain.cli", "serve", "--workers", "2", "--port", str(port)],
+            [sys.executable, "-m", "api.main", "serve", "--workers", "2", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -231,7 +232,7 @@ def test_worker_processes_share_the_machines_connections(pg_url, workers, pool_s
     settings = Settings(database_url=pg_url, workers=workers)
     assert settings.pool_size == pool_size
     with TestClient(create_app(settings)) as client:
-        assert client.app.state.engine.pool.size() == pool_size
+        assert server_state(client.app).engine.pool.size() == pool_size
 
 
 def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database, tmp_path):
@@ -251,7 +252,7 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database
             "BRAIN_MODEL_DIR": str(tmp_path / "models"),
         }
         result = subprocess.run(
-            [sys.executable, "-m", "brain.cli", "serve", "--workers", "2"]
+            [sys.executable, "-m", "api.main", "serve", "--workers", "2"]
             + ["--port", str(free_port())],
             env=env,
             capture_output=True,

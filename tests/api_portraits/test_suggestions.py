@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from api.state import server_state
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from brain.domain import RoleSpec
 from brain.summaries import summarize_job
@@ -288,7 +289,7 @@ def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, thre
 
     table = synthetic(workloads=30, runs=10)
     model = fit(table, table["workload"].notna().to_numpy()).model
-    default_client.app.state.sizing_models = ModelHolder(model)
+    server_state(default_client.app).sizing_models = ModelHolder(model)
     body = default_client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
     ps = _roles(body.json())["ps"]
     # the model's risk of exactly the suggested size, from the PS history (3 runs, 6144 MiB)

@@ -216,7 +216,7 @@ def test_cli_backtests_the_database_as_json(db):
         ps_job(db, f"ctr-{day}", start=T0 + timedelta(days=day))
     env = {**os.environ, "BRAIN_DATABASE_URL": database_url(db)}
     result = subprocess.run(
-        [sys.executable, "-m", "brain.cli", "backtest", "--from-db", "--json", "--quiet"],
+        [sys.executable, "-m", "api.main", "backtest", "--from-db", "--json", "--quiet"],
         capture_output=True,
         text=True,
         env=env,

@@ -13,7 +13,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
 from api.app import create_app
-from brain.cli import main as brain_main
+from api.main import main as brain_main
+from api.server import prometheus_collector
+from api.state import server_state
 from brain.config import CollectorSettings
 from brain.db.models import EventRow, NodeRow, NodeSampleRow
 from brain.domain import ClusterState, JobStatus
@@ -24,7 +26,7 @@ from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
 from collectors.lock import AdvisoryLock
 from collectors.scrape import Collector
-from collectors.service import CollectorService, attach
+from collectors.service import CollectorService
 from tests.collectors.cluster import (
     EXPECTED_FREE_GPU,
     EXPECTED_PENDING,
@@ -546,7 +548,7 @@ def test_server_stopped_mid_cycle_leaves_nothing_half_written(
         service.close()
 
 
-# --- in the app (attach) and on the command line ----------------------------------------
+# --- in the app (its part) and on the command line ---------------------------------------
 
 
 def test_app_serves_scraped_load_through_the_samples_api(
@@ -555,7 +557,7 @@ def test_app_serves_scraped_load_through_the_samples_api(
     started = datetime.now(UTC) - timedelta(minutes=10)
     register_job(session_factory, "alpha", "team-a", started)
     specs = {spec.pod: spec for spec in JOB_PODS["alpha"]}
-    app = create_app(app_settings(pg_url, collector_settings), on_startup=[attach])
+    app = create_app(app_settings(pg_url, collector_settings), parts=[prometheus_collector])
     with TestClient(app) as client:
         deadline = time.monotonic() + 20
         nodes: list[dict] = []
@@ -579,7 +581,7 @@ def test_app_serves_scraped_load_through_the_samples_api(
         assert ready.json()["checks"]["collector"]["status"] == "ok"
         metrics = client.get("/metrics").text
         assert 'brain_ingested_points_total{outcome="stored",source="prometheus"}' in metrics
-        thread = app.state.collector._thread
+        thread = server_state(app).collector._thread
         stopping = time.monotonic()
     assert time.monotonic() - stopping < 6
     assert not thread.is_alive()
@@ -593,7 +595,9 @@ def test_readiness_stays_200_with_prometheus_down(collector_settings, pg_url, cl
             "prometheus_retries": 1,
         }
     )
-    with TestClient(create_app(app_settings(pg_url, settings), on_startup=[attach])) as client:
+    with TestClient(
+        create_app(app_settings(pg_url, settings), parts=[prometheus_collector])
+    ) as client:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             response = client.get("/readyz")
@@ -631,11 +635,11 @@ def test_stop_interrupts_retry_backoff_promptly(collector_settings, session_fact
     assert not service._thread.is_alive()
 
 
-def test_attach_does_nothing_without_prometheus_url(settings):
-    app = create_app(settings, on_startup=[attach])
+def test_the_collector_part_does_nothing_without_prometheus_url(settings):
+    app = create_app(settings, parts=[prometheus_collector])
     with TestClient(app) as client:
         assert "collector" not in client.get("/readyz").json()["checks"]
-        assert not hasattr(app.state, "collector")
+        assert server_state(app).collector is None
 
 
 def test_cli_once_backfills_one_job(

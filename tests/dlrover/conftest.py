@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient
 from kubernetes import client as k8s
 
 from api.app import create_app
-from api.grpc.server import attach
+from api.server import dlrover_grpc
+from api.state import server_state
 from brain.config import Settings
 from tests.dlrover.builders import JOB_NAME, JOB_UID
 from tests.ports import free_port
@@ -52,7 +53,7 @@ class Brain:
 
     def settle(self) -> None:
         """Wait (bounded) until every report persist_metrics queued is stored."""
-        assert self.rest.app.state.grpc_server.servicer.wait_for_reports(timeout_s=10)
+        assert server_state(self.rest.app).grpc_server.servicer.wait_for_reports(timeout_s=10)
 
 
 def serve_brain(settings: Settings, monkeypatch) -> Iterator[Brain]:
@@ -61,7 +62,7 @@ def serve_brain(settings: Settings, monkeypatch) -> Iterator[Brain]:
     port = free_port()
     settings = settings.model_copy(update={"grpc_port": port})
     replies = Replies()
-    with TestClient(create_app(settings, on_startup=[attach])) as rest:
+    with TestClient(create_app(settings, parts=[dlrover_grpc])) as rest:
         addr = f"127.0.0.1:{port}"
         # The master's own channel (its options and retry policy), readiness-checked as
         # build_brain_client does; the recording interceptor only watches the answers.

@@ -9,7 +9,7 @@ from dlrover.proto import brain_pb2, brain_pb2_grpc
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.grpc.server import attach
+from api.server import dlrover_grpc
 from brain.db.engine import make_session_factory
 from brain.services.tokens import TokenScope, create_token
 from tests.dlrover.builders import JOB_UID
@@ -38,5 +38,5 @@ def _call(addr: str, secret: str | None):
 def test_grpc_auth_off_serves_masters_that_send_no_token(settings, secrets):
     port = free_port()
     off = settings.model_copy(update={"grpc_port": port, "grpc_auth": False})
-    with TestClient(create_app(off, [attach])):
+    with TestClient(create_app(off, [dlrover_grpc])):
         assert _call(f"127.0.0.1:{port}", None).job_optimize_plans

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from api.app import create_app
-from api.grpc.server import attach
+from api.server import dlrover_grpc
 from brain.db.engine import make_session_factory
 from brain.services.tokens import TokenScope, create_token
 from tests.ports import free_port
@@ -32,7 +32,7 @@ def secrets(db) -> dict[str, str]:
 
 def test_grpc_calls_need_a_token_of_the_right_scope(settings, secrets):
     port = free_port()
-    app = create_app(settings.model_copy(update={"grpc_port": port}), on_startup=[attach])
+    app = create_app(settings.model_copy(update={"grpc_port": port}), parts=[dlrover_grpc])
     with TestClient(app), grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = brain_pb2_grpc.BrainStub(channel)
         health = health_pb2_grpc.HealthStub(channel)

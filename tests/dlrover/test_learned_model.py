@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from api.state import server_state
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from brain.optimizing.sizing import ResourceHistory
 from brain.training.service import ModelHolder
@@ -58,7 +59,7 @@ def settings(pg_url, db, tmp_path) -> Settings:
 
 def test_grpc_create_uses_the_loaded_model_as_rest_does(brain, fake_k8s, dlrover_context):
     rest = brain.rest
-    rest.app.state.sizing_models = ModelHolder(LastPeakModel())
+    server_state(rest.app).sizing_models = ModelHolder(LastPeakModel())
     # Three succeeded runs; per run the largest node's peak: PS memory 6000, 6500, 7000 MiB
     # and CPU 3.0, 3.5, 4.0; worker memory 8000, 8400, 9000 MiB and CPU 4.1, 5.2, 4.8.
     finished_run(rest, "run-1", 3, [(3.0, 6000), (3.0, 6000)], [(4.1, 8000), (3.9, 7600)])

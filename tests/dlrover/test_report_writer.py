@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.grpc.writer import ReportWriter
+from api.state import server_state
 from brain.db.models import MasterReportRow
 from tests.dlrover.builders import JOB_UID
 
@@ -68,7 +69,7 @@ def _custom(data: dict):
 
 
 def test_a_burst_of_reports_is_stored_in_one_transaction_as_if_one_by_one(brain, db):
-    servicer = brain.rest.app.state.grpc_server.servicer
+    servicer = server_state(brain.rest.app).grpc_server.servicer
     release, calls = threading.Event(), []
     write_job = servicer._write_job
 

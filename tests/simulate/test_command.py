@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from brain.cli import main
+from api.main import main
 
 
 def test_simulate_runs_an_in_process_brain(capsys):

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import event
 
+from api.state import server_state
 from brain.config import Settings
 from brain.db.models import JobSummaryRow
 from brain.domain import RoleSpec, Stage, utcnow
@@ -71,7 +72,7 @@ def test_the_next_suggestion_sees_it_and_other_users_runs_are_left_alone(session
 def _autocommit_of_each_statement(client) -> list[bool]:
     seen: list[bool] = []
     event.listen(
-        client.app.state.engine,
+        server_state(client.app).engine,
         "before_cursor_execute",
         lambda conn, *_: seen.append(conn.connection.dbapi_connection.autocommit),
     )
@@ -85,7 +86,7 @@ def test_a_suggestion_over_http_summarizes_it_in_a_transaction(client, session_f
         done = _finished_unsummarized(session, dataset="imagenet")
         session.commit()
     autocommit = _autocommit_of_each_statement(client)
-    held = client.app.state.engine.pool.checkedout()  # by background work, if any
+    held = server_state(client.app).engine.pool.checkedout()  # by background work, if any
 
     response = client.get("/api/v1/suggestions", params={"user": "alice", "dataset": "imagenet"})
 
@@ -95,7 +96,7 @@ def test_a_suggestion_over_http_summarizes_it_in_a_transaction(client, session_f
         assert session.get(JobSummaryRow, done.id).final
     # The read that found it unsummarized, then the summary and the answer in a transaction.
     assert autocommit[0] is True and autocommit[-1] is False
-    assert client.app.state.engine.pool.checkedout() == held
+    assert server_state(client.app).engine.pool.checkedout() == held
 
 
 def test_a_suggestion_with_nothing_to_summarize_reads_without_a_transaction(
