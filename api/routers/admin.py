@@ -38,7 +38,7 @@ def _forget_cached_tokens(request: Request, session) -> None:
 @router.get("/tokens", response_model=list[TokenOut], summary="List API tokens")
 def list_tokens(session: SessionDep) -> list[TokenOut]:
     """Every token, revoked and expired ones included; never a secret."""
-    return [TokenOut.of(token) for token in tokens.list_tokens(session)]
+    return [TokenOut.model_validate(token) for token in tokens.list_tokens(session)]
 
 
 @router.post(
@@ -53,7 +53,7 @@ def create_token(body: TokenIn, request: Request, session: SessionDep) -> NewTok
         session, body.name, body.scope, body.namespaces, body.expires_at, utcnow()
     )
     _forget_cached_tokens(request, session)
-    return NewTokenOut(**TokenOut.of(created.token).model_dump(), secret=created.secret)
+    return NewTokenOut(**TokenOut.model_validate(created.token).model_dump(), secret=created.secret)
 
 
 @router.delete("/tokens/{name}", response_model=TokenOut, summary="Revoke an API token")
@@ -61,7 +61,7 @@ def revoke_token(name: TokenName, request: Request, session: SessionDep) -> Toke
     """The token stays listed with its `revoked_at`; revoking twice changes nothing."""
     token = tokens.revoke_token(session, name, utcnow())
     _forget_cached_tokens(request, session)
-    return TokenOut.of(token)
+    return TokenOut.model_validate(token)
 
 
 @router.post(

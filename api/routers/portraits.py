@@ -187,7 +187,7 @@ def _owner_portrait(
         days=days,
         since=since,
         totals=TotalsOut.of(totals),
-        priority=PriorityOut.of(priority_of(totals, thresholds)),
+        priority=PriorityOut.model_validate(priority_of(totals, thresholds)),
         wasteful_jobs=WastefulPage(
             items=[WastefulJob.of(j) for j in wasteful],
             total=totals.jobs,

@@ -61,7 +61,7 @@ def priorities(
         days=days,
         since=since,
         items=[
-            PriorityRow(key=key, priority=PriorityOut.of(p), totals=TotalsOut.of(t))
+            PriorityRow(key=key, priority=PriorityOut.model_validate(p), totals=TotalsOut.of(t))
             for key, t, p in page
         ],
         total=len(rows),

@@ -81,7 +81,9 @@ def get_suggestion(
     query = SuggestionQuery(
         user=user, name=name, dataset=dataset, group_key=group, gpu_type=gpu_type
     )
-    out = SuggestionOut.of(suggest(session, registry, settings, query, sizing_model=sizing_model))
+    out = SuggestionOut.model_validate(
+        suggest(session, registry, settings, query, sizing_model=sizing_model)
+    )
     wants_text = format == Format.text or (
         format is None and "text/plain" in request.headers.get("accept", "")
     )

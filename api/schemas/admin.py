@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import NO_NUL, Instant, Name
-from brain.db.models import ApiToken
 from brain.services.tokens import TokenScope
 
 TokenName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
@@ -32,6 +31,7 @@ class TokenIn(BaseModel):
 
 
 class TokenOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     name: str
     scope: TokenScope
     namespaces: list[str] | None
@@ -39,18 +39,6 @@ class TokenOut(BaseModel):
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, token: ApiToken) -> TokenOut:
-        return cls(
-            name=token.name,
-            scope=TokenScope(token.scope),
-            namespaces=token.namespaces,
-            prefix=token.prefix,
-            created_at=token.created_at,
-            expires_at=token.expires_at,
-            revoked_at=token.revoked_at,
-        )
 
 
 class NewTokenOut(TokenOut):

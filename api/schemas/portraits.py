@@ -9,13 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
 from brain.summaries.portraits import JobPortrait, Totals
-from brain.summaries.priorities import Priority, PriorityClass
+from brain.summaries.priorities import PriorityClass
 
 
 class RankingBy(StrEnum):
@@ -400,6 +400,7 @@ class WastefulPage(Page):
 
 
 class PriorityOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     score: float | None = Field(
         description="efficiency − oom_weight × OOM rate, clamped to 0..1 (higher is better); "
         "null when not judged (too few jobs, or nothing requested)."
@@ -414,16 +415,6 @@ class PriorityOut(BaseModel):
         "BRAIN_PRIORITY_LOW_BELOW, high from BRAIN_PRIORITY_HIGH_FROM, else normal."
     )
     reason: str = Field(description="The evidence and the threshold that decided the class.")
-
-    @classmethod
-    def of(cls, priority: Priority) -> PriorityOut:
-        return cls(
-            score=priority.score,
-            efficiency=priority.efficiency,
-            oom_rate=priority.oom_rate,
-            priority_class=priority.priority_class,
-            reason=priority.reason,
-        )
 
 
 class OwnerPortraitOut(BaseModel):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
-
-from brain.summaries.suggestions import Suggestion
+from pydantic import BaseModel, ConfigDict, Field
 
 TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "oom_risk", "gpu")
 # Basis runs named on the text line; the JSON lists them all.
@@ -14,6 +12,7 @@ TEXT_RUNS = 5
 
 
 class RoleSuggestionOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     role: str
     count: int | None = Field(description="Nodes of this role; null: no opinion.")
     cpu_request: float | None = Field(description="CPU request per node, cores.")
@@ -28,6 +27,7 @@ class RoleSuggestionOut(BaseModel):
 
 
 class BasisRunOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     uid: str
     name: str
     finished_at: datetime | None
@@ -41,6 +41,7 @@ class BasisRunOut(BaseModel):
 
 
 class BasisOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     match: str | None = Field(
         description="How the runs were found: `user+dataset`, else `group`, else `name`; "
         "`user` when the user was the only key given; null when none was."
@@ -55,31 +56,17 @@ class BasisOut(BaseModel):
 
 
 class ReasonOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     optimizer: str
     message: str
 
 
 class SuggestionOut(BaseModel):
+    # Read from brain.services.suggestions.Suggestion and its parts, field by field.
+    model_config = ConfigDict(from_attributes=True)
     roles: list[RoleSuggestionOut] = Field(description="What to request, per role.")
     basis: BasisOut
     reasons: list[ReasonOut] = Field(description="Why, per optimizer.")
-
-    @classmethod
-    def of(cls, suggestion: Suggestion) -> SuggestionOut:
-        basis = suggestion.basis
-        return cls(
-            roles=[RoleSuggestionOut(**vars(r)) for r in suggestion.roles],
-            basis=BasisOut(
-                match=basis.match,
-                runs=[BasisRunOut(**vars(r)) for r in basis.runs],
-                window_days=basis.window_days,
-                confidence=basis.confidence,
-                note=basis.note,
-            ),
-            reasons=[
-                ReasonOut(optimizer=r.optimizer, message=r.message) for r in suggestion.reasons
-            ],
-        )
 
     def to_text(self) -> str:
         """An aligned table, one role a line, and the basis in one line under it."""
