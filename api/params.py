@@ -8,12 +8,13 @@ from fastapi import Path, Query
 
 from api.schemas.common import NO_NUL
 from brain.bounds import INT32_MAX
+from brain.domain import K8S_NAME_MAX
 
 JobUid = Annotated[
-    str, Path(min_length=1, max_length=253, pattern=NO_NUL, description="The job's uid.")
+    str, Path(min_length=1, max_length=K8S_NAME_MAX, pattern=NO_NUL, description="The job's uid.")
 ]
 NodeName = Annotated[
-    str, Path(min_length=1, max_length=253, pattern=NO_NUL, description="The node's name.")
+    str, Path(min_length=1, max_length=K8S_NAME_MAX, pattern=NO_NUL, description="The node's name.")
 ]
 PlanId = Annotated[int, Path(ge=1, le=INT32_MAX, description="The plan's id.")]
 # Offsets of paged lists; a larger one is past any page.
@@ -23,6 +24,6 @@ Offset = Annotated[
 ]
 
 
-def name_filter(description: str, max_length: int = 253):
+def name_filter(description: str, max_length: int = K8S_NAME_MAX):
     """An exact-match filter on a stored name: ``Annotated[str | None, name_filter(...)]``."""
     return Query(max_length=max_length, pattern=NO_NUL, description=description)

@@ -6,7 +6,7 @@ Units are part of the names: ``cpu`` in cores, ``memory_mib`` in MiB, ``gpu`` as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated
@@ -91,6 +91,13 @@ class RoleSpec:
         None
     )
 
+    def overlay(self, other: RoleSpec | None) -> RoleSpec:
+        """``other``'s values where it has them (not None), this spec's elsewhere."""
+        if other is None:
+            return self
+        given = {f.name: v for f in fields(RoleSpec) if (v := getattr(other, f.name)) is not None}
+        return replace(self, **given)
+
 
 @dataclass(frozen=True)
 class RoleBounds:
@@ -153,3 +160,33 @@ def as_utc(ts: datetime) -> datetime:
 def default_group_key(user: str, name: str) -> str:
     """Recurring jobs are the same user's runs of the same name unless told otherwise."""
     return f"{user}/{name}"
+
+
+# Kubernetes object names (DNS subdomains, RFC 1123) are at most 253 characters: job
+# uids, node (pod) names, namespaces and clusters are stored and accepted up to that.
+K8S_NAME_MAX = 253
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoint:
+    """One usage point of one node: which node and when, then what it measured.
+
+    The one list of a node sample's fields: the stored columns, the ingest path and the
+    API's point models are derived from it or checked against it
+    (tests/test_node_point_fields.py)."""
+
+    name: str
+    role: str
+    index: int
+    ts: datetime
+    cpu: float
+    memory_mib: float
+    gpu_util: float | None = None
+    gpu_memory_mib: float | None = None
+    gpu_memory_total_mib: float | None = None
+    step_time_s: float | None = None
+
+
+# Which node and when; every other field of a NodePoint is a measurement.
+NODE_POINT_KEY = ("name", "role", "index", "ts")
+NODE_MEASUREMENTS = tuple(f.name for f in fields(NodePoint) if f.name not in NODE_POINT_KEY)

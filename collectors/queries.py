@@ -30,15 +30,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from brain.config import CollectorSettings
+from brain.domain import NODE_MEASUREMENTS
 
 # --- the signals --------------------------------------------------------------------
 
 # A signal is named after what Brain stores, units in the name as in the API (``UNITS``
 # says what its template returns instead). Stored as node samples, one column each: the
-# names are the columns of ``brain.services.samples.NodePoint``.
-SAMPLE_SIGNALS = ("cpu", "memory_mib", "gpu_util", "gpu_memory_mib", "gpu_memory_total_mib")
+# names are the measurements of ``brain.domain.NodePoint``.
 # Optional (BRAIN_PROMETHEUS_STEP_TIME): a node's mean mini-batch time, a sample column too.
 STEP_TIME_SIGNAL = "step_time_s"
+SAMPLE_SIGNALS = tuple(m for m in NODE_MEASUREMENTS if m != STEP_TIME_SIGNAL)
 # A bare metric name in BRAIN_PROMETHEUS_STEP_TIME is read with this template.
 STEP_TIME_FROM_METRIC = "avg by (namespace, pod) ({metric}{{$selector}})"
 _METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")

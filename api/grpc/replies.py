@@ -90,7 +90,8 @@ def _create_groups(plan: PlanBody, current: Mapping[str, RoleSpec]) -> dict[str,
     proposed = {role: plan.roles.get(role) for role in (ROLE_WORKER, ROLE_CHIEF, ROLE_PS)}
 
     def known(role: str) -> RoleSpec:
-        return _fill(proposed[role], current.get(role, RoleSpec()))
+        # Brain's values where it has them, the job's current ones elsewhere.
+        return current.get(role, RoleSpec()).overlay(proposed[role])
 
     worker, chief, ps = known(ROLE_WORKER), known(ROLE_CHIEF), known(ROLE_PS)
     trainers = [spec for spec in (worker, chief) if spec.cpu or spec.memory_mib]
@@ -135,7 +136,7 @@ def _groups(
         )
         if spec is None and delta == 0:
             continue
-        spec = _fill(spec, now)
+        spec = now.overlay(spec)
         count = (spec.count or 0) + (delta if plan.roles.get(role) is None else 0)
         group = Group(count, whole_cores(spec.cpu), memory_bytes(spec.memory_mib))
         if group.count > 0 and group.cpu > 0 and group.memory_bytes > 0:
@@ -150,17 +151,6 @@ def _pods(migrations: list[NodeChange]) -> dict[str, PodSize]:
         if change.name and size.cpu > 0 and size.memory_bytes > 0:
             pods[change.name] = size
     return pods
-
-
-def _fill(spec: RoleSpec | None, current: RoleSpec) -> RoleSpec:
-    """Brain's values where it has them, the job's current ones elsewhere."""
-    if spec is None:
-        return current
-    return RoleSpec(
-        count=current.count if spec.count is None else spec.count,
-        cpu=current.cpu if spec.cpu is None else spec.cpu,
-        memory_mib=current.memory_mib if spec.memory_mib is None else spec.memory_mib,
-    )
 
 
 def _is(change: NodeChange, pod: OomPod | None) -> bool:

@@ -29,7 +29,7 @@ from api.grpc.writer import ReportWriter
 from api.schemas.jobs import EXIT_REASON_CHARS, JobOut
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
-from brain.domain import Stage, Strategy, as_utc, utcnow
+from brain.domain import K8S_NAME_MAX, Stage, Strategy, as_utc, utcnow
 from brain.elasticjobs import ElasticJobLookup
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
@@ -61,7 +61,7 @@ SEEN_REPORTS = 10_000
 
 
 # What the jobs table stores (as the REST schema bounds them).
-UID_CHARS = 253
+UID_CHARS = K8S_NAME_MAX
 USER_CHARS = 128
 TRUNCATED = " [truncated by Brain]"
 

@@ -18,10 +18,8 @@ from api.schemas.samples import (
     IngestOut,
     NodeIn,
     NodeOut,
-    NodePointOut,
     SampleBatch,
     SeriesOut,
-    SpeedPointOut,
     checked_batch,
 )
 from api.state import server_state
@@ -129,31 +127,12 @@ def get_samples(
 ) -> SeriesOut:
     job = jobs.get_job(session, uid)
     query = samples.SampleQuery(node=node, role=role, start=start, end=end, limit=limit + 1)
-    rows = samples.node_samples(session, job, query)
-    truncated = len(rows) > limit
+    points = samples.node_samples(session, job, query)
+    truncated = len(points) > limit
     speed = samples.speed_samples(session, job, query) if node is None and role is None else []
     return SeriesOut(
-        nodes=[
-            NodePointOut(
-                name=n.name,
-                role=n.role,
-                index=n.index,
-                ts=s.ts,
-                cpu=s.cpu,
-                memory_mib=s.memory_mib,
-                gpu_util=s.gpu_util,
-                gpu_memory_mib=s.gpu_memory_mib,
-                gpu_memory_total_mib=s.gpu_memory_total_mib,
-                step_time_s=s.step_time_s,
-            )
-            for n, s in rows[:limit]
-        ],
-        speed=[
-            SpeedPointOut(
-                ts=s.ts, global_step=s.global_step, steps_per_sec=s.steps_per_sec, workers=s.workers
-            )
-            for s in speed[:limit]
-        ],
+        nodes=points[:limit],
+        speed=speed[:limit],
         truncated=truncated,
     )
 

@@ -24,6 +24,7 @@ from brain.bounds import (
     INT64_MAX,
     InputBounds,
 )
+from brain.domain import K8S_NAME_MAX
 
 NO_NUL = r"^[^\x00]*$"
 _DEFAULT = InputBounds()
@@ -92,7 +93,7 @@ NodeCount = Annotated[
 NodeIndex = Annotated[int, Field(ge=0, le=INT32_MAX)]
 StepCount = Annotated[int, Field(ge=0, le=INT64_MAX)]
 
-Name = Annotated[str, Field(min_length=1, max_length=253, pattern=NO_NUL)]
+Name = Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX, pattern=NO_NUL)]
 UserName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
 RoleLabel = Annotated[
     str, Field(min_length=1, max_length=64, pattern=NO_NUL, description="ps, chief, worker, ...")

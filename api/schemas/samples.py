@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 from pydantic import (
     AwareDatetime,
@@ -35,6 +35,7 @@ from brain.bounds import (
     MAX_STEP_TIME_S,
     InputBounds,
 )
+from brain.domain import K8S_NAME_MAX, NodePoint
 from brain.services.samples import SpeedPoint
 
 
@@ -111,7 +112,7 @@ def _checked_batch_model(bounds: InputBounds) -> TypeAdapter[Any]:
         "CheckedNodePoint",
         __base__=NodePointIn,
         # No pattern: checked_batch refuses every NUL in the body at once.
-        name=(Annotated[str, Field(min_length=1, max_length=253)], ...),
+        name=(Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX)], ...),
         role=(Annotated[str, Field(min_length=1, max_length=64)], ...),
         ts=(Annotated[AwareDatetime, Field(ge=earliest, le=_SAFE_UTC[1])], ...),
         cpu=(bounded(bounds.cpu), ...),
@@ -146,20 +147,16 @@ class IngestOut(BaseModel):
     duplicates: int = Field(description="Points already stored (a retry or a repeated point).")
 
 
-class NodePointOut(BaseModel):
-    name: str
-    role: str
-    index: int
-    ts: datetime
-    cpu: float
-    memory_mib: float
-    gpu_util: float | None
-    gpu_memory_mib: float | None
-    gpu_memory_total_mib: float | None
-    step_time_s: float | None
+# A stored node point as the API returns it: NodePoint's fields, every one present.
+NodePointOut = create_model(
+    "NodePointOut",
+    __config__=ConfigDict(from_attributes=True),
+    **{name: (hint, ...) for name, hint in get_type_hints(NodePoint).items()},
+)
 
 
 class SpeedPointOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     ts: datetime
     global_step: int
     steps_per_sec: float

@@ -26,7 +26,16 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from brain.db.types import TypedJSON, UTCDateTime, enum_column
-from brain.domain import EventKind, JobStatus, PlanStatus, RoleBounds, RoleSpec, Stage, Strategy
+from brain.domain import (
+    K8S_NAME_MAX,
+    EventKind,
+    JobStatus,
+    PlanStatus,
+    RoleBounds,
+    RoleSpec,
+    Stage,
+    Strategy,
+)
 from brain.optimizing.proposal import PlanBody
 
 NAMING = {
@@ -61,16 +70,16 @@ class JobRow(Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    uid: Mapped[str] = mapped_column(String(253), unique=True)
-    name: Mapped[str] = mapped_column(String(253))
+    uid: Mapped[str] = mapped_column(String(K8S_NAME_MAX), unique=True)
+    name: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
     # "user" is reserved in PostgreSQL, hence the column name.
     user: Mapped[str] = mapped_column("user_name", String(128))
-    dataset: Mapped[str | None] = mapped_column(String(253))
+    dataset: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
     group_key: Mapped[str] = mapped_column(String(400))
     framework: Mapped[str | None] = mapped_column(String(64))
     strategy: Mapped[Strategy] = mapped_column(enum_column(Strategy, 16))
-    namespace: Mapped[str | None] = mapped_column(String(253))
-    cluster: Mapped[str | None] = mapped_column(String(253))
+    namespace: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
+    cluster: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
     gpu_type: Mapped[str | None] = mapped_column(String(128))
     limit_cpu: Mapped[float | None] = mapped_column(Double)
     limit_memory_mib: Mapped[float | None] = mapped_column(Double)
@@ -98,7 +107,7 @@ class NodeRow(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
-    name: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
     role: Mapped[str] = mapped_column(String(64))
     index: Mapped[int] = mapped_column(Integer)
     cpu: Mapped[float] = mapped_column(Double, default=0.0)
@@ -146,7 +155,7 @@ class EventRow(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     node_id: Mapped[int | None] = mapped_column(ForeignKey("nodes.id", ondelete="SET NULL"))
     # "" for job-level events; kept beside node_id so the unique key has no NULLs.
-    node_name: Mapped[str] = mapped_column(String(253), default="")
+    node_name: Mapped[str] = mapped_column(String(K8S_NAME_MAX), default="")
     ts: Mapped[datetime]
     kind: Mapped[EventKind] = mapped_column(enum_column(EventKind, 32))
     detail: Mapped[str | None] = mapped_column(Text)
@@ -243,14 +252,14 @@ class JobSummaryRow(ResourceHoursColumns, Base):
     # False while the job runs: a later summary replaces this one.
     final: Mapped[bool]
     computed_at: Mapped[datetime]
-    uid: Mapped[str] = mapped_column(String(253))
-    name: Mapped[str] = mapped_column(String(253))
+    uid: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
+    name: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
     user: Mapped[str] = mapped_column("user_name", String(128))
-    dataset: Mapped[str | None] = mapped_column(String(253))
+    dataset: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
     group_key: Mapped[str] = mapped_column(String(400))
     gpu_type: Mapped[str | None] = mapped_column(String(128))
     # History and portraits read one namespace's runs unless pooling is configured.
-    namespace: Mapped[str | None] = mapped_column(String(253))
+    namespace: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
     status: Mapped[JobStatus] = mapped_column(enum_column(JobStatus, 16))
     started_at: Mapped[datetime | None]
     # finished_at, else the last sample: what portrait windows and history filter on.
@@ -301,7 +310,7 @@ class NodeSummaryRow(UsageStatsColumns, ResourceHoursColumns, Base):
     node_id: Mapped[int] = mapped_column(
         ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
     )
-    name: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
     role: Mapped[str] = mapped_column(String(64))
     cpu_request_cores: Mapped[float] = mapped_column(Double)
     memory_request_mib: Mapped[float] = mapped_column(Double)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
-from typing import Any
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec
 from brain.optimizing.cluster import ClusterView
@@ -54,10 +53,8 @@ def _merge_role(
 ) -> RoleSpec:
     if earlier is None:
         return later
-    values: dict[str, Any] = {}
     for f in fields(RoleSpec):
         old, new = getattr(earlier, f.name), getattr(later, f.name)
-        values[f.name] = old if new is None else new
         if old is not None and new is not None and old != new:
             merged.reasons.append(
                 Reason(
@@ -66,7 +63,7 @@ def _merge_role(
                     evidence={"role": role, "field": f.name, "earlier": old, "later": new},
                 )
             )
-    return RoleSpec(**values)
+    return earlier.overlay(later)
 
 
 def _merge_migration(migrations: list[NodeChange], change: NodeChange) -> None:
@@ -330,15 +327,10 @@ def overlay_roles(
     current: Mapping[str, RoleSpec], proposed: Mapping[str, RoleSpec]
 ) -> dict[str, RoleSpec]:
     """Every role of either side, field by field the proposed value, else the current one."""
-    result = {}
-    for name in dict.fromkeys([*current, *proposed]):
-        now, new = current.get(name, RoleSpec()), proposed.get(name, RoleSpec())
-        values = {}
-        for f in fields(RoleSpec):
-            value = getattr(new, f.name)
-            values[f.name] = getattr(now, f.name) if value is None else value
-        result[name] = RoleSpec(**values)
-    return result
+    return {
+        name: current.get(name, RoleSpec()).overlay(proposed.get(name))
+        for name in dict.fromkeys([*current, *proposed])
+    }
 
 
 def role_totals(roles: Mapping[str, RoleSpec]) -> Resources:

@@ -9,8 +9,6 @@ later plan only adds PS.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -27,7 +25,7 @@ def apply_plan(session: Session, job: JobRow, body: PlanBody) -> None:
     roles = dict(job.roles or {})
     for role, spec in body.roles.items():
         before = roles.get(role, RoleSpec())
-        roles[role] = _merged(before, spec)
+        roles[role] = before.overlay(spec)
         resized = {
             size: getattr(spec, size)
             for size in _SIZES
@@ -53,12 +51,3 @@ def apply_plan(session: Session, job: JobRow, body: PlanBody) -> None:
     job.roles = roles
     job.updated_at = utcnow()
     session.flush()
-
-
-def _merged(current: RoleSpec, planned: RoleSpec) -> RoleSpec:
-    given = {
-        f.name: getattr(planned, f.name)
-        for f in fields(RoleSpec)
-        if getattr(planned, f.name) is not None
-    }
-    return replace(current, **given)

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, ScalePlanRow, SpeedSampleRow
-from brain.domain import PlanStatus, RoleSpec, Stage, as_utc, utcnow
+from brain.domain import NODE_MEASUREMENTS, PlanStatus, RoleSpec, Stage, as_utc, utcnow
 from brain.history.related import RelatedQuery
 from brain.history.scope import history_namespaces
 from brain.history.views import job_view
@@ -158,27 +158,20 @@ def _recent_node_samples(
 ):
     if latest is None:
         return []
-    rows = session.scalars(
-        select(NodeSampleRow)
+    rows = session.execute(
+        select(
+            NodeSampleRow.node_id,
+            NodeSampleRow.ts,
+            *(getattr(NodeSampleRow, m) for m in NODE_MEASUREMENTS),
+        )
         .where(
             NodeSampleRow.job_id == job.id,
             NodeSampleRow.ts >= latest - timedelta(seconds=seconds),
         )
         .order_by(NodeSampleRow.ts, NodeSampleRow.node_id)
     )
-    return [
-        NodeSampleView(
-            node=names[s.node_id],
-            ts=s.ts,
-            cpu=s.cpu,
-            memory_mib=s.memory_mib,
-            gpu_util=s.gpu_util,
-            gpu_memory_mib=s.gpu_memory_mib,
-            gpu_memory_total_mib=s.gpu_memory_total_mib,
-            step_time_s=s.step_time_s,
-        )
-        for s in rows
-    ]
+    # NodeSample's fields are the node, the time and NODE_MEASUREMENTS, in this order.
+    return [NodeSampleView(names[node_id], ts, *measured) for node_id, ts, *measured in rows]
 
 
 def _recent_speed(session: Session, job: JobRow, latest: datetime | None, seconds: int):

@@ -81,7 +81,8 @@ def _register_both(session_factory, cluster: Cluster) -> None:
 def _samples(session_factory, uid: str) -> dict[tuple[str, int], tuple]:
     with session_factory() as session:
         rows = node_samples(session, get_job(session, uid), SampleQuery(limit=100_000))
-    return {(node.name, int(sample.ts.timestamp())): (node, sample) for node, sample in rows}
+    # A NodePoint carries both the node (role, index) and the sample (ts, measurements).
+    return {(p.name, int(p.ts.timestamp())): (p, p) for p in rows}
 
 
 def _assert_exact(cluster: Cluster, samples: dict, job: str, first: int, last: int) -> None:
