@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
 from api.state import server_state
+from brain.db.engine import ping
 
 router = APIRouter(tags=["health"])
 
@@ -33,8 +33,7 @@ def readyz(request: Request) -> JSONResponse:
     API keeps serving."""
     checks: dict[str, dict] = {}
     try:
-        with server_state(request.app).engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
+        ping(server_state(request.app).engine)
         checks["database"] = {"status": "ok"}
     except Exception as exc:
         checks["database"] = {"status": "down", "detail": type(exc).__name__}

@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 
 import yaml
 from fastapi import APIRouter, Query, Request, Response
-from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import CurrentPrincipal
@@ -20,10 +19,9 @@ from api.routing import InputRoute
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from api.state import server_state
 from brain.bounds import INT32_MAX
-from brain.db.models import NodeRow
 from brain.domain import utcnow
 from brain.scaleplan_k8s import to_k8s
-from brain.services import jobs, plans
+from brain.services import jobs, nodes, plans
 from brain.services.clock import reject_future
 
 router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES, route_class=InputRoute)
@@ -146,9 +144,7 @@ def get_plan(
     plan = plans.get_plan(session, job, plan_id)
     if format == "json":
         return PlanOut.of(plan, uid)
-    ranks = dict(
-        session.execute(select(NodeRow.name, NodeRow.index).where(NodeRow.job_id == job.id)).all()
-    )
+    ranks = nodes.ranks_by_name(session, job)
     manifest = to_k8s(plan.id, plan.body, job.name, job.namespace, ranks)
     return Response(yaml.safe_dump(manifest, sort_keys=False), media_type="application/yaml")
 

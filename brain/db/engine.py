@@ -86,6 +86,12 @@ def _sqlite_begin_before_savepoint(conn, _name) -> None:
         dbapi_connection.execute("BEGIN")
 
 
+def ping(engine: Engine) -> None:
+    """One ``SELECT 1`` on a pooled connection: raises when the database does not answer."""
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+
+
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 

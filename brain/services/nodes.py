@@ -46,6 +46,13 @@ def list_nodes(session: Session, job: JobRow) -> list[NodeRow]:
     )
 
 
+def ranks_by_name(session: Session, job: JobRow) -> dict[str, int]:
+    """Each of the job's nodes' index within its role (its rank), by node name."""
+    return dict(
+        session.execute(select(NodeRow.name, NodeRow.index).where(NodeRow.job_id == job.id)).all()
+    )
+
+
 def find_node(session: Session, job: JobRow, name: str) -> NodeRow | None:
     return session.scalar(select(NodeRow).where(NodeRow.job_id == job.id, NodeRow.name == name))
 
