@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import tomllib
 from itertools import pairwise
 from pathlib import Path
 
@@ -112,3 +113,250 @@ def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle():
     assert find_cycle(chain) is None
     chain["c"] = {"a": {"f"}}
     assert find_cycle(chain) == ["a", "b", "c", "a"]
+
+
+# --- what brain serve runs is put together in one place ----------------------------------
+
+COMPOSITION_ROOT = "api/server.py"
+# The functions that start a part of brain serve, by the module that defines them.
+PART_STARTERS = {
+    "brain.summaries.refresher": {"start_refresher"},
+    "brain.training.service": {"start_learned_models"},
+    "api.grpc.server": {"start"},
+    "collectors.service": {"CollectorService"},
+}
+# `brain collect` runs the collector on its own.
+ALSO_STARTS = {"collectors/cli.py": {"collectors.service"}}
+# Where the app's state is created and typed; everyone else goes through server_state().
+STATE_OWNERS = {"api/app.py", "api/state.py"}
+OWN_PACKAGES = ("api", "brain", "collectors", "optimizers")
+# Entry point groups that are for third-party plugins only.
+PLUGIN_GROUPS = ("brain.app_hooks", "brain.commands", "brain.app_factory")
+
+
+def _is_app(node: ast.expr) -> bool:
+    """``app``, ``<x>.app`` or ``scope["app"]``."""
+    if isinstance(node, ast.Name):
+        return node.id == "app"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "app"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "app"
+    return False
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under ``if TYPE_CHECKING:`` (names used only as types)."""
+    nodes: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            todo += node.orelse
+            continue
+        todo += ast.iter_child_nodes(node)
+    return nodes
+
+
+def wiring_outside_the_root(root: Path) -> list[str]:
+    """Places other than the composition root that start a part of brain serve, and
+    reads or writes of ``app.state.<attribute>`` outside the state's owners."""
+    found = []
+    for package in OWN_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            for node in _runtime_nodes(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ImportFrom) and node.module in PART_STARTERS:
+                    starters = {a.name for a in node.names} & PART_STARTERS[node.module]
+                    allowed = where == COMPOSITION_ROOT or node.module in ALSO_STARTS.get(where, ())
+                    if starters and not allowed:
+                        found.append(f"{where} imports {sorted(starters)} from {node.module}")
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "state"
+                    and _is_app(node.value.value)
+                    and where not in STATE_OWNERS
+                ):
+                    found.append(f"{where}:{node.lineno} uses app.state.{node.attr}")
+    return sorted(found)
+
+
+def own_parts_in_plugin_groups(pyproject: Path) -> list[str]:
+    """Entry points of the plugin groups that name one of Brain's own packages."""
+    groups = tomllib.loads(pyproject.read_text())["project"].get("entry-points", {})
+    return [
+        f"{group}: {name} = {target}"
+        for group in PLUGIN_GROUPS
+        for name, target in groups.get(group, {}).items()
+        if target.split(":")[0].split(".")[0] in OWN_PACKAGES
+    ]
+
+
+def test_brain_serve_is_put_together_only_in_the_composition_root():
+    assert wiring_outside_the_root(ROOT) == []
+    assert own_parts_in_plugin_groups(ROOT / "pyproject.toml") == []
+
+
+def test_the_wiring_check_finds_a_part_started_elsewhere(tmp_path):
+    (tmp_path / "api" / "routers").mkdir(parents=True)
+    (tmp_path / "api" / "server.py").write_text(
+        "from brain.summaries.refresher import start_refresher\n"
+    )
+    (tmp_path / "api" / "routers" / "jobs.py").write_text(
+        "from brain.summaries.refresher import start_refresher, refresh_once\n"
+        "def handler(request):\n"
+        "    return request.app.state.engine\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n'
+        '[project.entry-points."brain.app_hooks"]\n'
+        'refresher = "brain.summaries.refresher:attach"\n'
+        'theirs = "acme.hooks:attach"\n'
+    )
+    assert wiring_outside_the_root(tmp_path) == [
+        "api/routers/jobs.py imports ['start_refresher'] from brain.summaries.refresher",
+        "api/routers/jobs.py:3 uses app.state.engine",
+    ]
+    assert own_parts_in_plugin_groups(tmp_path / "pyproject.toml") == [
+        "brain.app_hooks: refresher = brain.summaries.refresher:attach"
+    ]
+
+
+# --- routers run no queries --------------------------------------------------------------
+
+# A router may name the request's session as a type; statements belong to brain.services.
+ROUTER_SQLALCHEMY_NAMES = {"Session"}
+
+
+def queries_in_routers(root: Path) -> list[str]:
+    """Imports in ``api/routers`` of SQLAlchemy statement constructs or ORM tables."""
+    found = []
+    for path in sorted((root / "api" / "routers").glob("*.py")):
+        where = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found += [f"{where}: import {a.name}" for a in node.names if a.name == "sqlalchemy"]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = {a.name for a in node.names}
+                if node.module.split(".")[0] == "sqlalchemy":
+                    found += [
+                        f"{where}: {name} from {node.module}"
+                        for name in sorted(names - ROUTER_SQLALCHEMY_NAMES)
+                    ]
+                elif node.module == "brain.db.models":
+                    found += [f"{where}: {name} from brain.db.models" for name in sorted(names)]
+    return found
+
+
+def test_routers_run_no_queries():
+    assert queries_in_routers(ROOT) == []
+
+
+def test_the_router_check_finds_a_query(tmp_path):
+    (tmp_path / "api" / "routers").mkdir(parents=True)
+    (tmp_path / "api" / "routers" / "plans.py").write_text(
+        "from sqlalchemy import select, text\n"
+        "from sqlalchemy.orm import Session\n"
+        "from brain.db.models import NodeRow\n"
+    )
+    assert queries_in_routers(tmp_path) == [
+        "api/routers/plans.py: select from sqlalchemy",
+        "api/routers/plans.py: text from sqlalchemy",
+        "api/routers/plans.py: NodeRow from brain.db.models",
+    ]
+
+
+# --- brain serve without the offline tools -----------------------------------------------
+
+SERVE_ENTRIES = ("api.server", "api.workers")
+OFFLINE_PACKAGES = ("brain.backtest", "brain.simulation", "brain.training")
+# Parts of brain serve that use an offline tool's code on purpose: the learned-model
+# retrainer trains on the backtest's run sources, the savings report replays history
+# through the backtest's loop. Nothing else of serve reaches the offline packages.
+OFFLINE_DOORS = ("brain.training.service", "brain.savings")
+
+
+def _is_door(module: str) -> bool:
+    return any(module == door or module.startswith(f"{door}.") for door in OFFLINE_DOORS)
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    base = root.joinpath(*module.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.exists():
+            return path
+    return None
+
+
+def _own_imports(root: Path, module: str, path: Path) -> set[str]:
+    """The modules of our packages ``path`` imports anywhere (also inside functions),
+    with their parent packages."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            named |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            named |= {base} | {f"{base}.{a.name}" for a in node.names}
+    found = set()
+    for name in named:
+        parts = name.split(".")
+        if parts[0] in OWN_PACKAGES:
+            found |= {
+                ".".join(parts[:i])
+                for i in range(1, len(parts) + 1)
+                if _module_file(root, ".".join(parts[:i]))
+            }
+    return found
+
+
+def offline_modules_served(root: Path) -> list[str]:
+    """Modules of the offline packages that brain serve's modules import (anywhere, also
+    inside functions), other than through one of the doors."""
+    seen: set[str] = set()
+    todo = list(SERVE_ENTRIES)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = _module_file(root, module)
+        if path is not None and not _is_door(module):
+            todo += _own_imports(root, module, path) - seen
+    # A package's __init__ is imported on the way to a door inside it.
+    doors_packages = {door.rpartition(".")[0] for door in OFFLINE_DOORS}
+    return sorted(
+        m
+        for m in seen
+        if m.startswith(OFFLINE_PACKAGES) and not _is_door(m) and m not in doors_packages
+    )
+
+
+def test_brain_serve_reaches_the_offline_tools_only_through_its_doors():
+    assert offline_modules_served(ROOT) == []
+
+
+def test_the_offline_check_finds_an_offline_tool_in_serve(tmp_path):
+    for module, source in {
+        "api/server.py": "from brain.training.service import start_learned_models\n",
+        "api/workers.py": "from api import server\n",
+        "api/__init__.py": "",
+        "brain/__init__.py": "",
+        "brain/training/__init__.py": "",
+        "brain/training/service.py": "from brain.backtest.trace import TraceFile\n",
+        "brain/backtest/__init__.py": "",
+        "brain/backtest/trace.py": "",
+        "brain/simulation/__init__.py": "",
+        "brain/simulation/run.py": "",
+    }.items():
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(source)
+    assert offline_modules_served(tmp_path) == []
+    (tmp_path / "api" / "workers.py").write_text("from brain.simulation import run\n")
+    assert offline_modules_served(tmp_path) == ["brain.simulation", "brain.simulation.run"]
