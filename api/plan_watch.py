@@ -1,8 +1,8 @@
 """Wake long-polls when plans are stored, with one database query per process.
 
-Each long-poll used to query the database every 0.5 s while it waited: at 500 waiting
-job masters that was 1,000 queries a second, which filled the thread pool and the
-connection pool so that sample pushes and registrations timed out behind them. Now one
+A long-poll that queried the database itself while it waited would cost one query per
+waiter per interval, and with many waiting job masters fill the thread pool and the
+connection pool so that sample pushes and registrations time out behind them. So one
 task per process looks for new plan ids every ``interval_s`` and wakes the waiters of
 those plans' jobs; a waiter queries only when it starts and when it is woken. Plans
 stored by any process on the same database (REST, gRPC, another ``brain serve``) are

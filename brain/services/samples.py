@@ -111,12 +111,11 @@ def _insert_ignore_pg(
     already, COPY into a session-local staging table and move that in one
     INSERT ... SELECT ... ON CONFLICT DO NOTHING.
 
-    Binary COPY is the cheapest way in for both sides: psycopg packs a 5,000-point
-    batch in about 1 ms of CPU, against 9 ms to format it as COPY text and more to bind
-    it as array parameters (the form used before), and PostgreSQL reads it without
-    parsing text. A batch of new points (the usual case) costs PostgreSQL what a bare
-    COPY does; the staging table, ~15% more per point, is paid only by retries and
-    overlaps, which fail the first COPY on the primary key. A concurrent batch holding
+    Binary COPY is the cheapest way in for both sides: psycopg packs binary rows with
+    less CPU than it formats COPY text or binds array parameters, and PostgreSQL reads
+    them without parsing text. A batch of new points (the usual case) costs PostgreSQL
+    what a bare COPY does; the staging table, dearer per point, is paid only by retries
+    and overlaps, which fail the first COPY on the primary key. A concurrent batch holding
     one of the same points makes the first COPY wait for it, then fail if it committed.
     """
     raw = conn.connection.driver_connection
