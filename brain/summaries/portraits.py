@@ -190,6 +190,16 @@ def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[st
     return [(row.key, _totals(row)) for row in rows]
 
 
+def totals_since(session: Session, since: datetime) -> Totals:
+    """Totals over every job ended since ``since``."""
+    return _totals(session.execute(_all_totals(), {"since": since}).one())
+
+
+@cache
+def _all_totals() -> Select:
+    return select(*_aggregates()).where(JobSummaryRow.ended_at >= bindparam("since"))
+
+
 def ranking(
     session: Session, by: str, since: datetime, sort: str, limit: int, offset: int
 ) -> tuple[list[tuple[str | None, Totals]], int]:
