@@ -21,6 +21,7 @@ from api.auth import (
     visible_job,
 )
 from api.body_limit import BodyLimit
+from api.console import install as install_console
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
 from api.plan_watch import PlanWatch
@@ -128,6 +129,7 @@ def create_app(
     for module in routers:
         app.include_router(module.router, dependencies=[Depends(visible_job)], **GUARDED)
     app.include_router(admin.router, dependencies=[Depends(administrator)], **GUARDED)
+    install_console(app)
     return app
 
 

@@ -31,6 +31,10 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The API's own description is public, so a caller can find out how to authenticate.
 DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 DOCS_ASSETS = "/static-offline-docs/"
+# The console (api.console) checks its own session cookie, with the same policy; the
+# root only redirects to it.
+CONSOLE_PATHS = frozenset({"/", "/ui"})
+CONSOLE_PREFIX = "/ui/"
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -82,7 +86,12 @@ class Authentication:
         await self.app(scope, receive, send)
 
     def _public(self, path: str) -> bool:
-        return path in self.public_paths or path.startswith(DOCS_ASSETS)
+        return (
+            path in self.public_paths
+            or path.startswith(DOCS_ASSETS)
+            or path in CONSOLE_PATHS
+            or path.startswith(CONSOLE_PREFIX)
+        )
 
 
 def _bearer_secret(scope: Scope) -> str | None:

@@ -144,7 +144,7 @@ def user_portrait(
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
     A user without jobs gets zeros, not 404."""
-    return _owner_portrait(session, settings.priority, "user", user, days, sort, top, offset)
+    return owner_portrait_out(session, settings.priority, "user", user, days, sort, top, offset)
 
 
 @router.get(
@@ -166,10 +166,10 @@ def group_portrait(
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""
-    return _owner_portrait(session, settings.priority, "group", group, days, sort, top, offset)
+    return owner_portrait_out(session, settings.priority, "group", group, days, sort, top, offset)
 
 
-def _owner_portrait(
+def owner_portrait_out(
     session: Session,
     thresholds: PrioritySettings,
     owner: str,

@@ -1,0 +1,349 @@
+"""The console's pages: server-rendered HTML over the same services and answer models as
+the JSON API. Read-only: the only forms sign in, sign out and ask for a suggestion."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sqlalchemy import select
+
+from api.console.session import (
+    COOKIE,
+    console_principal,
+    principal_for,
+    safe_back_to,
+)
+from api.console.views import chart_data, plan_timeline, resources_blocks
+from api.deps import RarelyWritingSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
+from api.routers.portraits import owner_portrait_out
+from api.routing import OffloadedRoute
+from api.schemas.plans import PlanOut
+from api.schemas.portraits import JobPortraitOut, RankingRow, TotalsOut, WasteSort
+from api.schemas.suggestions import SuggestionOut
+from brain.db.models import NodeRow
+from brain.domain import JobStatus, utcnow
+from brain.errors import Unauthorized
+from brain.scaleplan_k8s import to_k8s
+from brain.services import events, jobs, plans
+from brain.services.cluster import latest_cluster_state
+from brain.services.tokens import Principal
+from brain.summaries import portraits
+from brain.summaries.job_table import SORTS, JobTableFilters, job_table
+from brain.summaries.overview import job_counts
+from brain.summaries.suggestions import SuggestionQuery, suggest
+from brain.summaries.trend import weekly_trend
+
+HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=HERE / "templates")
+PAGE_SIZE = 50
+# Plans on a job page (newest first from the store, shown oldest first).
+TIMELINE_PLANS = 50
+OVERVIEW_DAYS = 7
+OWNER_DAYS = 30
+TREND_WEEKS = 8
+# Long enough for a working day; the token's own expiry and revocation still apply.
+COOKIE_MAX_AGE_S = 12 * 3600
+
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffloadedRoute)
+Signed = Annotated[Principal, Depends(console_principal)]
+Filter = Annotated[str | None, Query(max_length=400)]
+
+
+def page(request: Request, template: str, principal: Principal | None, status: int = 200, **ctx):
+    return templates.TemplateResponse(
+        request,
+        template,
+        {"principal": principal, "open_access": _open(request), **ctx},
+        status_code=status,
+    )
+
+
+def _open(request: Request) -> bool:
+    return request.app.state.auth_policy.open_reason() is not None
+
+
+def _spans_every_namespace(request: Request, principal: Principal, what: str):
+    """Aggregates over every namespace are not for namespace-limited tokens (as in the API)."""
+    if principal.namespaces is None:
+        return None
+    message = (
+        f"Your token is limited to namespaces {', '.join(sorted(principal.namespaces))}; "
+        f"{what} spans every namespace."
+    )
+    return page(request, "error.html", principal, 403, title="Not for this token", message=message)
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request, session: SessionDep, principal: Signed) -> Response:
+    now = utcnow()
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    counts = job_counts(session, today, principal.namespaces)
+    week = top = None
+    if principal.namespaces is None:
+        since = now - timedelta(days=OVERVIEW_DAYS)
+        week = TotalsOut.of(portraits.totals_since(session, since))
+        rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0)
+        top = [RankingRow(key=k, totals=TotalsOut.of(t)) for k, t in rows]
+    return page(
+        request,
+        "overview.html",
+        principal,
+        counts=counts,
+        cluster=latest_cluster_state(session) if principal.namespaces is None else None,
+        week=week,
+        top=top,
+        days=OVERVIEW_DAYS,
+    )
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+def job_list(
+    request: Request,
+    session: SessionDep,
+    principal: Signed,
+    user: Filter = None,
+    group: Filter = None,
+    namespace: Filter = None,
+    status: Filter = None,
+    name: Filter = None,
+    dataset: Filter = None,
+    gpu_type: Filter = None,
+    sort: Filter = "newest",
+    page_number: Annotated[int, Query(alias="page", ge=1, le=100_000)] = 1,
+) -> Response:
+    given = {
+        "user": user,
+        "group": group,
+        "namespace": namespace,
+        "status": status,
+        "name": name,
+        "dataset": dataset,
+        "gpu_type": gpu_type,
+    }
+    given = {k: v.strip() for k, v in given.items() if v and v.strip()}
+    problems = []
+    if "status" in given and given["status"] not in {s.value for s in JobStatus}:
+        problems.append(f"status {given['status']!r} is not one of the job statuses")
+        given.pop("status")
+    if sort not in SORTS:
+        problems.append(f"sort {sort!r} is not one of {', '.join(SORTS)}")
+        sort = "newest"
+    filters = JobTableFilters(
+        user=given.get("user"),
+        group_key=given.get("group"),
+        namespace=given.get("namespace"),
+        status=given.get("status"),
+        name=given.get("name"),
+        dataset=given.get("dataset"),
+        gpu_type=given.get("gpu_type"),
+        namespaces=principal.namespaces,
+    )
+    offset = (page_number - 1) * PAGE_SIZE
+    rows, total = job_table(session, filters, sort, PAGE_SIZE, offset)
+    pages = max(1, -(-total // PAGE_SIZE))
+    return page(
+        request,
+        "jobs.html",
+        principal,
+        rows=rows,
+        total=total,
+        given=given,
+        sort=sort,
+        sorts=SORTS,
+        statuses=[s.value for s in JobStatus],
+        page_number=page_number,
+        pages=pages,
+        problems=problems,
+    )
+
+
+@router.get("/jobs/{uid}", response_class=HTMLResponse)
+def job_page(uid: str, request: Request, session: SessionDep, principal: Signed) -> Response:
+    job = jobs.find_job(session, uid)
+    if job is None or not principal.sees(job.namespace):
+        # Exactly as for a job that does not exist: a limited token cannot probe.
+        message = f"No job with uid {uid!r}."
+        return page(request, "error.html", principal, 404, title="No such job", message=message)
+    portrait = JobPortraitOut.of(portraits.job_portrait_of(session, uid, 200))
+    ranks_and_roles = session.execute(
+        select(NodeRow.name, NodeRow.index, NodeRow.role).where(NodeRow.job_id == job.id)
+    ).all()
+    ranks = {name: index for name, index, _ in ranks_and_roles}
+    node_roles = {name: role for name, _, role in ranks_and_roles}
+    stored = plans.list_plans(session, job, TIMELINE_PLANS, None)
+    manifests = {p.id: to_k8s(p.id, p.body, job.name, job.namespace, ranks) for p in stored}
+    timeline = plan_timeline(
+        [PlanOut.of(p, uid) for p in stored], portrait.summary.plans, manifests
+    )
+    job_events = events.list_events(session, job, limit=1000)
+    charts = chart_data(portrait, job_events, node_roles)
+    return page(
+        request,
+        "job.html",
+        principal,
+        job=job,
+        portrait=portrait,
+        timeline=timeline,
+        events=job_events,
+        charts_json=json.dumps(charts, allow_nan=False),
+    )
+
+
+@router.get("/users/{user}", response_class=HTMLResponse)
+def user_page(
+    user: str, request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+) -> Response:
+    return _owner_page(request, session, settings, principal, "user", user)
+
+
+@router.get("/groups/{group:path}", response_class=HTMLResponse)
+def group_page(
+    group: str, request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+) -> Response:
+    return _owner_page(request, session, settings, principal, "group", group)
+
+
+def _owner_page(request, session, settings, principal: Principal, owner: str, key: str):
+    refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait")
+    if refused is not None:
+        return refused
+    out = owner_portrait_out(
+        session, settings.priority, owner, key, OWNER_DAYS, WasteSort.gpu, 10, 0
+    )
+    since = utcnow() - timedelta(weeks=TREND_WEEKS)
+    trend = weekly_trend(session, owner, key, since, TREND_WEEKS)
+    return page(request, "owner.html", principal, portrait=out, trend=trend)
+
+
+@router.get("/suggest", response_class=HTMLResponse)
+def suggestion_page(
+    request: Request,
+    session: RarelyWritingSessionDep,
+    settings: SettingsDep,
+    registry: RegistryDep,
+    sizing_model: SizingModelDep,
+    principal: Signed,
+    user: Filter = None,
+    name: Filter = None,
+    dataset: Filter = None,
+    gpu_type: Filter = None,
+) -> Response:
+    refused = _spans_every_namespace(request, principal, "a suggestion (it learns from every run)")
+    if refused is not None:
+        return refused
+    asked = {"user": user, "name": name, "dataset": dataset, "gpu_type": gpu_type}
+    asked = {k: v.strip() for k, v in asked.items() if v and v.strip()}
+    suggestion = blocks = None
+    problem = None
+    if asked:
+        if not set(asked) - {"gpu_type"}:
+            problem = "Give at least one of user, name or dataset."
+        else:
+            query = SuggestionQuery(**asked)
+            found = suggest(session, registry, settings, query, sizing_model=sizing_model)
+            suggestion = SuggestionOut.of(found)
+            blocks = resources_blocks(suggestion)
+    return page(
+        request,
+        "suggest.html",
+        principal,
+        asked=asked,
+        suggestion=suggestion,
+        blocks=blocks,
+        problem=problem,
+    )
+
+
+@router.get("/optimizers", response_class=HTMLResponse)
+def optimizers_page(request: Request, registry: RegistryDep, principal: Signed) -> Response:
+    return page(request, "optimizers.html", principal, optimizers=registry.info())
+
+
+@router.get("/sign-in", response_class=HTMLResponse)
+def sign_in_form(request: Request, next: Filter = None) -> Response:
+    return page(request, "sign_in.html", None, back_to=safe_back_to(next), message=None)
+
+
+@router.post("/sign-in", response_class=HTMLResponse)
+async def sign_in(request: Request) -> Response:
+    """Check the token; on success keep it in the session cookie and go back."""
+    form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
+    token = (form.get("token") or [""])[0].strip()
+    back_to = safe_back_to((form.get("next") or [None])[0])
+    try:
+        if not token:
+            raise Unauthorized("paste an API token (`brain token create`)")
+        await principal_for(request.app.state.auth_policy, token)
+    except Unauthorized as exc:
+        return page(request, "sign_in.html", None, 401, back_to=back_to, message=exc.message)
+    response = RedirectResponse(back_to, status_code=303)
+    response.set_cookie(
+        COOKIE,
+        token,
+        max_age=COOKIE_MAX_AGE_S,
+        path="/ui/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.post("/sign-out")
+async def sign_out() -> Response:
+    response = RedirectResponse("/ui/sign-in", status_code=303)
+    response.delete_cookie(COOKIE, path="/ui/", httponly=True, samesite="strict")
+    return response
+
+
+def format_time(value: datetime | None) -> str:
+    if value is None:
+        return "—"
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def format_number(value: float | int | None, digits: int = 1) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def format_percent(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.0f}%"
+
+
+def format_gib(mib: float | None) -> str:
+    return "—" if mib is None else f"{mib / 1024:,.1f}"
+
+
+def format_spec(spec) -> str:
+    """A role size in one line: count × cpu cores, memory GiB, GPUs."""
+    if spec is None:
+        return "—"
+    parts = []
+    if spec.count is not None:
+        parts.append(f"{spec.count} ×")
+    if spec.cpu is not None:
+        limit = f" (limit {spec.cpu_limit:g})" if spec.cpu_limit is not None else ""
+        parts.append(f"{spec.cpu:g} cores{limit}")
+    if spec.memory_mib is not None:
+        parts.append(f"{spec.memory_mib / 1024:g} GiB")
+    if spec.gpu:
+        parts.append(f"{spec.gpu:g} GPU")
+    return " ".join(parts) or "unchanged"
+
+
+templates.env.filters["time"] = format_time
+templates.env.filters["gib"] = format_gib
+templates.env.filters["spec"] = format_spec
+templates.env.filters["num"] = format_number
+templates.env.filters["pct"] = format_percent

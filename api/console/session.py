@@ -1,0 +1,64 @@
+"""Who is looking at the console: the API token given at sign-in, kept in a cookie.
+
+The cookie holds the token itself, HttpOnly (page scripts cannot read it) and
+SameSite=Strict (no other site's page can make the browser send it), Secure when the
+console is reached over HTTPS; each page checks it exactly as the API checks a bearer
+token (same cache, same revocation delay, same namespaces). A server the API answers
+without a token (loopback with none created, or BRAIN_AUTH=disabled) shows the console
+without signing in.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from brain.errors import Unauthorized
+from brain.services.tokens import AuthPolicy, Principal
+
+COOKIE = "brain_console"
+# Where signing in may send the browser back to: console pages only (no open redirect).
+CONSOLE_PREFIX = "/ui/"
+
+
+class SignInRequired(Exception):
+    """No usable token in the cookie: the page answers with the sign-in form."""
+
+    def __init__(self, back_to: str, message: str) -> None:
+        super().__init__(message)
+        self.back_to = back_to
+        self.message = message
+
+
+async def console_principal(request: Request) -> Principal:
+    """The signed-in caller; raises SignInRequired when there is none."""
+    policy: AuthPolicy = request.app.state.auth_policy
+    secret = request.cookies.get(COOKIE) or None
+    try:
+        if policy.answers_from_memory(secret):
+            return policy.authenticate(secret)
+        return await run_in_threadpool(policy.authenticate, secret)
+    except Unauthorized as exc:
+        back_to = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        message = "" if secret is None else "your session's token is no longer valid: " + str(exc)
+        raise SignInRequired(back_to, message) from exc
+
+
+async def principal_for(policy: AuthPolicy, secret: str) -> Principal:
+    """Check a token typed at sign-in; raises Unauthorized."""
+    if policy.answers_from_memory(secret):
+        return policy.authenticate(secret)
+    return await run_in_threadpool(policy.authenticate, secret)
+
+
+def safe_back_to(value: str | None) -> str:
+    """A console path to return to after signing in; anything else goes to the overview."""
+    if value and value.startswith(CONSOLE_PREFIX) and "//" not in value and "\\" not in value:
+        return value
+    return CONSOLE_PREFIX
+
+
+def sign_in_location(back_to: str) -> str:
+    return f"{CONSOLE_PREFIX}sign-in?next={quote(back_to, safe='/')}"

@@ -1,0 +1,203 @@
+"""The console's pages over the API's numbers (server side; the browser tests drive them)."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+
+from api.console.pages import router
+from api.console.session import COOKIE
+
+
+def cells(html: str, attribute: str) -> str:
+    """The HTML of the first table row carrying ``attribute`` (e.g. data-resource="cpu")."""
+    match = re.search(rf"<tr {attribute}>(.*?)</tr>", html, re.S)
+    assert match, attribute
+    return match.group(1)
+
+
+def numbers(row_html: str) -> list[str]:
+    return re.findall(r"<td>([^<]*)</td>", row_html)
+
+
+def test_root_and_bare_prefix_lead_to_the_console(client):
+    assert client.get("/", follow_redirects=False).headers["location"] == "/ui/"
+    assert client.get("/ui", follow_redirects=False).headers["location"] == "/ui/"
+
+
+def test_job_page_shows_the_portraits_numbers(client, history):
+    api = client.get("/api/v1/portraits/jobs/hand-1").json()["summary"]["hours"]
+    html = client.get("/ui/jobs/hand-1").text
+
+    # Hand numbers: 16 core-hours requested, 9.5 used, 6.5 wasted; efficiency 59%.
+    assert numbers(cells(html, 'data-resource="cpu"')) == ["16.00", "9.50", "6.50", "59%"]
+    assert api["cpu"]["requested_core_hours"] == pytest.approx(16)
+    gpu = numbers(cells(html, 'data-resource="gpu"'))
+    assert gpu[1] == f"{api['gpu']['used_gpu_hours']:.2f}" == "0.75"
+    # The plan timeline, the ScalePlan YAML and the marked OOM.
+    assert 'data-plan="1"' in html and "kind: ScalePlan" in html
+    assert '"kind": "oom"' in html and '"role": "worker"' in html
+
+
+def test_jobs_list_filters_sorts_and_pages(client, history):
+    by_gpu_waste = client.get("/ui/jobs", params={"sort": "gpu_waste"}).text
+    uids = re.findall(r'<tr data-uid="([^"]+)"', by_gpu_waste)
+    # flat-b wastes 2 GPUs × 2 h × 0.75 = 3 GPU-hours; hand-1 1.5 - 0.75 = 0.75; others 0.
+    assert uids[:2] == ["flat-b", "hand-1"]
+
+    least_efficient = client.get("/ui/jobs", params={"sort": "efficiency"}).text
+    # bob-1: CPU 2/8 = 0.25 and memory 0.5: score 0.375, the lowest.
+    assert re.findall(r'<tr data-uid="([^"]+)"', least_efficient)[0] == "bob-1"
+
+    filtered = client.get("/ui/jobs", params={"namespace": "ml", "gpu_type": "a100"}).text
+    assert re.findall(r'<tr data-uid="([^"]+)"', filtered) == ["flat-b"]
+    assert 'data-total="1"' in filtered
+
+    bad = client.get("/ui/jobs", params={"status": "exploded", "sort": "loudest"}).text
+    assert "status 'exploded' is not one of the job statuses" in unescape(bad)
+    assert 'data-total="4"' in bad
+
+
+def test_jobs_list_pages_of_fifty(client, session):
+    from tests.builders import make_job, recent_hour
+
+    for i in range(51):
+        make_job(session, f"j-{i:02d}", start=recent_hour(), status="running")
+    session.commit()
+    first = client.get("/ui/jobs").text
+    second = client.get("/ui/jobs", params={"page": 2}).text
+    assert len(re.findall(r"<tr data-uid=", first)) == 50
+    assert re.findall(r'<tr data-uid="([^"]+)"', second) == ["j-00"]
+    assert 'rel="next"' in first and 'rel="prev"' in second
+
+
+def test_user_page_matches_the_user_portrait(client, history):
+    api = client.get("/api/v1/portraits/users/alice").json()
+    html = client.get("/ui/users/alice").text
+    jobs = re.search(r'data-metric="jobs">(\d+)<', html).group(1)
+    assert int(jobs) == api["totals"]["jobs"] == 3
+    waste = re.search(r'data-metric="gpu-waste">([^<]+)<', html).group(1)
+    assert waste == f"{api['totals']['hours']['gpu']['waste_gpu_hours']:,.1f}" == "3.8"
+    assert api["priority"]["reason"] in unescape(html)
+    assert re.findall(r'<tr data-uid="([^"]+)"', html)[0] == "flat-b"
+
+
+def test_group_page_takes_a_key_with_a_slash(client, history):
+    html = client.get("/ui/groups/alice/bert").text
+    assert re.search(r'data-metric="jobs">1<', html)
+
+
+def test_suggestion_page_gives_the_resources_block(client, history):
+    html = client.get("/ui/suggest", params={"user": "alice", "name": "resnet"}).text
+    api = client.get("/api/v1/suggestions", params={"user": "alice", "name": "resnet"}).json()
+    assert 'data-table="suggestion"' in html
+    assert f'data-confidence="{api["basis"]["confidence"]}"' in html
+    worker = next(r for r in api["roles"] if r["role"] == "worker")
+    assert f"memory: {round(worker['memory_mib'])}Mi" in html
+    assert "resources:" in html
+
+    empty = client.get("/ui/suggest", params={"gpu_type": "a100"}).text
+    assert "Give at least one of user, name or dataset." in empty
+
+
+def test_optimizers_page_lists_each_with_defaults(client):
+    names = [o["name"] for o in client.get("/api/v1/optimizers").json()]
+    html = client.get("/ui/optimizers").text
+    assert re.findall(r'data-optimizer="([^"]+)"', html) == names
+
+
+def test_overview_counts_and_the_weeks_totals(client, history, session):
+    from tests.builders import make_job, recent_hour
+
+    make_job(session, "live", start=recent_hour(), status="running")
+    make_job(session, "queued", start=recent_hour(), status="pending", started=False)
+    session.commit()
+    html = client.get("/ui/").text
+    assert re.search(r'data-metric="running"><a [^>]*>1<', html)
+    assert re.search(r'data-metric="pending"><a [^>]*>1<', html)
+    ranking = client.get("/api/v1/portraits", params={"by": "user", "days": 7}).json()
+    requested = sum(r["totals"]["hours"]["cpu"]["requested_core_hours"] for r in ranking["items"])
+    assert numbers(cells(html, 'data-resource="cpu"'))[0] == f"{requested:,.1f}"
+
+
+def test_unknown_job_is_a_404_page(client):
+    response = client.get("/ui/jobs/nope")
+    assert response.status_code == 404 and "No job with uid" in response.text
+
+
+def test_assets_are_served_by_brain(client):
+    assert client.get("/ui/static/uplot/uPlot.iife.min.js").status_code == 200
+    assert "MIT" in client.get("/ui/static/uplot/LICENSE").text
+    html = client.get("/ui/optimizers").text
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+
+
+# Sign-in with tokens
+
+
+@pytest.fixture
+def secured(client, make_token):
+    """The test server is on loopback: a token existing makes it enforce tokens."""
+    secrets = {
+        "admin": make_token("admin", "admin"),
+        "ml": make_token("ml-reader", "read", namespaces=["ml"]),
+    }
+    client.app.state.auth_policy.verifier.forget()
+    return secrets
+
+
+def test_pages_ask_to_sign_in_and_the_cookie_is_httponly_strict(client, history, secured):
+    response = client.get("/ui/jobs/hand-1", follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/ui/sign-in?next=/ui/jobs/hand-1"
+
+    refused = client.post("/ui/sign-in", data={"token": "brain_wrong", "next": "/ui/jobs"})
+    assert refused.status_code == 401 and "unknown, expired or revoked" in refused.text
+
+    signed = client.post(
+        "/ui/sign-in",
+        data={"token": secured["admin"], "next": "/ui/jobs/hand-1"},
+        follow_redirects=False,
+    )
+    assert signed.status_code == 303 and signed.headers["location"] == "/ui/jobs/hand-1"
+    cookie = signed.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie and "Path=/ui/" in cookie
+    assert client.get("/ui/jobs/hand-1").status_code == 200
+
+    client.post("/ui/sign-out")
+    assert client.get("/ui/jobs/hand-1", follow_redirects=False).status_code == 303
+
+
+def test_sign_in_never_sends_the_browser_off_the_console(client, secured):
+    for target in ("https://evil.example/", "//evil.example/ui/", "/api/v1/jobs"):
+        response = client.post(
+            "/ui/sign-in", data={"token": secured["admin"], "next": target}, follow_redirects=False
+        )
+        assert response.headers["location"] == "/ui/"
+
+
+def test_namespace_limited_token_sees_only_its_namespaces(client, history, secured):
+    client.cookies.set(COOKIE, secured["ml"], path="/ui/")
+    assert client.get("/ui/jobs/hand-1").status_code == 200
+    other = client.get("/ui/jobs/bob-1")
+    # Exactly the page of a job that does not exist.
+    missing = client.get("/ui/jobs/bob-2")
+    assert other.status_code == missing.status_code == 404
+    assert other.text == missing.text.replace("bob-2", "bob-1")
+    listed = re.findall(r'<tr data-uid="([^"]+)"', client.get("/ui/jobs").text)
+    assert sorted(listed) == ["flat-a", "flat-b", "hand-1"]
+    assert client.get("/ui/users/bob").status_code == 403
+    assert client.get("/ui/suggest", params={"user": "bob"}).status_code == 403
+    overview = client.get("/ui/").text
+    assert 'data-table="wasters"' not in overview
+
+
+def test_the_console_changes_nothing(client, history):
+    """Its only non-GET routes sign in and out; every other method is refused."""
+    for path in ("/ui/", "/ui/jobs", "/ui/jobs/hand-1", "/ui/users/alice"):
+        assert client.post(path).status_code == 405
+    writes = {(r.path, m) for r in router.routes for m in r.methods if m not in ("GET", "HEAD")}
+    assert writes == {("/ui/sign-in", "POST"), ("/ui/sign-out", "POST")}
