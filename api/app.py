@@ -45,6 +45,7 @@ from brain.db import migrate
 from brain.db.engine import make_engine, make_read_session_factory, make_session_factory
 from brain.leadership import elect
 from brain.optimizing import load_registry
+from brain.portrait_metrics import PortraitMetrics
 from brain.services.tokens import AuthPolicy, TokenVerifier
 from brain.telemetry import Telemetry
 
@@ -151,6 +152,16 @@ def _build_state(settings: Settings) -> ServerState:
     if schema is not None and not schema.up_to_date:
         log.error("%s; until then the API answers 503 schema_out_of_date", schema.problem())
     leadership = elect(engine)
+    read_session_factory = make_read_session_factory(engine)
+    telemetry = Telemetry()
+    telemetry.registry.register(
+        PortraitMetrics(
+            read_session_factory,
+            settings.metrics_window_days,
+            settings.metrics_owner_series,
+            settings.metrics_cache_s,
+        )
+    )
     verifier = TokenVerifier(session_factory, ttl_s=settings.token_cache_s)
     auth_policy = AuthPolicy(settings.auth, settings.host, verifier)
     report = auth_policy.report()
@@ -160,9 +171,9 @@ def _build_state(settings: Settings) -> ServerState:
         settings=settings,
         engine=engine,
         session_factory=session_factory,
-        read_session_factory=make_read_session_factory(engine),
+        read_session_factory=read_session_factory,
         schema_gate=schema_gate,
-        telemetry=Telemetry(),
+        telemetry=telemetry,
         registry=load_registry(),
         leadership=leadership,
         auth_policy=auth_policy,

@@ -436,6 +436,28 @@ class Settings(BaseSettings):
         "compares speed across worker counts).",
     )
 
+    metrics_window_days: int = Field(
+        7,
+        ge=1,
+        le=3650,
+        description="/metrics shows waste, efficiency and OOM kills per namespace, user and "
+        "group over the jobs that ended in this many days, and the plans created in them.",
+    )
+    metrics_owner_series: int = Field(
+        100,
+        ge=0,
+        le=100_000,
+        description="Users (and, separately, groups) with series of their own on /metrics: "
+        "those wasting most; the others add up in one `(other)` series.",
+    )
+    metrics_cache_s: float = Field(
+        15,
+        ge=0,
+        le=3600,
+        description="Seconds a worker reuses the portrait metrics it read from the database "
+        "for /metrics (every worker reads the same database, so any one answers for all).",
+    )
+
     collector: CollectorSettings = Field(
         default_factory=CollectorSettings,
         description="The Prometheus collector's settings (flat BRAIN_PROMETHEUS_* and "

@@ -190,6 +190,31 @@ def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[st
     return [(row.key, _totals(row)) for row in rows]
 
 
+# Keys ``totals_by`` groups on.
+TOTALS_KEYS = {
+    "namespace": JobSummaryRow.namespace,
+    "user": JobSummaryRow.user,
+    "group": JobSummaryRow.group_key,
+}
+
+
+def totals_by(session: Session, kind: str, since: datetime) -> list[tuple[str | None, Totals]]:
+    """Every namespace, user or group (``kind``) with jobs ended since ``since``, with
+    its totals (jobs without a namespace under None)."""
+    return [(row.key, _totals(row)) for row in session.execute(_totals_by(kind), {"since": since})]
+
+
+@cache
+def _totals_by(kind: str) -> Select:
+    key = TOTALS_KEYS[kind]
+    return (
+        select(key.label("key"), *_aggregates())
+        .where(JobSummaryRow.ended_at >= bindparam("since"))
+        .group_by(key)
+        .order_by(key)
+    )
+
+
 def totals_since(session: Session, since: datetime) -> Totals:
     """Totals over every job ended since ``since``."""
     return _totals(session.execute(_all_totals(), {"since": since}).one())
