@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_compose_wires_postgres_prometheus_and_brain():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"postgres", "prometheus", "brain"}
+    assert set(services) == {"postgres", "prometheus", "grafana", "brain"}
     assert "healthcheck" in services["postgres"]
     brain = services["brain"]
     assert brain["depends_on"]["postgres"]["condition"] == "service_healthy"

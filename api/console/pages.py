@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -27,7 +27,7 @@ from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
 from api.schemas.portraits import JobPortraitOut, RankingRow, TotalsOut, WasteSort
 from api.schemas.suggestions import SuggestionOut
-from brain.db.models import NodeRow
+from brain.db.models import JobRow, NodeRow
 from brain.domain import JobStatus, utcnow
 from brain.errors import Unauthorized
 from brain.scaleplan_k8s import to_k8s
@@ -194,6 +194,25 @@ def job_page(uid: str, request: Request, session: SessionDep, principal: Signed)
         events=job_events,
         charts_json=json.dumps(charts, allow_nan=False),
     )
+
+
+@router.get("/pods/{namespace}/{pod}", response_class=HTMLResponse)
+def pod_page(
+    namespace: str, pod: str, request: Request, session: SessionDep, principal: Signed
+) -> Response:
+    """The job page of the job a pod belongs to (a node is named as its pod): where
+    Grafana's per-pod panels (DCGM, cAdvisor) link to."""
+    uid = session.scalar(
+        select(JobRow.uid)
+        .join(NodeRow, NodeRow.job_id == JobRow.id)
+        .where(NodeRow.name == pod, JobRow.namespace == namespace)
+        .order_by(JobRow.created_at.desc())
+        .limit(1)
+    )
+    if uid is None or not principal.sees(namespace):
+        message = f"No job has a node {pod!r} in namespace {namespace!r}."
+        return page(request, "error.html", principal, 404, title="No such pod", message=message)
+    return RedirectResponse(f"/ui/jobs/{quote(uid, safe='')}", status_code=303)
 
 
 @router.get("/users/{user}", response_class=HTMLResponse)

@@ -201,3 +201,9 @@ def test_the_console_changes_nothing(client, history):
         assert client.post(path).status_code == 405
     writes = {(r.path, m) for r in router.routes for m in r.methods if m not in ("GET", "HEAD")}
     assert writes == {("/ui/sign-in", "POST"), ("/ui/sign-out", "POST")}
+
+
+def test_a_pod_leads_to_its_jobs_page(client, history):
+    response = client.get("/ui/pods/ml/worker-1", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/ui/jobs/hand-1"
+    assert client.get("/ui/pods/ads/worker-1").status_code == 404
