@@ -1,0 +1,233 @@
+"""The console in a real browser: Playwright driving Debian's Chromium against a Brain
+served on loopback over the test's PostgreSQL.
+
+Chromium comes from Debian (scripts/test.sh installs it), never from Playwright's own
+download. Where the browser or the Playwright package is missing these tests fail when
+BRAIN_REQUIRE_BROWSER is set (scripts/test.sh, hence CI, sets it) and are reported as
+skipped, with the reason, otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from api.app import create_app
+from tests.ports import free_port
+
+CHROMIUM = os.environ.get("BRAIN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = bool(os.environ.get("BRAIN_REQUIRE_BROWSER"))
+# Set to a directory to keep a screenshot of every page (docs/console.md's pictures).
+SCREENSHOTS = os.environ.get("BRAIN_CONSOLE_SCREENSHOTS")
+
+
+def _unavailable(reason: str) -> None:
+    message = f"{reason}: scripts/test.sh installs it"
+    if REQUIRED:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is missing (pip install -e '.[test]')")
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"Chromium is missing at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+class LiveServer:
+    """Brain on a loopback port in a thread of the test process."""
+
+    def __init__(self, settings) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def api(self, path: str, **params) -> dict:
+        return httpx.get(self.base + path, params=params, timeout=10).json()
+
+
+@pytest.fixture
+def live(settings, history) -> Iterator[LiveServer]:
+    with LiveServer(settings) as server:
+        yield server
+
+
+class Watched:
+    """A page whose console errors and requests are recorded."""
+
+    def __init__(self, page, origin: str) -> None:
+        self.page = page
+        self.origin = origin
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    def open(self, path: str):
+        response = self.page.goto(self.origin + path)
+        self.page.wait_for_load_state("networkidle")
+        return response
+
+    def check_clean(self) -> None:
+        assert self.errors == []
+        foreign = [u for u in self.requests if not u.startswith(self.origin + "/")]
+        assert foreign == []
+
+
+@pytest.fixture
+def watched(browser, live) -> Iterator[Watched]:
+    context = browser.new_context()
+    yield Watched(context.new_page(), live.base)
+    context.close()
+
+
+PAGES = [
+    ("/ui/", "Overview", "overview"),
+    ("/ui/jobs?sort=gpu_waste", "Jobs", "jobs"),
+    ("/ui/jobs/hand-1", "resnet", "job"),
+    ("/ui/users/alice", "User alice", "user"),
+    ("/ui/groups/alice/bert", "Group alice/bert", "group"),
+    ("/ui/suggest?user=alice&name=resnet", "What should my next run request?", "suggest"),
+    ("/ui/optimizers", "Optimizers", "optimizers"),
+]
+
+
+def test_every_page_loads_clean_and_stays_on_the_origin(watched):
+    for path, heading, picture in PAGES:
+        response = watched.open(path)
+        assert response.status == 200, path
+        assert watched.page.locator("h1").first.inner_text().startswith(heading), path
+        if SCREENSHOTS:
+            watched.page.screenshot(path=f"{SCREENSHOTS}/{picture}.png", full_page=True)
+    watched.check_clean()
+    # The assets came from Brain itself.
+    assert any(u.endswith("/ui/static/uplot/uPlot.iife.min.js") for u in watched.requests)
+
+
+def test_numbers_on_the_pages_equal_the_apis(watched, live):
+    watched.open("/ui/jobs/hand-1")
+    api = live.api("/api/v1/portraits/jobs/hand-1")["summary"]["hours"]
+    cpu = watched.page.locator('[data-table="job-hours"] tr[data-resource="cpu"] td')
+    assert cpu.all_inner_texts()[:3] == [
+        f"{api['cpu'][k]:,.2f}"
+        for k in ("requested_core_hours", "used_core_hours", "waste_core_hours")
+    ]
+    assert cpu.all_inner_texts()[:3] == ["16.00", "9.50", "6.50"]  # worked out by hand
+
+    watched.open("/ui/users/alice")
+    user = live.api("/api/v1/portraits/users/alice")["totals"]
+    metric = watched.page.locator('[data-metric="gpu-waste"]').inner_text()
+    assert metric == f"{user['hours']['gpu']['waste_gpu_hours']:,.1f}"
+    assert watched.page.locator('[data-metric="jobs"]').inner_text() == str(user["jobs"]) == "3"
+    watched.check_clean()
+
+
+def test_charts_draw_with_the_events_marked(watched):
+    watched.open("/ui/jobs/hand-1")
+    # ps: CPU and memory; worker (GPUs): CPU, memory, GPU utilization, GPU memory; speed.
+    assert watched.page.locator("#charts-root").get_attribute("data-drawn") == "7"
+    painted = watched.page.evaluate(
+        """() => [...document.querySelectorAll('#charts-root canvas')].map(c => {
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })"""
+    )
+    assert len(painted) == 7 and all(n > 500 for n in painted)
+    # The OOM of worker-1 is marked on the worker's charts: a red line of OOM colour.
+    red = watched.page.evaluate(
+        """() => [...document.querySelectorAll('#charts-root canvas')].map(c => {
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let n = 0; for (let i = 0; i < d.length; i += 4)
+              if (d[i] === 0xd9 && d[i+1] === 0x30 && d[i+2] === 0x25) n++; return n; })"""
+    )
+    assert [n > 0 for n in red] == [False, False, True, True, True, True, False]
+    watched.check_clean()
+
+
+def test_forms_are_labelled_and_work_from_the_keyboard(watched):
+    watched.open("/ui/jobs")
+    unlabelled = watched.page.evaluate(
+        """() => [...document.querySelectorAll('input:not([type=hidden]), select')]
+              .filter(e => !document.querySelector(`label[for="${e.id}"]`)).map(e => e.name)"""
+    )
+    assert unlabelled == []
+    page = watched.page
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.get_by_label("User").fill("alice")
+    page.keyboard.press("Tab")  # the fields follow in reading order
+    assert page.evaluate("document.activeElement.id") == "f-group"
+    with page.expect_navigation():
+        page.keyboard.press("Enter")  # submits the filters
+    assert "user=alice" in page.url
+    rows = page.locator('[data-table="jobs"] tbody tr').evaluate_all(
+        "r => r.map(x => x.dataset.uid)"
+    )
+    assert sorted(rows) == ["flat-a", "flat-b", "hand-1"]
+
+    watched.open("/ui/suggest")
+    page.get_by_label("User").fill("alice")
+    page.get_by_label("Job name").fill("resnet")
+    with page.expect_navigation():
+        page.get_by_label("Job name").press("Enter")
+    assert page.locator('[data-table="suggestion"]').is_visible()
+    assert "resources:" in page.locator("pre").first.inner_text()
+    watched.check_clean()
+
+
+def test_a_namespace_limited_token_cannot_open_another_namespaces_job(
+    browser, settings, history, make_token
+):
+    make_token("admin", "admin")
+    ml = make_token("ml-reader", "read", namespaces=["ml"])
+    with LiveServer(settings) as server:
+        context = browser.new_context()
+        watched = Watched(context.new_page(), server.base)
+        watched.open("/ui/jobs/bob-1")
+        assert "/ui/sign-in" in watched.page.url
+        watched.page.get_by_label("API token").fill(ml)
+        with watched.page.expect_navigation():
+            watched.page.get_by_label("API token").press("Enter")
+        assert watched.page.locator("h1").inner_text() == "No such job"
+        watched.open("/ui/jobs/hand-1")
+        assert watched.page.locator("h1").inner_text().startswith("resnet")
+        cookie = next(c for c in context.cookies() if c["name"] == "brain_console")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert watched.page.evaluate("document.cookie") == ""
+        with watched.page.expect_navigation():
+            watched.page.get_by_role("button", name="Sign out").click()
+        assert "/ui/sign-in" in watched.page.url
+        context.close()
