@@ -9,13 +9,14 @@ import math
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AwareDatetime, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from brain import bounds
+from brain.costs import Prices
 from brain.domain import Resources
 
 DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
@@ -458,6 +459,26 @@ class Settings(BaseSettings):
         "for /metrics (every worker reads the same database, so any one answers for all).",
     )
 
+    price_core_hour_usd: float | None = Field(
+        None,
+        ge=0,
+        description="Dollars per core-hour of CPU requested; unset: CPU is not priced (no "
+        "price is set by default, and only priced resources show in dollars).",
+    )
+    price_gib_hour_usd: float | None = Field(
+        None, ge=0, description="Dollars per GiB-hour of memory requested; unset: not priced."
+    )
+    price_gpu_hour_usd: float | None = Field(
+        None,
+        ge=0,
+        description="Dollars per GPU-hour for GPU types not in BRAIN_PRICE_GPU_HOUR_USD_BY_TYPE "
+        "(and jobs without a type); unset: those GPUs are not priced.",
+    )
+    price_gpu_hour_usd_by_type: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description='Dollars per GPU-hour by GPU type, a JSON object: {"a100": 2.9, "t4": 0.35}.',
+    )
+
     collector: CollectorSettings = Field(
         default_factory=CollectorSettings,
         description="The Prometheus collector's settings (flat BRAIN_PROMETHEUS_* and "
@@ -509,6 +530,15 @@ class Settings(BaseSettings):
     def node_max(self) -> Resources:
         return Resources(
             cpu=self.node_max_cpu, memory_mib=self.node_max_memory_mib, gpu=self.node_max_gpu
+        )
+
+    @property
+    def prices(self) -> Prices:
+        return Prices(
+            core_hour_usd=self.price_core_hour_usd,
+            gib_hour_usd=self.price_gib_hour_usd,
+            gpu_hour_usd=self.price_gpu_hour_usd,
+            gpu_hour_usd_by_type=tuple(sorted(self.price_gpu_hour_usd_by_type.items())),
         )
 
     def masked(self) -> dict[str, Any]:

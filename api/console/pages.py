@@ -22,11 +22,12 @@ from api.console.session import (
 )
 from api.console.views import chart_data, plan_timeline, resources_blocks
 from api.deps import RarelyWritingSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
-from api.routers.portraits import owner_portrait_out
+from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
-from api.schemas.portraits import JobPortraitOut, RankingRow, TotalsOut, WasteSort
-from api.schemas.suggestions import SuggestionOut
+from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut, WasteSort
+from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
+from api.state import server_state
 from brain.db.models import JobRow, NodeRow
 from brain.domain import JobStatus, utcnow
 from brain.errors import Unauthorized
@@ -37,6 +38,7 @@ from brain.services.tokens import Principal
 from brain.summaries import portraits
 from brain.summaries.job_table import SORTS, JobTableFilters, job_table
 from brain.summaries.overview import job_counts
+from brain.summaries.spend import run_spend, spend_by
 from brain.summaries.suggestions import SuggestionQuery, suggest
 from brain.summaries.trend import weekly_trend
 
@@ -66,7 +68,7 @@ def page(request: Request, template: str, principal: Principal | None, status: i
 
 
 def _open(request: Request) -> bool:
-    return request.app.state.auth_policy.open_reason() is not None
+    return server_state(request.app).auth_policy.open_reason() is not None
 
 
 def _spans_every_namespace(request: Request, principal: Principal, what: str):
@@ -81,7 +83,9 @@ def _spans_every_namespace(request: Request, principal: Principal, what: str):
 
 
 @router.get("/", response_class=HTMLResponse)
-def overview(request: Request, session: SessionDep, principal: Signed) -> Response:
+def overview(
+    request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+) -> Response:
     now = utcnow()
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     counts = job_counts(session, today, principal.namespaces)
@@ -89,8 +93,11 @@ def overview(request: Request, session: SessionDep, principal: Signed) -> Respon
     if principal.namespaces is None:
         since = now - timedelta(days=OVERVIEW_DAYS)
         week = TotalsOut.of(portraits.totals_since(session, since))
+        if settings.prices.configured:
+            week = week.model_copy(update={"cost": _week_cost(session, since, settings)})
         rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0)
-        top = [RankingRow(key=k, totals=TotalsOut.of(t)) for k, t in rows]
+        spent = spend_of(session, settings.prices, "user", [k for k, _ in rows], since)
+        top = [RankingRow(key=k, totals=TotalsOut.of(t, spent.get(k))) for k, t in rows]
     return page(
         request,
         "overview.html",
@@ -103,10 +110,21 @@ def overview(request: Request, session: SessionDep, principal: Signed) -> Respon
     )
 
 
+def _week_cost(session, since, settings):
+    """Every job's cost in the window: summed over namespaces (None: no namespace)."""
+    keys = [key for key, _ in portraits.totals_by(session, "namespace", since)]
+    spent = spend_by(session, "namespace", keys, since, settings.prices)
+    total = None
+    for cost in spent.values():
+        total = cost if total is None else total + cost
+    return CostOut.of(total)
+
+
 @router.get("/jobs", response_class=HTMLResponse)
 def job_list(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     principal: Signed,
     user: Filter = None,
     group: Filter = None,
@@ -161,17 +179,20 @@ def job_list(
         page_number=page_number,
         pages=pages,
         problems=problems,
+        prices=settings.prices if settings.prices.configured else None,
     )
 
 
 @router.get("/jobs/{uid}", response_class=HTMLResponse)
-def job_page(uid: str, request: Request, session: SessionDep, principal: Signed) -> Response:
+def job_page(
+    uid: str, request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+) -> Response:
     job = jobs.find_job(session, uid)
     if job is None or not principal.sees(job.namespace):
         # Exactly as for a job that does not exist: a limited token cannot probe.
         message = f"No job with uid {uid!r}."
         return page(request, "error.html", principal, 404, title="No such job", message=message)
-    portrait = JobPortraitOut.of(portraits.job_portrait_of(session, uid, 200))
+    portrait = JobPortraitOut.of(portraits.job_portrait_of(session, uid, 200), settings.prices)
     ranks_and_roles = session.execute(
         select(NodeRow.name, NodeRow.index, NodeRow.role).where(NodeRow.job_id == job.id)
     ).all()
@@ -233,9 +254,7 @@ def _owner_page(request, session, settings, principal: Principal, owner: str, ke
     refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait")
     if refused is not None:
         return refused
-    out = owner_portrait_out(
-        session, settings.priority, owner, key, OWNER_DAYS, WasteSort.gpu, 10, 0
-    )
+    out = owner_portrait_out(session, settings, owner, key, OWNER_DAYS, WasteSort.gpu, 10, 0)
     since = utcnow() - timedelta(weeks=TREND_WEEKS)
     trend = weekly_trend(session, owner, key, since, TREND_WEEKS)
     return page(request, "owner.html", principal, portrait=out, trend=trend)
@@ -267,7 +286,9 @@ def suggestion_page(
         else:
             query = SuggestionQuery(**asked)
             found = suggest(session, registry, settings, query, sizing_model=sizing_model)
-            suggestion = SuggestionOut.of(found)
+            spend = run_spend(session, found, settings.prices, query.gpu_type)
+            suggestion = SuggestionOut.model_validate(found)
+            suggestion.cost = SuggestionCostOut.of(spend)
             blocks = resources_blocks(suggestion)
     return page(
         request,
@@ -299,7 +320,7 @@ async def sign_in(request: Request) -> Response:
     try:
         if not token:
             raise Unauthorized("paste an API token (`brain token create`)")
-        await principal_for(request.app.state.auth_policy, token)
+        await principal_for(server_state(request.app).auth_policy, token)
     except Unauthorized as exc:
         return page(request, "sign_in.html", None, 401, back_to=back_to, message=exc.message)
     response = RedirectResponse(back_to, status_code=303)
@@ -336,6 +357,12 @@ def format_number(value: float | int | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def format_usd(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"−${-value:,.2f}" if value < 0 else f"${value:,.2f}"
+
+
 def format_percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.0f}%"
 
@@ -366,3 +393,4 @@ templates.env.filters["gib"] = format_gib
 templates.env.filters["spec"] = format_spec
 templates.env.filters["num"] = format_number
 templates.env.filters["pct"] = format_percent
+templates.env.filters["usd"] = format_usd

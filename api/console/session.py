@@ -15,6 +15,7 @@ from urllib.parse import quote
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
+from api.state import server_state
 from brain.errors import Unauthorized
 from brain.services.tokens import AuthPolicy, Principal
 
@@ -34,7 +35,7 @@ class SignInRequired(Exception):
 
 async def console_principal(request: Request) -> Principal:
     """The signed-in caller; raises SignInRequired when there is none."""
-    policy: AuthPolicy = request.app.state.auth_policy
+    policy: AuthPolicy = server_state(request.app).auth_policy
     secret = request.cookies.get(COOKIE) or None
     try:
         if policy.answers_from_memory(secret):

@@ -30,12 +30,14 @@ from api.schemas.portraits import (
     WastefulPage,
     WasteSort,
 )
-from brain.config import PrioritySettings
+from brain.config import Settings
+from brain.costs import Cost, Prices
 from brain.domain import utcnow
 from brain.services import jobs
 from brain.summaries import portraits
 from brain.summaries.priorities import priority_of
 from brain.summaries.series import STORED_BUCKETS
+from brain.summaries.spend import spend_by
 
 router = APIRouter(
     prefix="/api/v1/portraits",
@@ -64,6 +66,7 @@ SortQuery = Annotated[
 )
 def ranking(
     session: SessionDep,
+    settings: SettingsDep,
     by: Annotated[RankingBy, Query(description="What to rank.")] = RankingBy.user,
     days: DaysQuery = 30,
     sort: SortQuery = WasteSort.gpu,
@@ -74,12 +77,13 @@ def ranking(
     used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
     since = utcnow() - timedelta(days=days)
     rows, total = portraits.ranking(session, by.value, since, sort.value, top, offset)
+    spent = spend_of(session, settings.prices, by.value, [key for key, _ in rows], since)
     return RankingOut(
         by=by,
         sort=sort,
         days=days,
         since=since,
-        items=[RankingRow(key=key, totals=TotalsOut.of(t)) for key, t in rows],
+        items=[RankingRow(key=key, totals=TotalsOut.of(t, spent.get(key))) for key, t in rows],
         total=total,
         limit=top,
         offset=offset,
@@ -91,6 +95,7 @@ def ranking(
 def job_portrait(
     uid: JobUid,
     session: SessionDep,
+    settings: SettingsDep,
     points: Annotated[
         int,
         Query(
@@ -102,7 +107,8 @@ def job_portrait(
     job's speed and the plans applied with the speed before and after) and its usage
     and speed series bucketed for charts. Read from the stored summary; a job without a
     final one (running) is computed from its raw samples on the fly."""
-    return model_json(JobPortraitOut.of(portraits.job_portrait_of(session, uid, points)))
+    portrait = portraits.job_portrait_of(session, uid, points)
+    return model_json(JobPortraitOut.of(portrait, settings.prices))
 
 
 @router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")
@@ -144,7 +150,7 @@ def user_portrait(
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
     A user without jobs gets zeros, not 404."""
-    return owner_portrait_out(session, settings.priority, "user", user, days, sort, top, offset)
+    return owner_portrait_out(session, settings, "user", user, days, sort, top, offset)
 
 
 @router.get(
@@ -166,12 +172,12 @@ def group_portrait(
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""
-    return owner_portrait_out(session, settings.priority, "group", group, days, sort, top, offset)
+    return owner_portrait_out(session, settings, "group", group, days, sort, top, offset)
 
 
 def owner_portrait_out(
     session: Session,
-    thresholds: PrioritySettings,
+    settings: Settings,
     owner: str,
     key: str,
     days: int,
@@ -181,18 +187,27 @@ def owner_portrait_out(
 ) -> OwnerPortraitOut:
     since = utcnow() - timedelta(days=days)
     totals, wasteful = portraits.owner_portrait(session, owner, key, since, sort.value, top, offset)
+    prices = settings.prices
+    spent = spend_of(session, prices, owner, [key], since)
     return OwnerPortraitOut(
         owner=owner,
         key=key,
         days=days,
         since=since,
-        totals=TotalsOut.of(totals),
-        priority=PriorityOut.model_validate(priority_of(totals, thresholds)),
+        totals=TotalsOut.of(totals, spent.get(key)),
+        priority=PriorityOut.model_validate(priority_of(totals, settings.priority)),
         wasteful_jobs=WastefulPage(
-            items=[WastefulJob.of(j) for j in wasteful],
+            items=[WastefulJob.of(j, prices) for j in wasteful],
             total=totals.jobs,
             limit=top,
             offset=offset,
             next_offset=Page.next_of(offset, top, totals.jobs),
         ),
     )
+
+
+def spend_of(
+    session: Session, prices: Prices, kind: str, keys: list[str | None], since
+) -> dict[str | None, Cost]:
+    """Dollars per key where prices are set; nothing (no query) where none is."""
+    return spend_by(session, kind, keys, since, prices) if prices.configured else {}

@@ -13,8 +13,9 @@ from api.deps import RarelyWritingSessionDep, RegistryDep, SettingsDep, SizingMo
 from api.errors import ERROR_RESPONSES
 from api.params import name_filter
 from api.routing import InputRoute
-from api.schemas.suggestions import SuggestionOut
+from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from brain.errors import InvalidInput
+from brain.summaries.spend import run_spend
 from brain.summaries.suggestions import SuggestionQuery, suggest
 
 router = APIRouter(
@@ -81,9 +82,9 @@ def get_suggestion(
     query = SuggestionQuery(
         user=user, name=name, dataset=dataset, group_key=group, gpu_type=gpu_type
     )
-    out = SuggestionOut.model_validate(
-        suggest(session, registry, settings, query, sizing_model=sizing_model)
-    )
+    found = suggest(session, registry, settings, query, sizing_model=sizing_model)
+    out = SuggestionOut.model_validate(found)
+    out.cost = SuggestionCostOut.of(run_spend(session, found, settings.prices, gpu_type))
     wants_text = format == Format.text or (
         format is None and "text/plain" in request.headers.get("accept", "")
     )

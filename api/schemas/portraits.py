@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from brain.costs import Cost, Prices
 from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
@@ -96,6 +97,31 @@ class ResourceHours(BaseModel):
             ),
             efficiency_score=hours.efficiency_score(),
         )
+
+
+class CostOut(BaseModel):
+    """Dollars at the configured prices (BRAIN_PRICE_*): only priced resources count."""
+
+    requested_usd: float = Field(description="What the requested resource-hours cost.")
+    used_usd: float = Field(description="What the used resource-hours cost.")
+    waste_usd: float = Field(description="Requested − used, dollars.")
+
+    @classmethod
+    def of(cls, cost: Cost | None) -> CostOut | None:
+        if cost is None:
+            return None
+        return cls(
+            requested_usd=cost.requested_usd, used_usd=cost.used_usd, waste_usd=cost.waste_usd
+        )
+
+
+COST_DESCRIPTION = "Dollars at the configured prices; null when no price is set (the default)."
+
+
+def priced(prices: Prices | None, hours: Hours, gpu_type: str | None) -> CostOut | None:
+    if prices is None or not prices.configured:
+        return None
+    return CostOut.of(prices.of(hours, gpu_type))
 
 
 class UsageStat(BaseModel):
@@ -210,9 +236,10 @@ class JobSummaryOut(BaseModel):
         description="Mean of steps/s divided by the workers of each speed sample."
     )
     plans: list[PlanEffect]
+    cost: CostOut | None = Field(None, description=COST_DESCRIPTION)
 
     @classmethod
-    def of(cls, row: JobSummaryRow) -> JobSummaryOut:
+    def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> JobSummaryOut:
         return cls(
             uid=row.uid,
             name=row.name,
@@ -234,6 +261,7 @@ class JobSummaryOut(BaseModel):
             speed_mean_steps_per_s=row.speed_mean_steps_per_s,
             speed_per_worker_mean_steps_per_s=row.speed_per_worker_mean_steps_per_s,
             plans=row.plans,
+            cost=priced(prices, Hours.of(row), row.gpu_type),
         )
 
 
@@ -293,9 +321,9 @@ class JobPortraitOut(BaseModel):
     series: PortraitSeriesOut
 
     @classmethod
-    def of(cls, portrait: JobPortrait) -> JobPortraitOut:
+    def of(cls, portrait: JobPortrait, prices: Prices | None = None) -> JobPortraitOut:
         return cls(
-            summary=JobSummaryOut.of(portrait.summary),
+            summary=JobSummaryOut.of(portrait.summary, prices),
             roles=[RoleOut.of(r) for r in portrait.roles],
             series=PortraitSeriesOut.of(portrait),
         )
@@ -349,9 +377,10 @@ class TotalsOut(BaseModel):
     hours: ResourceHours
     oom_count: int
     failure_count: int
+    cost: CostOut | None = Field(None, description=COST_DESCRIPTION)
 
     @classmethod
-    def of(cls, totals: Totals) -> TotalsOut:
+    def of(cls, totals: Totals, cost: Cost | None = None) -> TotalsOut:
         return cls(
             jobs=totals.jobs,
             finished=totals.finished,
@@ -364,6 +393,7 @@ class TotalsOut(BaseModel):
             hours=ResourceHours.of(totals.hours),
             oom_count=totals.hours.oom_count,
             failure_count=totals.hours.failure_count,
+            cost=CostOut.of(cost),
         )
 
 
@@ -378,9 +408,10 @@ class WastefulJob(BaseModel):
     ended_at: datetime
     hours: ResourceHours
     oom_count: int
+    cost: CostOut | None = Field(None, description=COST_DESCRIPTION)
 
     @classmethod
-    def of(cls, row: JobSummaryRow) -> WastefulJob:
+    def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> WastefulJob:
         return cls(
             uid=row.uid,
             name=row.name,
@@ -392,6 +423,7 @@ class WastefulJob(BaseModel):
             ended_at=row.ended_at,
             hours=ResourceHours.of(Hours.of(row)),
             oom_count=row.oom_count,
+            cost=priced(prices, Hours.of(row), row.gpu_type),
         )
 
 

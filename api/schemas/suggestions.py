@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from brain.summaries.spend import RunSpend
+
 TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "oom_risk", "gpu")
 # Basis runs named on the text line; the JSON lists them all.
 TEXT_RUNS = 5
@@ -61,12 +63,37 @@ class ReasonOut(BaseModel):
     message: str
 
 
+class SuggestionCostOut(BaseModel):
+    """Dollars a day at the configured prices (BRAIN_PRICE_*)."""
+
+    suggested_usd_per_day: float = Field(description="The suggested allocation, a day.")
+    last_run_uid: str | None = Field(description="The newest run of the basis; null: none.")
+    last_run_usd_per_day: float | None = Field(description="What that run requested, a day.")
+    saves_usd_per_day: float | None = Field(
+        description="Last run − suggested: what the suggestion saves a day (negative: costs more)."
+    )
+
+    @classmethod
+    def of(cls, spend: RunSpend | None) -> SuggestionCostOut | None:
+        if spend is None:
+            return None
+        return cls(
+            suggested_usd_per_day=spend.suggested_usd_per_day,
+            last_run_uid=spend.last_run_uid,
+            last_run_usd_per_day=spend.last_run_usd_per_day,
+            saves_usd_per_day=spend.saves_usd_per_day,
+        )
+
+
 class SuggestionOut(BaseModel):
     # Read from brain.services.suggestions.Suggestion and its parts, field by field.
     model_config = ConfigDict(from_attributes=True)
     roles: list[RoleSuggestionOut] = Field(description="What to request, per role.")
     basis: BasisOut
     reasons: list[ReasonOut] = Field(description="Why, per optimizer.")
+    cost: SuggestionCostOut | None = Field(
+        None, description="Dollars a day; null when no price is set (the default)."
+    )
 
     def to_text(self) -> str:
         """An aligned table, one role a line, and the basis in one line under it."""
@@ -84,6 +111,11 @@ class SuggestionOut(BaseModel):
         if not self.roles:
             lines.append("(no roles known)")
         lines.append(self._basis_line())
+        if self.cost is not None and self.cost.saves_usd_per_day is not None:
+            lines.append(
+                f"cost: ${self.cost.suggested_usd_per_day:,.2f} a day; this run would save "
+                f"${self.cost.saves_usd_per_day:,.2f} a day against {self.cost.last_run_uid}"
+            )
         return "\n".join(lines) + "\n"
 
     def _basis_line(self) -> str:

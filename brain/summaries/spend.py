@@ -1,0 +1,97 @@
+"""Dollars over sets of jobs: their resource-hours per GPU type, priced (GPUs cost what
+their type costs, so the hours are summed per type before pricing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from brain.costs import Cost, Prices
+from brain.db.models import JobRow, JobSummaryRow
+from brain.summaries.hours import Hours
+from brain.summaries.portraits import RANKING_KEYS, TOTALS_KEYS
+from brain.summaries.suggestions import Suggestion
+
+KEYS = {**RANKING_KEYS, **TOTALS_KEYS}
+
+
+def spend_by(
+    session: Session, kind: str, keys: Iterable[str | None], since: datetime, prices: Prices
+) -> dict[str | None, Cost]:
+    """The cost of the jobs ended since ``since`` of each of ``keys`` (a None key: the
+    jobs without one) of ``kind`` (user, group, namespace, dataset, gpu_type)."""
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return {}
+    column = KEYS[kind]
+    named = [k for k in wanted if k is not None]
+    matches = [column.in_(named)] if named else []
+    if None in wanted:
+        matches.append(column.is_(None))
+    sums = [func.coalesce(func.sum(getattr(JobSummaryRow, f)), 0).label(f) for f in _FIELDS]
+    rows = session.execute(
+        select(column.label("key"), JobSummaryRow.gpu_type, *sums)
+        .where(JobSummaryRow.ended_at >= since, or_(*matches))
+        .group_by(column, JobSummaryRow.gpu_type)
+    )
+    spent: dict[str | None, Cost] = {k: Cost(0.0, 0.0) for k in wanted}
+    for row in rows:
+        spent[row.key] = spent[row.key] + prices.of(Hours.of(row), row.gpu_type)
+    return spent
+
+
+_FIELDS = list(Hours.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class RunSpend:
+    """Dollars a day of a suggested run's allocation, and of the last related run's."""
+
+    suggested_usd_per_day: float
+    last_run_uid: str | None
+    last_run_usd_per_day: float | None
+
+    @property
+    def saves_usd_per_day(self) -> float | None:
+        if self.last_run_usd_per_day is None:
+            return None
+        return self.last_run_usd_per_day - self.suggested_usd_per_day
+
+
+def run_spend(
+    session: Session, suggestion: Suggestion, prices: Prices, gpu_type: str | None
+) -> RunSpend | None:
+    """What the suggested run would cost a day against what the newest run of its basis
+    requested; None without prices. A role's unknown count or size counts as the last
+    run's (the suggestion keeps it)."""
+    if not prices.configured:
+        return None
+    last = None
+    if suggestion.basis.runs:
+        uid = suggestion.basis.runs[0].uid
+        last = session.execute(
+            select(JobRow.uid, JobRow.roles, JobRow.gpu_type).where(JobRow.uid == uid)
+        ).first()
+    before: dict = dict(last.roles) if last is not None else {}
+    gpu_type = gpu_type or (last.gpu_type if last is not None else None)
+
+    def per_day(count, cpu, memory_mib, gpu) -> float:
+        return (count or 0) * prices.per_day(cpu or 0.0, memory_mib or 0.0, gpu or 0.0, gpu_type)
+
+    suggested = 0.0
+    for role in suggestion.roles:
+        was = before.get(role.role)
+        suggested += per_day(
+            role.count if role.count is not None else (was.count if was else None),
+            role.cpu_request if role.cpu_request is not None else (was.cpu if was else None),
+            role.memory_mib if role.memory_mib is not None else (was.memory_mib if was else None),
+            role.gpu if role.gpu is not None else (was.gpu if was else None),
+        )
+    if last is None:
+        return RunSpend(suggested, None, None)
+    previous = sum(per_day(s.count, s.cpu, s.memory_mib, s.gpu) for s in before.values())
+    return RunSpend(suggested, last.uid, previous)
