@@ -67,7 +67,7 @@ def run_spend(
 ) -> RunSpend | None:
     """What the suggested run would cost a day against what the newest run of its basis
     requested; None without prices. A role's unknown count or size counts as the last
-    run's (the suggestion keeps it)."""
+    run's (the suggestion keeps it); a role whose count nobody knows is not priced."""
     if not prices.configured:
         return None
     last = None
@@ -91,7 +91,8 @@ def run_spend(
             role.memory_mib if role.memory_mib is not None else (was.memory_mib if was else None),
             role.gpu if role.gpu is not None else (was.gpu if was else None),
         )
-    if last is None:
-        return RunSpend(suggested, None, None)
+    if last is None or not before:
+        # Nothing to compare with: no related run, or one that declared no roles.
+        return RunSpend(suggested, None if last is None else last.uid, None)
     previous = sum(per_day(s.count, s.cpu, s.memory_mib, s.gpu) for s in before.values())
     return RunSpend(suggested, last.uid, previous)

@@ -119,3 +119,21 @@ def test_a_suggestion_says_what_it_saves_a_day(priced, session):
     assert f"this run would save ${cost['saves_usd_per_day']:,.2f} a day against gpt-1" in text
     page = unescape(priced.get("/ui/suggest", params={"user": "carol", "name": "gpt"}).text)
     assert f"this run would save ${cost['saves_usd_per_day']:,.2f} a day" in page
+
+
+def test_no_saving_is_claimed_against_a_run_that_declared_no_roles(priced, session):
+    t0 = recent_hour()
+    job = make_job(session, "bare-1", start=t0, user="dave", name="x")  # no roles
+    add_node(session, job, "worker-0", "worker", created_at=t0, cpu=4, memory_mib=4096)
+    add_points(
+        session,
+        job,
+        "worker-0",
+        "worker",
+        [{"ts": t0 + timedelta(minutes=m), "cpu": 1, "memory_mib": 1024} for m in (0, 60)],
+    )
+    summarize_job(session, job)
+    session.commit()
+    cost = priced.get("/api/v1/suggestions", params={"user": "dave", "name": "x"}).json()["cost"]
+    assert cost["last_run_uid"] == "bare-1"
+    assert cost["last_run_usd_per_day"] is None and cost["saves_usd_per_day"] is None
