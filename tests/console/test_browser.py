@@ -21,6 +21,7 @@ import pytest
 import uvicorn
 
 from api.app import create_app
+from tests.console.test_cost import PRICES
 from tests.ports import free_port
 
 CHROMIUM = os.environ.get("BRAIN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -81,7 +82,8 @@ class LiveServer:
 
 @pytest.fixture
 def live(settings, history) -> Iterator[LiveServer]:
-    with LiveServer(settings) as server:
+    """Brain with prices set, so dollars show beside the hours."""
+    with LiveServer(settings.model_copy(update=PRICES)) as server:
         yield server
 
 
@@ -132,7 +134,8 @@ def test_every_page_loads_clean_and_stays_on_the_origin(watched):
         assert response.status == 200, path
         assert watched.page.locator("h1").first.inner_text().startswith(heading), path
         if SCREENSHOTS:
-            watched.page.screenshot(path=f"{SCREENSHOTS}/{picture}.png", full_page=True)
+            tall = picture not in ("optimizers",)
+            watched.page.screenshot(path=f"{SCREENSHOTS}/console-{picture}.png", full_page=tall)
     watched.check_clean()
     # The assets came from Brain itself.
     assert any(u.endswith("/ui/static/uplot/uPlot.iife.min.js") for u in watched.requests)
@@ -147,6 +150,9 @@ def test_numbers_on_the_pages_equal_the_apis(watched, live):
         for k in ("requested_core_hours", "used_core_hours", "waste_core_hours")
     ]
     assert cpu.all_inner_texts()[:3] == ["16.00", "9.50", "6.50"]  # worked out by hand
+    cost = live.api("/api/v1/portraits/jobs/hand-1")["summary"]["cost"]
+    shown = watched.page.locator('[data-cost="job"]').inner_text()
+    assert f"wasted ${cost['waste_usd']:,.2f}" in shown
 
     watched.open("/ui/users/alice")
     user = live.api("/api/v1/portraits/users/alice")["totals"]
