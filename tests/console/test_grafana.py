@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
+from api.state import server_state
 from collectors.queries import DEFAULT_TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ def metric_names(expr: str) -> set[str]:
 def brain_exposes(client) -> set[str]:
     """Every sample name of Brain's /metrics, from the registry's families (so a counter
     that has not counted yet is included too)."""
-    registry: CollectorRegistry = client.app.state.telemetry.registry
+    registry: CollectorRegistry = server_state(client.app).telemetry.registry
     names = set()
     for family in registry.collect():
         names.add(family.name)

@@ -9,6 +9,7 @@ import pytest
 
 from api.console.pages import router
 from api.console.session import COOKIE
+from api.state import server_state
 
 
 def cells(html: str, attribute: str) -> str:
@@ -144,7 +145,7 @@ def secured(client, make_token):
         "admin": make_token("admin", "admin"),
         "ml": make_token("ml-reader", "read", namespaces=["ml"]),
     }
-    client.app.state.auth_policy.verifier.forget()
+    server_state(client.app).auth_policy.verifier.forget()
     return secrets
 
 

@@ -73,7 +73,7 @@ def _autocommit_of_each_statement(client) -> list[bool]:
     # Whether tokens exist is cached for BRAIN_TOKEN_CACHE_S from the app's start; on a
     # loaded machine that can run out before the request, whose authentication would
     # then count the tokens in a transaction of its own. Refresh it first.
-    client.app.state.auth_policy.verifier.tokens_exist()
+    server_state(client.app).auth_policy.verifier.tokens_exist()
     seen: list[bool] = []
     event.listen(
         server_state(client.app).engine,
