@@ -12,7 +12,6 @@ from urllib.parse import parse_qs, quote
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from sqlalchemy import select
 
 from api.console.session import (
     COOKIE,
@@ -28,11 +27,10 @@ from api.schemas.plans import PlanOut
 from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut, WasteSort
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
-from brain.db.models import JobRow, NodeRow
 from brain.domain import JobStatus, utcnow
 from brain.errors import Unauthorized
 from brain.scaleplan_k8s import to_k8s
-from brain.services import events, jobs, plans
+from brain.services import events, jobs, nodes, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
 from brain.summaries import portraits
@@ -193,11 +191,8 @@ def job_page(
         message = f"No job with uid {uid!r}."
         return page(request, "error.html", principal, 404, title="No such job", message=message)
     portrait = JobPortraitOut.of(portraits.job_portrait_of(session, uid, 200), settings.prices)
-    ranks_and_roles = session.execute(
-        select(NodeRow.name, NodeRow.index, NodeRow.role).where(NodeRow.job_id == job.id)
-    ).all()
-    ranks = {name: index for name, index, _ in ranks_and_roles}
-    node_roles = {name: role for name, _, role in ranks_and_roles}
+    ranks = nodes.ranks_by_name(session, job)
+    node_roles = pods.roles_by_name(session, job)
     stored = plans.list_plans(session, job, TIMELINE_PLANS, None)
     manifests = {p.id: to_k8s(p.id, p.body, job.name, job.namespace, ranks) for p in stored}
     timeline = plan_timeline(
@@ -223,13 +218,7 @@ def pod_page(
 ) -> Response:
     """The job page of the job a pod belongs to (a node is named as its pod): where
     Grafana's per-pod panels (DCGM, cAdvisor) link to."""
-    uid = session.scalar(
-        select(JobRow.uid)
-        .join(NodeRow, NodeRow.job_id == JobRow.id)
-        .where(NodeRow.name == pod, JobRow.namespace == namespace)
-        .order_by(JobRow.created_at.desc())
-        .limit(1)
-    )
+    uid = pods.job_uid_of_pod(session, namespace, pod)
     if uid is None or not principal.sees(namespace):
         message = f"No job has a node {pod!r} in namespace {namespace!r}."
         return page(request, "error.html", principal, 404, title="No such pod", message=message)
