@@ -131,8 +131,11 @@ def test_unknown_job_is_a_404_page(client):
 def test_assets_are_served_by_brain(client):
     assert client.get("/ui/static/uplot/uPlot.iife.min.js").status_code == 200
     assert "MIT" in client.get("/ui/static/uplot/LICENSE").text
-    html = client.get("/ui/optimizers").text
-    assert not re.search(r'(src|href)="(https?:)?//', html)
+    page = client.get("/ui/optimizers")
+    assert not re.search(r'(src|href)="(https?:)?//', page.text)
+    # And the browser is told to load nothing from elsewhere.
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "script-src 'self';" in page.headers["content-security-policy"]
 
 
 # Sign-in with tokens
