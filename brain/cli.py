@@ -124,9 +124,10 @@ def build_parser(
         register(commands)
     for name, register in sorted(load_callables(COMMANDS_GROUP).items()):
         if name in commands.choices:
-            # Stale install metadata may still list one of Brain's own commands here;
-            # registering a name twice would stop the whole program.
-            log.warning("command %s already exists; its %s plugin is ignored", name, name)
+            # Registering a name twice would stop the whole program. An install made
+            # from an older checkout lists Brain's own serve and collect here: skipped
+            # quietly, since every command of that install would otherwise say so.
+            log.debug("command %s already exists; its %s plugin is ignored", name, name)
             continue
         register(commands)
     return parser

@@ -94,3 +94,15 @@ def test_a_database_never_migrated_is_named_as_such(tmp_path):
     assert result.returncode == 2
     assert "none (never migrated)" in result.stderr and "brain db upgrade" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_plugin_command_with_a_taken_name_is_skipped_quietly(monkeypatch, capsys):
+    # As in an install whose metadata still lists Brain's own serve under brain.commands.
+    from brain import cli
+
+    called = []
+    monkeypatch.setattr(cli, "load_callables", lambda group: {"config": called.append})
+    parser = cli.build_parser()
+    assert called == []
+    assert parser.parse_args(["config"]).handler is cli._config
+    assert capsys.readouterr().err == ""
