@@ -132,7 +132,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "since the last checkpoint lost) and through the baselines (request as given, "
         "one-shot rules, VPA-like, Autopilot-like moving window). Figures are "
         "time-integrated: memory and core-hours allocated, requested and used, OOM kills "
-        "per 1,000 run-hours, restarts, progress lost, CPU throttled time.",
+        "per 1,000 run-hours, restarts, progress lost, CPU throttled time. With --tune-on "
+        "and --score-on every family's knob is swept, chosen on the tuning period (fewest "
+        "memory-hours at --oom-target, fewest core-hours at --throttle-target) and reported "
+        "on the scored one with the memory-saved against OOM-rate curves.",
     )
     loop.add_argument("--replay", action="store_true", help="replay the runs' usage series")
     loop.add_argument(

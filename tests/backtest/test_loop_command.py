@@ -79,3 +79,23 @@ def test_replay_options_are_checked(files, capsys):
     argv = ["--replay", "--trace", str(trace), "--series", str(series), "--cadence-min", "0"]
     assert backtest(argv) == 2
     assert "--cadence-min" in capsys.readouterr().err
+
+
+def test_knobs_are_chosen_on_the_tuning_period_and_reported_on_the_scored_one(files, capsys):
+    trace, series = files
+    argv = ["--replay", "--trace", str(trace), "--series", str(series), "--json", "--quiet"]
+    argv += ["--tune-on", "2024-01-01..2024-01-03", "--score-on", "2024-01-03.."]
+    assert backtest(argv) == 0
+    body = json.loads(capsys.readouterr().out)
+    # Runs 3 and 4 are scored: 2 h; run 4's kill is the request's only one.
+    request = next(r for r in body["recommenders"] if r["name"] == "request")
+    assert (body["scored_runs"], request["run_hours"], request["ooms"]) == (2, 2.0, 1)
+    assert len(body["curves"]["brain"]) == 9  # the defaults and every safety swept
+    assert {c["family"] for c in body["choices"]} >= {"brain", "vpa_like", "autopilot_like"}
+    for choice in body["choices"]:
+        point = next(p for p in body["curves"][choice["family"]] if p["name"] == choice["name"])
+        assert choice["scored"]["memory_gib_h"] == point["memory_gib_h"]
+    # On the tuning runs (1-2) nothing is killed, so each family's memory choice is its
+    # cheapest member there.
+    for choice in (c for c in body["choices"] if c["resource"] == "memory"):
+        assert choice["tuned"]["ooms"] == 0
