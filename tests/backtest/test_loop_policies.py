@@ -202,3 +202,26 @@ def test_the_screen_lets_through_every_sample_the_running_stage_would_act_on(mem
         proposal = run_stage(load_registry(), Stage.running, context, Settings()).proposal
         if proposal.migrate:
             assert at in let_through
+
+
+def test_brain_sizes_from_the_related_runs_the_service_hands_over():
+    # 12 earlier daily runs: the two oldest peaked at 3000 MiB, the last ten at 200.
+    # The service hands the create stage its 10 most recent related jobs, so
+    # learned_margin sees only 200s: 200 x (1.3 + 1 / sqrt(10)) + 768 = 1091.2 -> 1092 MiB
+    # (with all 12 its floor, 0.6 x 3000, would hold it at 1800 or more).
+    peaks = [3000.0, 3000.0] + [200.0] * 10 + [200.0]
+    days = [f"2024-01-{d + 1:02d}" for d in range(13)]
+    table = trace(
+        [
+            {"workload": "w", "day": day, "mem_max": peak, "req_memory_mib": 4000}
+            for day, peak in zip(days, peaks, strict=True)
+        ]
+    )
+    rows = [
+        {"workload": "w", "ts": START + d * DAY + 300, "cpu": 0.1, "mem_mib": 150.0}
+        for d in range(13)
+    ]
+    series = attach(table, pd.DataFrame(rows), period_s=DAY, sample_s=300.0)
+    runs = runs_of(table)
+    samples = run_samples(series, 12, HarnessSettings())
+    assert brain().policy(runs[12], runs[:12], samples, series).start().memory_mib == 1092.0

@@ -1,9 +1,10 @@
 """Brain's default pipeline as a job master runs it, on in-memory contexts.
 
 - create: the ``create`` stage (``run_stage``, the configured optimizers, combined and
-  bounded) on the run's request and its workload's earlier runs, as ``brain backtest``
-  builds them; the worker's memory and CPU are the run's start size (the request where
-  the stage leaves one open);
+  bounded) on the run's request and its workload's earlier runs as the service hands
+  them over (at most ``history_jobs``, within ``history_window_days``), built as
+  ``brain backtest`` builds them; the worker's memory and CPU are the run's start
+  size (the request where the stage leaves one open);
 - running: the ``running`` stage on the decision samples the screen lets through
   (``screen``), with the node's recent samples and the plans applied so far; a
   migration of the node is applied from the next sample;
@@ -16,7 +17,7 @@ The run is one job of one ``worker`` node (``worker-0``): a trace's run is one V
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,8 +94,15 @@ class BrainLoop:
     def name(self) -> str:
         return "brain" if self.safety is None else f"brain_s{self.safety:g}"
 
+    def related(self, run: Run, history: Sequence[Run]) -> Sequence[Run]:
+        """The earlier runs the service would hand the create stage: the most recent
+        ``history_jobs`` that started within ``history_window_days``."""
+        since = run.submission.start - timedelta(days=self._settings.history_window_days)
+        recent = history[-self._settings.history_jobs :]
+        return [r for r in recent if r.submission.start >= since]
+
     def policy(self, run: Run, history: Sequence[Run], samples: RunSamples, series: RunSeries):
-        sizes = self._create.recommend(run.submission, history)
+        sizes = self._create.recommend(run.submission, self.related(run, history))
         request = requested(run)
         start = Allocation(
             sizes.get("memory") or request.memory_mib, sizes.get("cpu") or request.cpu
