@@ -99,3 +99,17 @@ def test_knobs_are_chosen_on_the_tuning_period_and_reported_on_the_scored_one(fi
     # cheapest member there.
     for choice in (c for c in body["choices"] if c["resource"] == "memory"):
         assert choice["tuned"]["ooms"] == 0
+
+
+def test_the_table_shows_the_choices_and_the_curves(files, capsys):
+    trace, series = files
+    argv = ["--replay", "--trace", str(trace), "--series", str(series), "--quiet"]
+    argv += ["--tune-on", "2024-01-01..2024-01-03", "--score-on", "2024-01-03.."]
+    assert backtest(argv) == 0
+    out = capsys.readouterr().out
+    assert "figures on 2 runs: runs of 2024-01-03.., knobs tuned on 2024-01-01..2024-01-03" in out
+    assert "Knobs chosen on the tuning period" in out
+    assert "brain's curve at or above vpa_like on" in out
+    request = next(line for line in out.splitlines() if line.startswith("request "))
+    # Scored runs 3 and 4: one kill in 2 h is 500 per 1,000 run-hours.
+    assert request.split()[4] == "500.00"

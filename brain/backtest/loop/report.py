@@ -51,8 +51,8 @@ def line(name: str, f: LoopFigures) -> str:
 def to_table(outcome: LoopOutcome, scope: str) -> str:
     header = "  ".join(t.rjust(w) if i else t.ljust(w) for i, (t, w) in enumerate(COLUMNS))
     out = [
-        f"{outcome.runs} runs of {outcome.workloads} workloads; figures on {scope} "
-        f"({outcome.scored_runs} runs). Saved: against the request as given; a/u: "
+        f"{outcome.runs} runs of {outcome.workloads} workloads; figures on "
+        f"{outcome.scored_runs} runs: {scope}. Saved: against the request as given; a/u: "
         "allocated / used hours; OOM/1kh: OOM kills per 1,000 run-hours.",
         "",
         header,
