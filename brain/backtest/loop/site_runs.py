@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -121,10 +122,41 @@ def load_runs(
     return found
 
 
-def _main_roles(session: Session, ids: list[int]) -> dict[int, RoleSummaryRow]:
-    best: dict[int, RoleSummaryRow] = {}
+# The role and node summary columns read (whole ORM rows cost most of the load).
+ROLE_FIELDS = (
+    RoleSummaryRow.job_id,
+    RoleSummaryRow.role,
+    RoleSummaryRow.node_count,
+    RoleSummaryRow.cpu_request_cores,
+    RoleSummaryRow.memory_request_mib,
+    RoleSummaryRow.requested_core_hours,
+    RoleSummaryRow.used_core_hours,
+    RoleSummaryRow.requested_gib_hours,
+    RoleSummaryRow.used_gib_hours,
+    RoleSummaryRow.requested_gpu_hours,
+    RoleSummaryRow.used_gpu_hours,
+    RoleSummaryRow.cpu_mean_cores,
+    RoleSummaryRow.cpu_p95_cores,
+    RoleSummaryRow.cpu_max_cores,
+    RoleSummaryRow.memory_mean_mib,
+    RoleSummaryRow.memory_max_mib,
+)
+NODE_FIELDS = (
+    NodeSummaryRow.job_id,
+    NodeSummaryRow.node_id,
+    NodeSummaryRow.role,
+    NodeSummaryRow.cpu_mean_cores,
+    NodeSummaryRow.cpu_p95_cores,
+    NodeSummaryRow.cpu_max_cores,
+    NodeSummaryRow.memory_mean_mib,
+    NodeSummaryRow.memory_max_mib,
+)
+
+
+def _main_roles(session: Session, ids: list[int]) -> dict[int, Any]:
+    best: dict[int, Any] = {}
     for chunk in _chunks(ids):
-        for row in session.scalars(select(RoleSummaryRow).where(RoleSummaryRow.job_id.in_(chunk))):
+        for row in session.execute(select(*ROLE_FIELDS).where(RoleSummaryRow.job_id.in_(chunk))):
             weight = _weight(row)
             held = best.get(row.job_id)
             if held is None or weight > _weight(held):
@@ -132,7 +164,7 @@ def _main_roles(session: Session, ids: list[int]) -> dict[int, RoleSummaryRow]:
     return best
 
 
-def _weight(row: RoleSummaryRow) -> tuple:
+def _weight(row) -> tuple:
     # Most GPU-hours, then core-hours, then GiB-hours; then the first role name.
     return (
         row.requested_gpu_hours,
@@ -142,13 +174,11 @@ def _weight(row: RoleSummaryRow) -> tuple:
     )
 
 
-def _peak_nodes(
-    session: Session, ids: list[int], roles: dict[int, RoleSummaryRow]
-) -> dict[int, NodeSummaryRow]:
+def _peak_nodes(session: Session, ids: list[int], roles: dict[int, Any]) -> dict[int, Any]:
     """Per job, the main role's node with the highest memory peak."""
-    best: dict[int, NodeSummaryRow] = {}
+    best: dict[int, Any] = {}
     for chunk in _chunks(ids):
-        rows = session.scalars(select(NodeSummaryRow).where(NodeSummaryRow.job_id.in_(chunk)))
+        rows = session.execute(select(*NODE_FIELDS).where(NodeSummaryRow.job_id.in_(chunk)))
         for row in rows:
             role = roles.get(row.job_id)
             if role is None or row.role != role.role:
@@ -164,8 +194,8 @@ def _run(
     group_key: str,
     start: datetime,
     run_hours: float,
-    role: RoleSummaryRow,
-    peak: NodeSummaryRow | None,
+    role: Any,
+    peak: Any,
 ) -> Run:
     def given(value: float | None) -> float | None:
         return float(value) if value else None
