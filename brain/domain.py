@@ -6,6 +6,7 @@ Units are part of the names: ``cpu`` in cores, ``memory_mib`` in MiB, ``gpu`` as
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -144,6 +145,14 @@ class ClusterState:
     pending_memory_mib: float | None = None
     pending_gpu: float | None = None
     queued_jobs: int | None = None
+
+
+def gpu_cards(gpu: float) -> int:
+    """The cards a pod holding ``gpu`` GPUs occupies (a shared fraction sits on one).
+
+    GPU memory is reported per pod, summed over its cards (DCGM by pod): one card holds
+    that total over ``gpu_cards``."""
+    return max(math.ceil(gpu - 1e-9), 1)
 
 
 def utcnow() -> datetime:

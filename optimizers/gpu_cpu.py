@@ -13,9 +13,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from brain.domain import RoleSpec, Stage
+from brain.domain import RoleSpec, Stage, gpu_cards
 from brain.optimizing import HistoricalJob, NodeUsage, OptimizerContext, Proposal
 from optimizers._common import CpuStepSettings, ceil_to, cited_uid, mean, no_change, reason
+from optimizers.gpu_sizing import GpuBounds, gpu_step_field, per_node_cap
 
 NAME = "gpu_cpu"
 
@@ -31,12 +32,7 @@ class GpuCpuSettings(CpuStepSettings):
     cpu_target_utilization: float = Field(
         0.5, ge=0.1, le=1.0, description="CPU utilization the CPU request and limit aim for."
     )
-    gpu_step: float = Field(
-        1.0,
-        ge=0.01,
-        le=1.0,
-        description="GPU granularity: 1 rounds up to whole GPUs, below 1 enables fractional GPUs.",
-    )
+    gpu_step: float = gpu_step_field()
 
 
 @dataclass(frozen=True)
@@ -78,7 +74,7 @@ def run_usage(nodes: Sequence[NodeUsage]) -> RunUsage:
 
 
 def suggest_role(
-    runs: Sequence[RunUsage], settings: GpuCpuSettings | None = None
+    runs: Sequence[RunUsage], settings: GpuCpuSettings | None = None, cap: float | None = None
 ) -> GpuCpuSuggestion:
     """Suggestion for one role from its usage in ``runs`` (at least one).
 
@@ -88,7 +84,10 @@ def suggest_role(
     CPU / cpu target`` and ``cpu_request = mean CPU / cpu target``, rounded up to
     ``cpu_step``. Means are means of the run means, maxima the largest run maximum.
     Runs with different allocations are compared in GPUs in use (allocated x
-    utilization), which is the same rule when they all had the same count.
+    utilization), which is the same rule when they all had the same count. GPU memory
+    utilization is a fraction of all the pod's cards, so memory in use is counted in
+    cards; the GPUs are never fewer than that memory in whole cards and never more than
+    ``cap`` (the request and the GPU limit per node, when known).
     """
     settings = settings or GpuCpuSettings()
     cpu_max = max(r.cpu_max for r in runs)
@@ -96,15 +95,16 @@ def suggest_role(
     gpu_runs = [r for r in runs if r.allocated_gpus]
     compute = [r.allocated_gpus * r.gpu_util_mean for r in gpu_runs if r.gpu_util_mean is not None]
     memory = [
-        r.allocated_gpus * r.gpu_memory_util_max
+        gpu_cards(r.allocated_gpus) * r.gpu_memory_util_max
         for r in gpu_runs
         if r.gpu_memory_util_max is not None
     ]
     in_use = (mean(compute) if compute else None, max(memory, default=None))
     known = [used for used in in_use if used is not None]
     gpu = None
+    bounds = GpuBounds(in_use[0], in_use[1], settings.gpu_target_utilization, cap)
     if known:
-        gpu = ceil_to(max(known) / settings.gpu_target_utilization, settings.gpu_step)
+        gpu = bounds.size(max(known) / settings.gpu_target_utilization, settings.gpu_step)
     allocations = sorted({r.allocated_gpus for r in gpu_runs})
     target = settings.cpu_target_utilization
     return GpuCpuSuggestion(
@@ -124,7 +124,8 @@ def suggest_role(
             "gpu_memory_in_use_max": in_use[1],
             "cpu_max": cpu_max,
             "cpu_mean": cpu_mean,
-        },
+        }
+        | ({} if gpu is None else {"gpu_cap": cap}),
     )
 
 
@@ -185,7 +186,11 @@ class GpuCpuSuggestionOptimizer:
                     )
                 )
                 continue
-            suggestion = suggest_role([run_usage(h.role_nodes(role)) for h in runs], settings)
+            suggestion = suggest_role(
+                [run_usage(h.role_nodes(role)) for h in runs],
+                settings,
+                cap=per_node_cap(job.roles[role], job.limits),
+            )
             # No opinion on the count: another optimizer (startup) may have sized it.
             proposal.roles[role] = RoleSpec(
                 cpu=suggestion.cpu_request,
@@ -209,6 +214,7 @@ class GpuCpuSuggestionOptimizer:
 
 def _message(role: str, s: GpuCpuSuggestion, settings: GpuCpuSettings) -> str:
     e = s.evidence
+
     cpu = (
         f"CPU max {e['cpu_max']:.2f} / {settings.cpu_target_utilization} -> limit {s.cpu_limit}, "
         f"mean {e['cpu_mean']:.2f} / {settings.cpu_target_utilization} -> request {s.cpu_request}"
@@ -222,15 +228,24 @@ def _message(role: str, s: GpuCpuSuggestion, settings: GpuCpuSettings) -> str:
         return (
             f"{role} over {e['runs']} runs with {allocated} GPUs per node: GPUs in use "
             f"(allocated x util) mean {_text(e['gpus_in_use_mean'])}, GPU memory in use max "
-            f"{_text(e['gpu_memory_in_use_max'])} -> {used:.3f} / {target} = {s.gpu} GPUs; {cpu}"
+            f"{_text(e['gpu_memory_in_use_max'])} -> {used:.3f} / {target} = "
+            f"{_gpus(s, used / target)}; {cpu}"
         )
     utils = (e["gpu_util_mean"], e["gpu_memory_util_max"])
     busiest = max(u for u in utils if u is not None)
     return (
         f"{role} over {e['runs']} runs with {allocated} GPUs per node: GPU util mean "
         f"{_text(utils[0])}, GPU memory util max {_text(utils[1])} -> {allocated} x "
-        f"{busiest:.3f} / {target} = {s.gpu} GPUs; {cpu}"
+        f"{busiest:.3f} / {target} = {_gpus(s, allocated * busiest / target)}; {cpu}"
     )
+
+
+def _gpus(s: GpuCpuSuggestion, wanted: float) -> str:
+    """The GPUs, saying so where the request or the GPU limit cut them."""
+    cap = s.evidence.get("gpu_cap")
+    if cap is None or s.gpu is None or s.gpu < cap or wanted <= cap:
+        return f"{s.gpu} GPUs"
+    return f"{wanted:.2f}, capped at {cap:g} GPUs (the request and the GPU limit per node)"
 
 
 def _text(value: float | None) -> str:

@@ -24,8 +24,11 @@ margin above 1 and every headroom, and below 1 it also lowers the envelope's
 quantile: one knob to trade under-provisioning against allocation. Memory is capped
 by the request as given: the owner's request is a ceiling it chose, and exceeding it
 is rare. CPU is not capped: using more CPU than requested happens (throttled, not
-killed). GPU memory becomes a share of one card (``gpu_memory_total_mib``), capped by
-the GPUs the role asks for.
+killed). GPU memory becomes cards: a pod reports the memory of all its cards
+(``gpu_memory_total_mib``), so one card holds that over its GPUs; the GPUs are never
+fewer than the compute the runs kept busy at ``gpu_target_utilization`` nor than the
+cards their peak filled, never more than the request or the GPU limit per node, and
+whole GPUs unless ``gpu_step`` allows shares (``optimizers.gpu_sizing``).
 
 A resource whose request changed by more than ``request_change`` since the previous
 run gets no proposal (the request stands): the owner resized the job, and on the
@@ -44,9 +47,16 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from brain.domain import Resources, RoleSpec, Stage
+from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.optimizing import HistoricalJob, OptimizerContext, Proposal
-from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, no_change, reason
+from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, no_change, reason
+from optimizers.gpu_sizing import (
+    GpuBounds,
+    compute_in_use,
+    gpu_step_field,
+    memory_in_cards,
+    per_node_cap,
+)
 
 NAME = "learned_margin"
 # Settings field of each resource's headroom (its unit is part of the name).
@@ -109,8 +119,13 @@ class LearnedMarginSettings(CpuStepSettings):
     cpu_step: float = Field(
         0.01, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
     )
-    gpu_step: float = Field(
-        0.01, ge=0.001, le=1.0, description="GPU share granularity; shares are rounded up to it."
+    gpu_step: float = gpu_step_field()
+    gpu_target_utilization: float = Field(
+        0.9,
+        ge=0.1,
+        le=1.0,
+        description="GPU utilization below which the GPU compute the runs kept busy must sit: "
+        "the GPUs are never fewer than that compute over it.",
     )
     safety: float = Field(
         1.0,
@@ -270,7 +285,9 @@ class RolePeaks:
     cpu: list[float] = field(default_factory=list)
     cpu_p95: list[float] = field(default_factory=list)
     gpu_memory_mib: list[float] = field(default_factory=list)
-    gpu_memory_total_mib: float | None = None
+    gpu_card_mib: float | None = None
+    gpu_busy: list[float] = field(default_factory=list)  # GPUs kept busy (mean), per run
+    gpu_memory_cards: list[float] = field(default_factory=list)  # cards the peak filled
     last_request: Resources | None = None
 
 
@@ -285,7 +302,11 @@ def role_peaks(history: Sequence[HistoricalJob], role: str) -> RolePeaks:
         on_gpu = [n for n in nodes if n.gpu_memory_max_mib is not None and n.gpu_memory_total_mib]
         if on_gpu:
             peaks.gpu_memory_mib.append(max(n.gpu_memory_max_mib for n in on_gpu))
-            peaks.gpu_memory_total_mib = max(n.gpu_memory_total_mib for n in on_gpu)
+            peaks.gpu_card_mib = max(n.gpu_card_mib for n in on_gpu)
+            peaks.gpu_memory_cards.append(max(memory_in_cards(n) for n in on_gpu))
+        busy = [b for n in nodes if (b := compute_in_use(n)) is not None]
+        if busy:
+            peaks.gpu_busy.append(max(busy))
     if runs:
         last = runs[-1]
         peaks.last_request = Resources(
@@ -303,7 +324,8 @@ class LearnedMarginOptimizer:
     quantile of them; never below a floor of the largest ever) times a factor that
     is wider on thin histories and bumped after every earlier run the rule would have
     under-provisioned, plus an absolute headroom. Memory is capped by the request as
-    given; GPU memory becomes a share of one card; a resource whose request just
+    given; GPU memory becomes cards (at least the compute and memory the runs used,
+    at most the request); a resource whose request just
     changed keeps it. ``safety`` moves the quantile (below 1) and scales all margins
     and headrooms at once.
     """
@@ -332,7 +354,7 @@ class LearnedMarginOptimizer:
                     )
                 )
                 continue
-            spec_out, evidence, notes = _size_role(peaks, spec, settings)
+            spec_out, evidence, notes = _size_role(peaks, spec, settings, job.limits)
             if spec_out != RoleSpec(count=spec.count):
                 proposal.roles[role] = spec_out
             proposal.reasons.append(
@@ -354,7 +376,7 @@ def relative_change(before: float | None, now: float | None) -> float:
 
 
 def _size_role(
-    peaks: RolePeaks, spec: RoleSpec, settings: LearnedMarginSettings
+    peaks: RolePeaks, spec: RoleSpec, settings: LearnedMarginSettings, limits: Limits
 ) -> tuple[RoleSpec, dict[str, Any], list[str]]:
     """The role's sizes; a resource whose request the owner changed keeps its request."""
     last = peaks.last_request or Resources()
@@ -394,11 +416,21 @@ def _size_role(
         sizing = size_from_peaks(peaks.cpu, resource_policy(settings, "cpu"), fits=peaks.cpu_p95)
         cpu = ceil_to(sizing.value, settings.cpu_step)
         sized("cpu", sizing, cpu, "cores")
-    on_gpu = peaks.gpu_memory_mib and peaks.gpu_memory_total_mib
+    on_gpu = peaks.gpu_memory_mib and peaks.gpu_card_mib
     if on_gpu and trusted("gpu", last.gpu, spec.gpu):
         sizing = size_from_peaks(peaks.gpu_memory_mib, resource_policy(settings, "gpu_memory"))
-        gpu = ceil_to(sizing.value / peaks.gpu_memory_total_mib, settings.gpu_step)
-        if spec.gpu:
-            gpu = min(gpu, spec.gpu)
+        window = settings.gpu_memory_window
+        bounds = GpuBounds(
+            compute=mean(peaks.gpu_busy[-window:]) if peaks.gpu_busy else None,
+            memory_cards=max(peaks.gpu_memory_cards[-window:]),
+            target=settings.gpu_target_utilization,
+            cap=per_node_cap(spec, limits),
+        )
+        gpu = bounds.size(sizing.value / peaks.gpu_card_mib, settings.gpu_step)
         sized("gpu", sizing, gpu, "GPUs")
+        evidence["gpu"] |= bounds.evidence() | {"card_mib": peaks.gpu_card_mib}
+        notes.append(
+            f"GPU memory {sizing.value:.0f} MiB over {peaks.gpu_card_mib:.0f} MiB cards -> "
+            + bounds.describe(gpu)
+        )
     return RoleSpec(count=spec.count, cpu=cpu, memory_mib=memory_mib, gpu=gpu), evidence, notes

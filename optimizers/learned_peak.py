@@ -26,7 +26,14 @@ from brain.domain import RoleSpec, Stage
 from brain.optimizing import OptimizerContext, Proposal
 from brain.optimizing.sizing import role_history
 from brain.recommending.sizing import RiskSizing, size_for
-from optimizers._common import CpuStepSettings, no_change, reason
+from optimizers._common import CpuStepSettings, mean, no_change, reason
+from optimizers.gpu_sizing import (
+    GpuBounds,
+    compute_in_use,
+    gpu_step_field,
+    memory_in_cards,
+    per_node_cap,
+)
 from optimizers.learned_margin import LearnedMarginOptimizer, LearnedMarginSettings
 
 NAME = "learned_peak"
@@ -45,8 +52,13 @@ class LearnedPeakSettings(CpuStepSettings):
     cpu_step: float = Field(
         0.01, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
     )
-    gpu_step: float = Field(
-        0.01, ge=0.001, le=1.0, description="GPU share granularity; shares are rounded up to it."
+    gpu_step: float = gpu_step_field()
+    gpu_target_utilization: float = Field(
+        0.9,
+        ge=0.1,
+        le=1.0,
+        description="GPU utilization below which the GPU compute the runs kept busy must sit: "
+        "the GPUs are never fewer than that compute over it.",
     )
     memory_risk: float = _risk(0.005, "peak memory (an OOM kill)")
     cpu_risk: float = _risk(0.01, "95th-percentile CPU (throttling)")
@@ -112,18 +124,24 @@ class LearnedPeakOptimizer:
                 )
                 continue
             card = _card_mib(context, role)
-            gpu = mine.get("gpu_memory")
+            gpu_memory = mine.get("gpu_memory")
+            gpu = bounds = None
+            if gpu_memory and card:
+                bounds = _gpu_bounds(context, role, settings)
+                gpu = bounds.size(gpu_memory.size / card, settings.gpu_step)
             proposal.roles[role] = RoleSpec(
                 count=spec.count,
                 memory_mib=mine["memory"].size if "memory" in mine else None,
                 cpu=mine["cpu"].size if "cpu" in mine else None,
-                gpu=round(gpu.size / card, 6) if gpu and card else None,
+                gpu=gpu,
             )
             notes = [
                 f"{res} {s.size:g} at risk {s.risk:.2%} over {runs[(role, res)]} runs"
                 + (" (capped at the request)" if s.capped else "")
                 for res, s in mine.items()
             ]
+            if bounds is not None and gpu is not None:
+                notes.append(bounds.describe(gpu))
             proposal.reasons.append(
                 reason(
                     NAME,
@@ -169,6 +187,27 @@ def _card_mib(context: OptimizerContext, role: str) -> float | None:
     """The memory of one GPU of the role, as its most recent runs reported it."""
     for past in context.history:
         for node in past.role_nodes(role):
-            if node.gpu_memory_total_mib:
-                return node.gpu_memory_total_mib
+            if node.gpu_card_mib:
+                return node.gpu_card_mib
     return None
+
+
+# The newest runs whose GPU use bounds the GPUs from below (learned_margin's window).
+_GPU_FLOOR_RUNS = 2
+
+
+def _gpu_bounds(context: OptimizerContext, role: str, settings: LearnedPeakSettings) -> GpuBounds:
+    """The compute the newest runs kept busy and the cards their peaks filled (the
+    forecast may go below neither), and the request and GPU limit per node above."""
+    runs = [nodes for past in context.history if (nodes := past.role_nodes(role))]
+    busy, filled = [], []
+    for nodes in runs[:_GPU_FLOOR_RUNS]:
+        in_use = [b for n in nodes if (b := compute_in_use(n)) is not None]
+        busy += [max(in_use)] if in_use else []
+        filled += [c for n in nodes if (c := memory_in_cards(n)) is not None]
+    return GpuBounds(
+        compute=mean(busy) if busy else None,
+        memory_cards=max(filled, default=None),
+        target=settings.gpu_target_utilization,
+        cap=per_node_cap(context.job.roles.get(role), context.job.limits),
+    )

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from brain.backtest.runs import Run, Submission
-from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy
+from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy, gpu_cards
 from brain.optimizing import (
     HistoricalJob,
     JobView,
@@ -140,5 +140,8 @@ class OptimizerRecommender:
             memory_max_mib=run.mem_max or 0.0,
             gpu_util_mean=run.gpu_util_mean,
             gpu_memory_max_mib=run.gpu_mem_mib_max,
-            gpu_memory_total_mib=job.gpu_mem_total_mib,
+            # The trace names one card's memory; a pod reports all its cards'.
+            gpu_memory_total_mib=None
+            if job.gpu_mem_total_mib is None
+            else job.gpu_mem_total_mib * gpu_cards(job.req_gpu or 0.0),
         )

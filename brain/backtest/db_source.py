@@ -43,7 +43,7 @@ from sqlalchemy.orm import Session
 from brain.backtest.trace import DEFAULT_GPU_MEMORY_MIB, TraceError, check_normalized
 from brain.db.engine import make_engine
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
-from brain.domain import JobStatus
+from brain.domain import JobStatus, gpu_cards
 from brain.services.jobs import JobFilters
 
 log = logging.getLogger(__name__)
@@ -174,7 +174,9 @@ class DatabaseRuns:
         on_gpu = requested.notna() | gpu_mem.notna()
         table["gpu_mem_mib_max"] = gpu_mem
         table["req_gpu"] = requested.fillna(1.0).where(on_gpu)
-        card = rows["card_mib"].astype(float).fillna(self.gpu_memory_mib)
+        # A pod reports the memory of all its cards; the trace speaks of one card.
+        cards = table["req_gpu"].map(gpu_cards, na_action="ignore")
+        card = (rows["card_mib"].astype(float) / cards).fillna(self.gpu_memory_mib)
         table["gpu_mem_total_mib"] = card.where(on_gpu)
         table["req_gpu_memory_mib"] = table["req_gpu"] * table["gpu_mem_total_mib"]
         return check_normalized(table)

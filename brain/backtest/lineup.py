@@ -6,7 +6,8 @@
 - ``startup``: the seed startup sizing of the chief (largest CPU and memory of the
   recent related runs);
 - ``max_last<k>_x<m>``, ``p90_last<k>_x<m>``: simple rules, the margin ``m`` is their knob;
-- ``learned_margin``: Brain's own sizing, ``safety`` is its knob.
+- ``learned_margin``: Brain's own sizing, ``safety`` is its knob (GPU shares at
+  ``gpu_step`` 0.01 like ``gpu_cpu``: the traces' pods share cards).
 
 Optimizers come from the registry; one that is not registered is left out.
 """
@@ -67,7 +68,7 @@ def learned_margin(optimizer: Optimizer, safety: float = 1.0) -> Recommender:
     }
     name = "learned_margin" if safety == 1.0 else f"learned_margin_s{safety:g}"
     return OptimizerRecommender(
-        name, optimizer, readers, settings=optimizer.Settings(safety=safety)
+        name, optimizer, readers, settings=optimizer.Settings(safety=safety, gpu_step=0.01)
     )
 
 

@@ -19,6 +19,7 @@ from brain.domain import (
     RoleSpec,
     Stage,
     Strategy,
+    gpu_cards,
 )
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import NodeChange, Reason
@@ -134,6 +135,13 @@ class NodeUsage:
     gpu_util_mean: float | None = None
     gpu_memory_max_mib: float | None = None
     gpu_memory_total_mib: float | None = None
+
+    @property
+    def gpu_card_mib(self) -> float | None:
+        """The memory of one of the node's cards (``gpu_memory_total_mib`` is all of them)."""
+        if not self.gpu_memory_total_mib:
+            return None
+        return self.gpu_memory_total_mib / gpu_cards(self.requested.gpu)
 
     @property
     def gpu_memory_util_max(self) -> float | None:

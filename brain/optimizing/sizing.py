@@ -119,4 +119,4 @@ def _request(node: NodeUsage, resource: str) -> float:
         return node.requested.memory_mib
     if resource == "cpu":
         return node.requested.cpu
-    return node.requested.gpu * (node.gpu_memory_total_mib or 0.0)
+    return node.requested.gpu * (node.gpu_card_mib or 0.0)

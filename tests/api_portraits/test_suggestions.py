@@ -315,3 +315,40 @@ def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, thre
         "gpu",
     ]
     assert ps_line.split()[5] == f"{ps['oom_risk']:.2%}"
+
+
+def test_by_default_gpus_are_counted_per_card(default_client, session):
+    # Worker pods of 4 cards: the collector reports their GPU memory summed over the pod
+    # (65536 MiB in all), 33 % busy and at most 45 % of that memory used.
+    roles = {"worker": RoleSpec(count=2, cpu=8, memory_mib=32768, gpu=4)}
+    for i, days_ago in enumerate((3, 2, 1), 1):
+        t0 = recent_hour(days_ago)
+        job = make_job(
+            session, f"gpt-{i}", start=t0, user="erin", name="gpt", gpu_type="A100", roles=roles
+        )
+        for name in ("worker-0", "worker-1"):
+            add_node(session, job, name, "worker", created_at=t0, cpu=8, memory_mib=32768, gpu=4)
+            add_points(
+                session,
+                job,
+                name,
+                "worker",
+                [
+                    {
+                        "ts": at(t0, m),
+                        "cpu": 4,
+                        "memory_mib": 10000,
+                        "gpu_util": 0.33,
+                        "gpu_memory_mib": 0.45 * 65536,
+                        "gpu_memory_total_mib": 65536,
+                    }
+                    for m in (0, 60)
+                ],
+            )
+        summarize_job(session, job)
+    session.commit()
+    body = default_client.get("/api/v1/suggestions", params={"user": "erin", "name": "gpt"})
+    worker = _roles(body.json())["worker"]
+    # 29491.2 MiB x (1 + 0.3 / sqrt 3) + 1536 = 36134 MiB over 16384 MiB cards: 3 whole
+    # GPUs (it was 0.56: the pod's 65536 MiB taken for one card).
+    assert worker["gpu"] == 3

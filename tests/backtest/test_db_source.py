@@ -168,8 +168,9 @@ def test_a_gpu_role_is_chosen_over_a_bigger_cpu_role_and_brings_its_card(db):
     table = DatabaseRuns(database_url(db), gpu_memory_mib=81920.0).load()
     first, second = table.iloc[0], table.iloc[1]
     assert (first["req_cpu"], first["req_gpu"]) == (4.0, 2.0)
-    assert first["gpu_mem_total_mib"] == 40960.0
-    assert first["req_gpu_memory_mib"] == 2 * 40960.0
+    # the pod's 2 cards report 40960 MiB together: one card holds 20480
+    assert first["gpu_mem_total_mib"] == 20480.0
+    assert first["req_gpu_memory_mib"] == 2 * 20480.0
     assert first["gpu_mem_mib_max"] == 30000.0
     assert first["gpu_util_mean"] == pytest.approx(0.6)
     assert second["gpu_mem_total_mib"] == 81920.0 and math.isnan(second["gpu_mem_mib_max"])

@@ -159,15 +159,18 @@ def test_cpu_is_sized_on_peak_cpu_but_bumped_only_when_the_p95_did_not_fit():
     assert propose(rising_p95, config).roles["worker"].cpu == 6.0
 
 
-def test_gpu_memory_becomes_a_share_of_the_card_capped_by_the_gpus_asked_for():
+def test_gpu_memory_becomes_cards_capped_by_the_gpus_asked_for():
     def history(gpus):
         return [
             past(i, 1000, gpu_memory=g, requested_gpu=gpus) for i, g in enumerate([20_000, 30_000])
         ]
 
-    # 30000 / 80000 = 0.375, rounded up to 0.01
-    assert propose(history(1), settings(), gpu=1).roles["worker"].gpu == 0.38
-    assert propose(history(0.25), settings(), gpu=0.25).roles["worker"].gpu == 0.25
+    # 30000 / 80000 = 0.375, rounded up to 0.01 where the site shares cards
+    shares = settings(gpu_step=0.01)
+    assert propose(history(1), shares, gpu=1).roles["worker"].gpu == 0.38
+    assert propose(history(0.25), shares, gpu=0.25).roles["worker"].gpu == 0.25
+    # whole GPUs by default: a pod requests nvidia.com/gpu in whole cards
+    assert propose(history(1), settings(), gpu=1).roles["worker"].gpu == 1
     # asking for a quarter card after a whole one is a changed request: no opinion
     assert propose(history(1), settings(), gpu=0.25).roles["worker"].gpu is None
     assert propose([past(0, 1000)], settings(), gpu=1).roles["worker"].gpu is None
