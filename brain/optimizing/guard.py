@@ -14,16 +14,38 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 
-from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Limits, Resources, RoleSpec
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import NodeChange, Proposal, Reason
+from brain.optimizing.roles import (
+    EPSILON,
+    SIZE_FIELDS,
+    bounds_dict,
+    current_role,
+    effective_roles,
+    exceeded_limits,
+    limits_dict,
+    node_level_totals,
+    overlay_roles,
+    planned_totals,
+    role_totals,
+    roles_a_plan_may_set,
+)
+from brain.optimizing.size_cuts import cap_at_node_max, cut_sizes_to_limits
 
 GUARD = "guard"
 
-_SIZE_FIELDS = ("cpu", "memory_mib", "gpu")
-# Tolerance for float sums compared against limits.
-_EPSILON = 1e-9
+# What callers have always imported from here.
+__all__ = [
+    "combine",
+    "current_role",
+    "effective_roles",
+    "enforce_bounds",
+    "exceeded_limits",
+    "overlay_roles",
+    "role_totals",
+]
 
 
 def combine(proposals: list[tuple[str, Proposal]]) -> Proposal:
@@ -70,7 +92,7 @@ def _merge_migration(migrations: list[NodeChange], change: NodeChange) -> None:
     for i, existing in enumerate(migrations):
         if change.name is not None and (existing.role, existing.name) == (change.role, change.name):
             larger = {
-                f: _max_or_none(getattr(existing, f), getattr(change, f)) for f in _SIZE_FIELDS
+                f: _max_or_none(getattr(existing, f), getattr(change, f)) for f in SIZE_FIELDS
             }
             migrations[i] = replace(existing, **larger)
             return
@@ -96,7 +118,9 @@ def enforce_bounds(
     Counts are clipped into each role's ``min_count``/``max_count`` (launches and
     removals too). If the job's total (role count x size, current values where the
     proposal has none) exceeds ``job.limits``, the worker count is reduced, never below
-    ``min_count``, until it fits; workers the plan adds above ``min_count`` are given up
+    ``min_count``, until it fits, and what still exceeds is fitted by cutting the roles'
+    sizes (``size_cuts``: the plan's growth first; a role larger than the largest node
+    is cut to it); workers the plan adds above ``min_count`` are given up
     before a launch or migration of the plan would be cut. A shrinking role names the
     nodes it removes: the highest indices, the elastic ones. With a ``cluster`` state,
     the nodes a plan adds (role counts above the current ones, then launches) must fit
@@ -109,7 +133,11 @@ def enforce_bounds(
         role: _bounded_role(role, spec, node_max, reasons)
         for role, spec in _roles_the_job_has(proposal.roles, job, nodes, reasons).items()
     }
-    roles = _fit_limits(_within_counts(roles, job, nodes, reasons), job, nodes, reasons)
+    roles = cap_at_node_max(
+        _within_counts(roles, job, nodes, reasons), job, nodes, node_max, reasons
+    )
+    roles = _fit_limits(roles, job, nodes, reasons)
+    roles = cut_sizes_to_limits(roles, job, nodes, reasons)
     launch = [_bounded_change("launch", c, node_max, reasons) for c in proposal.launch]
     launch, remove = _node_lists_within_counts(
         roles, launch, list(proposal.remove), job, nodes, reasons
@@ -158,7 +186,7 @@ def _within_counts(
                 f"is {getattr(bounds, side)}"
                 + (f" and {role} already runs {current}" if clipped == current else ""),
                 evidence={"role": role, "count": spec.count, "current_count": current},
-                threshold=_bounds_dict(bounds),
+                threshold=bounds_dict(bounds),
             )
         )
         spec = replace(spec, count=None if clipped == current else clipped)
@@ -200,7 +228,7 @@ def _node_lists_within_counts(
                 f"dropped {abs(wanted - allowed)} {kind}(s) of {role}: {current} -> {wanted} "
                 f"nodes would leave its bounds, {allowed} allowed",
                 evidence={"role": role, "current_count": current, "wanted_count": wanted},
-                threshold=_bounds_dict(bounds),
+                threshold=bounds_dict(bounds),
             )
         )
     return kept_launch, kept_remove
@@ -209,16 +237,18 @@ def _node_lists_within_counts(
 def _roles_the_job_has(
     roles: Mapping[str, RoleSpec], job: JobView, nodes: Sequence[NodeView], reasons: list[Reason]
 ) -> dict[str, RoleSpec]:
-    """Roles the job declares or runs (all of them if it declares and runs none), without
-    a count of 0 it did not ask for: a master would create a replica type or kill a role."""
-    known = set(job.roles) | {n.role for n in nodes}
+    """Roles the job declares or runs, and the trainer roles of its strategy (all of them
+    if it declares and runs none), without a count of 0 it did not ask for: a master
+    would create an unknown replica type or kill a role."""
+    known = roles_a_plan_may_set(job, nodes)
     kept = {}
     for role, spec in roles.items():
         if known and role not in known:
             reasons.append(
                 Reason(
                     GUARD,
-                    f"dropped {role}: the job has no such role",
+                    f"dropped {role}: the job has no such role and it is not a trainer role "
+                    f"of a {job.strategy.value} job",
                     evidence={"role": role, "job_roles": sorted(known)},
                 )
             )
@@ -234,7 +264,8 @@ def _roles_the_job_has(
                 )
             )
             spec = replace(spec, count=None)
-        kept[role] = spec
+        if spec != RoleSpec():
+            kept[role] = spec
     return kept
 
 
@@ -292,65 +323,9 @@ def _bounded_change(
     caps = _caps(node_max)
     label = f"{kind} {change.name or change.role}"
     values = {
-        f: _bounded_value(label, f, getattr(change, f), caps[f], reasons) for f in _SIZE_FIELDS
+        f: _bounded_value(label, f, getattr(change, f), caps[f], reasons) for f in SIZE_FIELDS
     }
     return replace(change, **values)
-
-
-def current_role(role: str, job: JobView, nodes: Sequence[NodeView]) -> RoleSpec:
-    """What ``role`` runs with now: the job's role spec, completed from its live nodes."""
-    spec = job.roles.get(role, RoleSpec())
-    role_nodes = [n for n in nodes if n.role == role]
-
-    def from_nodes(attr: str) -> float | None:
-        return max(getattr(n, attr) for n in role_nodes) if role_nodes else None
-
-    return RoleSpec(
-        count=len(role_nodes) if spec.count is None else spec.count,
-        cpu=from_nodes("cpu") if spec.cpu is None else spec.cpu,
-        memory_mib=from_nodes("memory_mib") if spec.memory_mib is None else spec.memory_mib,
-        gpu=from_nodes("gpu") if spec.gpu is None else spec.gpu,
-        cpu_limit=spec.cpu_limit,
-    )
-
-
-def effective_roles(
-    roles: Mapping[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
-) -> dict[str, RoleSpec]:
-    """The roles as they would run: proposed values where set, current ones elsewhere."""
-    # Roles only the proposal has are completed like the others (count 0 without nodes).
-    names = dict.fromkeys([*job.roles, *(n.role for n in nodes), *roles])
-    return overlay_roles({name: current_role(name, job, nodes) for name in names}, roles)
-
-
-def overlay_roles(
-    current: Mapping[str, RoleSpec], proposed: Mapping[str, RoleSpec]
-) -> dict[str, RoleSpec]:
-    """Every role of either side, field by field the proposed value, else the current one."""
-    return {
-        name: current.get(name, RoleSpec()).overlay(proposed.get(name))
-        for name in dict.fromkeys([*current, *proposed])
-    }
-
-
-def role_totals(roles: Mapping[str, RoleSpec]) -> Resources:
-    """Sum of count x size over roles (CPU by request); unknown values count as 0."""
-
-    def total(attr: str) -> float:
-        return sum((spec.count or 0) * (getattr(spec, attr) or 0.0) for spec in roles.values())
-
-    return Resources(cpu=total("cpu"), memory_mib=total("memory_mib"), gpu=total("gpu"))
-
-
-def exceeded_limits(totals: Resources, limits: Limits) -> dict[str, tuple[float, float]]:
-    """``{resource: (total, limit)}`` for every limit that ``totals`` goes over."""
-    over = {}
-    for attr in _SIZE_FIELDS:
-        limit = getattr(limits, attr)
-        value = getattr(totals, attr)
-        if limit is not None and value > limit + _EPSILON:
-            over[attr] = (value, limit)
-    return over
 
 
 def _fit_limits(
@@ -358,7 +333,7 @@ def _fit_limits(
 ) -> dict[str, RoleSpec]:
     # Node by node: a node migrated earlier keeps its own size (a PS moved to 13.4 cores
     # counts 13.4, not its role's 8), so adding nodes of the role cannot hide it.
-    over = exceeded_limits(_planned_totals(roles, job, nodes), job.limits)
+    over = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
     if not over:
         return roles
     effective = effective_roles(roles, job, nodes)
@@ -372,7 +347,7 @@ def _fit_limits(
     while over and count > min_workers:
         count -= 1
         fewer = roles | {ROLE_WORKER: replace(planned_worker, count=count)}
-        over = exceeded_limits(_planned_totals(fewer, job, nodes), job.limits)
+        over = exceeded_limits(planned_totals(fewer, job, nodes), job.limits)
     fitted = dict(roles)
     if count != start:
         # Back to what runs now is no change: the plan must not re-apply the same count.
@@ -388,17 +363,7 @@ def _fit_limits(
                 f"reduced workers from {start} to {count} to fit the job's limits"
                 + (" (the count it runs now: no change)" if unchanged else ""),
                 evidence={"workers_before": start, "workers_after": count},
-                threshold=_limits_dict(job.limits) | _bounds_dict(job.bounds_of(ROLE_WORKER)),
-            )
-        )
-    if over:
-        reasons.append(
-            Reason(
-                GUARD,
-                "the job still exceeds its limits: "
-                + ", ".join(f"{k} {v[0]:g} > {v[1]:g}" for k, v in over.items()),
-                evidence={k: v[0] for k, v in over.items()},
-                threshold=_limits_dict(job.limits),
+                threshold=limits_dict(job.limits) | bounds_dict(job.bounds_of(ROLE_WORKER)),
             )
         )
     return fitted
@@ -421,8 +386,8 @@ def _one_ps_change(
     kept = []
     for change in migrate:
         node = sizes.get(change.name or "")
-        more_cpu = node is not None and (change.cpu or 0.0) > node.cpu + _EPSILON
-        more_memory = node is not None and (change.memory_mib or 0.0) > node.memory_mib + _EPSILON
+        more_cpu = node is not None and (change.cpu or 0.0) > node.cpu + EPSILON
+        more_memory = node is not None and (change.memory_mib or 0.0) > node.memory_mib + EPSILON
         if change.role == ROLE_PS and more_cpu and not more_memory:
             reasons.append(
                 Reason(
@@ -476,7 +441,7 @@ def _elastic_workers_last(
             f"gave up {planned - count} elastic worker(s) ({planned} -> {count}) so that the "
             "plan's launches and migrations fit the job's limits: elastic workers are added last",
             evidence={"workers_planned": planned, "workers_after": count, "workers_now": current},
-            threshold=_limits_dict(job.limits) | _bounds_dict(job.bounds_of(ROLE_WORKER)),
+            threshold=limits_dict(job.limits) | bounds_dict(job.bounds_of(ROLE_WORKER)),
         )
     )
     fitted = dict(roles)
@@ -551,7 +516,7 @@ def _fit_cluster(
             GUARD,
             cluster.summary() + (f"; short by {_amounts(short)}" if short else "; not short"),
             evidence=cluster.evidence(),
-            threshold={f"short_margin_{r}": getattr(cluster.short_margin, r) for r in _SIZE_FIELDS},
+            threshold={f"short_margin_{r}": getattr(cluster.short_margin, r) for r in SIZE_FIELDS},
         )
     )
     effective = effective_roles(roles, job, nodes)
@@ -563,7 +528,7 @@ def _fit_cluster(
                 max(counts[role] - current[role], 0) * (getattr(effective[role], f) or 0.0)
                 for role in counts
             )
-            for f in _SIZE_FIELDS
+            for f in SIZE_FIELDS
         }
 
     wanted = {role: effective[role].count or 0 for role in roles if roles[role].count is not None}
@@ -596,7 +561,7 @@ def _fit_cluster(
     left = {f: room[f] - used for f, used in growth(counts).items() if f in room}
     kept = []
     for change in launch:
-        need = {f: getattr(change, f) or 0.0 for f in _SIZE_FIELDS}
+        need = {f: getattr(change, f) or 0.0 for f in SIZE_FIELDS}
         if _fits_room(need, left):
             kept.append(change)
             left = {f: left[f] - need[f] for f in left}
@@ -615,12 +580,12 @@ def _fit_cluster(
 def _fits_room(need: Mapping[str, float], room: Mapping[str, float]) -> bool:
     """Whether ``need`` fits ``room`` in every resource whose room is known (a resource
     not needed always fits, even where more is pending than free)."""
-    return all(need.get(f, 0.0) <= _EPSILON or need[f] <= room[f] + _EPSILON for f in room)
+    return all(need.get(f, 0.0) <= EPSILON or need[f] <= room[f] + EPSILON for f in room)
 
 
 def _amounts(values: Mapping[str, float]) -> str:
     units = {"cpu": "cores", "memory_mib": "MiB", "gpu": "GPUs"}
-    return ", ".join(f"{values[f]:g} {units[f]}" for f in _SIZE_FIELDS if f in values)
+    return ", ".join(f"{values[f]:g} {units[f]}" for f in SIZE_FIELDS if f in values)
 
 
 def _same_size_migrations(migrate: Sequence[NodeChange], nodes: Sequence[NodeView]) -> set[str]:
@@ -632,8 +597,8 @@ def _same_size_migrations(migrate: Sequence[NodeChange], nodes: Sequence[NodeVie
         node = sizes.get(change.name or "")
         same = node is not None and all(
             getattr(change, f) is None
-            or abs(getattr(change, f) - (getattr(node, f) or 0.0)) <= _EPSILON
-            for f in _SIZE_FIELDS
+            or abs(getattr(change, f) - (getattr(node, f) or 0.0)) <= EPSILON
+            for f in SIZE_FIELDS
         )
         asked[change.name] = same and asked.get(change.name, True)
     return {name for name, same in asked.items() if same and name}
@@ -652,18 +617,18 @@ def _fit_node_changes(
     A migration's growth is cut to the headroom left (a reason says so), or dropped
     when nothing is left; a launch that does not fit is dropped. Shrinking is free.
     """
-    used = _node_level_totals(roles, job, nodes)
+    used = node_level_totals(roles, job, nodes)
     sizes = {n.name: n for n in nodes}
     fitted_migrate = []
     for change in migrate:
         node = sizes.get(change.name or "")
-        current = {f: (getattr(node, f) if node else 0.0) for f in _SIZE_FIELDS}
+        current = {f: (getattr(node, f) if node else 0.0) for f in SIZE_FIELDS}
         fitted = _within_headroom(change, current, used, job.limits, "migrate", reasons)
         if fitted is not None:
             fitted_migrate.append(fitted)
     fitted_launch = []
     for change in launch:
-        empty = dict.fromkeys(_SIZE_FIELDS, 0.0)
+        empty = dict.fromkeys(SIZE_FIELDS, 0.0)
         fitted = _within_headroom(change, empty, used, job.limits, "launch", reasons)
         if fitted == change:
             fitted_launch.append(fitted)
@@ -685,14 +650,14 @@ def _within_headroom(
     """``change`` with each growth cut to the headroom left; None if it no longer changes
     anything. ``used`` is charged with what is granted."""
     values: dict[str, float | None] = {}
-    for f in _SIZE_FIELDS:
+    for f in SIZE_FIELDS:
         wanted, limit = getattr(change, f), getattr(limits, f)
         if wanted is None or limit is None or wanted <= current[f]:
             values[f] = wanted
             continue
         granted = min(wanted, current[f] + max(limit - used[f], 0.0))
-        if granted < wanted - _EPSILON:
-            outcome = f"granted {granted:g}" if granted > current[f] + _EPSILON else "gave it up"
+        if granted < wanted - EPSILON:
+            outcome = f"granted {granted:g}" if granted > current[f] + EPSILON else "gave it up"
             reasons.append(
                 Reason(
                     GUARD,
@@ -705,46 +670,6 @@ def _within_headroom(
             )
         values[f] = max(granted, current[f])
         used[f] += values[f] - current[f]
-    if all(values[f] is None or abs(values[f] - current[f]) <= _EPSILON for f in _SIZE_FIELDS):
+    if all(values[f] is None or abs(values[f] - current[f]) <= EPSILON for f in SIZE_FIELDS):
         return None
     return replace(change, **values)
-
-
-def _node_level_totals(
-    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
-) -> dict[str, float]:
-    """The job's total request once ``roles`` apply: existing nodes keep their own
-    request (a node migrated earlier may differ from its role) unless the role is
-    resized; nodes beyond them are new ones of the role's size."""
-    totals = dict.fromkeys(_SIZE_FIELDS, 0.0)
-    for role, spec in effective_roles(roles, job, nodes).items():
-        planned = roles.get(role, RoleSpec())
-        existing = sorted((n for n in nodes if n.role == role), key=lambda n: n.index)
-        count = spec.count or 0
-        for f in _SIZE_FIELDS:
-            role_size = getattr(spec, f) or 0.0
-            resized = getattr(planned, f) is not None
-            kept = existing[:count]
-            own = sum(role_size if resized else (getattr(n, f) or role_size) for n in kept)
-            totals[f] += own + max(count - len(kept), 0) * role_size
-    return totals
-
-
-def _bounds_dict(bounds: RoleBounds) -> dict[str, int]:
-    return {
-        side: getattr(bounds, side)
-        for side in ("min_count", "max_count")
-        if getattr(bounds, side) is not None
-    }
-
-
-def _planned_totals(
-    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
-) -> Resources:
-    return Resources(**_node_level_totals(roles, job, nodes))
-
-
-def _limits_dict(limits: Limits) -> dict[str, float]:
-    return {
-        attr: getattr(limits, attr) for attr in _SIZE_FIELDS if getattr(limits, attr) is not None
-    }

@@ -194,3 +194,32 @@ def test_no_second_estimate_once_one_was_applied():
     proposal = ResourceEstimateOptimizer().propose(ctx, SETTINGS)
     # It used to re-run after the workers joined (then proposing 1 -> 5 PS of 480 MiB).
     assert proposal.is_empty and "already estimated" in proposal.reasons[0].message
+
+
+def test_a_job_registered_as_chief_and_ps_gains_workers():
+    # The design's start: a PS job registered with a chief and PS only. Its estimate's
+    # workers reach the plan (DLRover has the worker replica type in every PS job); an
+    # unrelated role still does not.
+    from brain.config import Settings
+    from brain.optimizing import Proposal, load_registry
+    from brain.optimizing.guard import enforce_bounds
+    from brain.optimizing.pipeline import run_stage
+
+    roles = {"chief": RoleSpec(count=1, cpu=4, memory_mib=8192), "ps": RoleSpec(count=2, cpu=8)}
+    the_job = job(limits=Limits(cpu=40), roles=roles)
+    ctx = context(
+        Stage.estimate,
+        the_job,
+        nodes=NODES,
+        samples=STABLE_SAMPLES,
+        speed=speed_steps([0, 1000, 2000]),
+    )
+    settings = Settings(optimizer_settings={"estimate": READY})
+    plan = run_stage(load_registry(), Stage.estimate, ctx, settings).proposal
+    # as in test_plan_cut_down_to_fit_cpu_limit: 9 trainers, the chief and 8 workers
+    assert plan.roles["worker"].count == 8
+    assert not any("no such role" in r.message for r in plan.reasons)
+    stray = Proposal(roles={"evaluator": RoleSpec(count=1), "worker": RoleSpec(count=0)})
+    bounded = enforce_bounds(stray, the_job, NODES, ctx.node_max)
+    assert bounded.roles == {}
+    assert any("dropped evaluator" in r.message for r in bounded.reasons)

@@ -85,14 +85,44 @@ def test_enforce_bounds_uses_node_sizes_when_the_job_spec_has_none():
     assert bounded.roles == {"worker": RoleSpec(count=2)}
 
 
-def test_enforce_bounds_says_when_the_job_still_does_not_fit():
+def test_what_workers_cannot_fit_is_cut_from_the_sizes_and_said():
     bounded = enforce_bounds(
         Proposal(), job(roles=ROLES, limits=Limits(memory_mib=20000)), [], NODE_MAX
     )
-    # chief 8192 + PS 2 x 8192 = 24576 > 20000 even without workers
+    # chief 8192 + PS 2 x 8192 = 24576 > 20000 even without workers: every size x
+    # 20000 / 24576, rounded down to whole MiB, 6666 (3 x 6666 = 19998 <= 20000)
     assert bounded.roles["worker"].count == 0
-    assert "still exceeds" in bounded.reasons[-1].message
-    assert bounded.reasons[-1].evidence == {"memory_mib": 24576}
+    assert bounded.roles["chief"].memory_mib == bounded.roles["ps"].memory_mib == 6666
+    cut = bounded.reasons[-1]
+    assert cut.message == (
+        "cut memory_mib per node to fit the job's memory_mib limit 20000 MiB (24576 MiB "
+        "planned): chief 8192 -> 6666, ps 8192 -> 6666"
+    )
+    assert not any("still exceeds" in r.message for r in bounded.reasons)
+
+
+def test_a_job_registered_over_its_cpu_limit_gets_a_plan_within_it():
+    # the design's example registered at 8 + 8 cores under a 15-core limit
+    roles = {"chief": RoleSpec(count=1, cpu=8, memory_mib=8192), "ps": RoleSpec(count=1, cpu=8)}
+    bounded = enforce_bounds(Proposal(), job(roles=roles, limits=Limits(cpu=15)), [], NODE_MAX)
+    # 8 x 15 / 16 = 7.5 cores each: 15
+    assert (bounded.roles["chief"].cpu, bounded.roles["ps"].cpu) == (7.5, 7.5)
+
+
+def test_more_gpus_than_the_limit_are_cut_to_it():
+    roles = {"worker": RoleSpec(count=1, cpu=8, memory_mib=8192, gpu=4)}
+    proposal = Proposal(roles={"worker": RoleSpec(gpu=5)})
+    bounded = enforce_bounds(proposal, job(roles=roles, limits=Limits(gpu=4)), [], NODE_MAX)
+    # the plan's growth 4 -> 5 is what goes: back to the 4 it has, so no change at all
+    assert bounded.roles == {}
+    assert "cut the plan's growth of gpu" in bounded.reasons[-1].message
+
+
+def test_a_role_registered_above_the_largest_node_is_cut_to_it():
+    roles = {"worker": RoleSpec(count=2, cpu=24, memory_mib=8192)}
+    bounded = enforce_bounds(Proposal(), job(roles=roles), [], NODE_MAX)
+    assert bounded.roles["worker"].cpu == 16
+    assert bounded.reasons[-1].message == "cut worker to the largest node: cpu 24 -> 16"
 
 
 def test_a_same_size_migration_is_kept_as_a_replacement():

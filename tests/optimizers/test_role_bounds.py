@@ -47,11 +47,15 @@ def test_fitting_the_limits_never_goes_below_min_count():
     grow_ps = Proposal(roles={"ps": RoleSpec(cpu=12)})
     # 4 + 5 x 4 + 2 x 12 = 48 > 40: without bounds 3 workers fit (4 + 12 + 24 = 40)
     assert bounded(grow_ps, Limits(cpu=40)).roles["worker"].count == 3
-    # min_count 4: 4 workers (4 + 16 + 24 = 44) and the plan says it still exceeds
+    # min_count 4: 4 workers (4 + 16 + 24 = 44), and the PS growth is cut by the 4
+    # cores over: 2 x (12 - 8) = 8 added, half kept -> 10 cores each (4 + 16 + 20 = 40)
     plan = bounded(grow_ps, Limits(cpu=40), worker=RoleBounds(min_count=4))
     assert plan.roles["worker"].count == 4
+    assert plan.roles["ps"].cpu == 10
     assert plan.reasons[0].threshold == {"cpu": 40, "min_count": 4}
-    assert plan.reasons[1].message == "the job still exceeds its limits: cpu 44 > 40"
+    assert plan.reasons[1].message == (
+        "cut the plan's growth of cpu to fit the job's cpu limit 40 cores: ps 8 -> 12 cut to 10"
+    )
 
 
 def test_elastic_workers_make_room_for_a_migration():
