@@ -414,7 +414,8 @@ class Settings(BaseSettings):
         ge=1,
         le=500,
         description="Most related past jobs handed to the create stage (startup uses 5, "
-        "gpu_cpu 3 by default).",
+        "gpu_cpu 3 by default), newest first; the newest as many of at least "
+        "`history_min_run_s` come beside them.",
     )
     history_across_namespaces: bool = Field(
         False,
@@ -425,6 +426,13 @@ class Settings(BaseSettings):
         "when one team's jobs run under several namespaces), and any namespace able to "
         "register jobs can move every other namespace's plans; evidence still names only "
         "jobs of the plan's own namespace.",
+    )
+    history_min_run_s: float = Field(
+        1800,
+        ge=0,
+        description="Beside the newest `history_jobs` related runs, the create stage and "
+        "suggestions get the newest `history_jobs` runs at least this long (seconds; gpu_cpu's "
+        "min_duration_s by default), so newer short runs cannot hide the long ones.",
     )
     sample_window_s: int = Field(
         900, ge=60, description="Recent window of samples handed to the running-stage optimizers."

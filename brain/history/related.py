@@ -20,7 +20,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
-    union_all,
+    union,
 )
 from sqlalchemy.orm import Session
 
@@ -46,6 +46,9 @@ class RelatedQuery:
     window_days: int
     limit: int
     gpu_type: str | None = None
+    # Beside the newest ``limit`` runs, the newest ``limit`` measured at least this long
+    # (an optimizer that needs long runs finds them behind newer short ones).
+    min_run_s: float = 0.0
     # The window ends here (default: now).
     before: datetime | None = None
     # Only runs in these namespaces (``None`` in the set: runs registered without one);
@@ -80,7 +83,9 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
     whose inputs are ``None`` is skipped. When ``user`` is the only key given, related
     means the same user (any job of theirs). Only jobs that succeeded, finished within
     ``window_days`` before ``before`` (default: now) and have a summary count; with
-    ``gpu_type`` only jobs on that GPU type. Each job's ``nodes`` are its node summaries
+    ``gpu_type`` only jobs on that GPU type (filtered before the newest ``limit`` are
+    taken). Beside the newest ``limit`` runs come the newest ``limit`` runs of at least
+    ``min_run_s``, so up to twice ``limit`` jobs. Each job's ``nodes`` are its node summaries
     (nodes without samples left out), so this works after raw samples were deleted.
 
     Two statements: one finds the jobs of every rule and the unsummarized ones at once
@@ -104,6 +109,7 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
             "since": before - timedelta(days=query.window_days),
             "before": before,
             "limit": query.limit,
+            "min_run_s": query.min_run_s,
         },
     ).all()
     unsummarized = {job.id: job for job, _, rule, _ in rows if rule == UNSUMMARIZED}
@@ -186,18 +192,22 @@ def _candidates(rules: tuple[str, ...], by_gpu_type: bool, scope: str) -> Compou
     if by_gpu_type:
         summarized.append(JobSummaryRow.gpu_type == bindparam("gpu_type"))
         missing.append(JobRow.gpu_type == bindparam("gpu_type"))
+    # The newest long runs are filtered before they are counted: newest runs of any
+    # length first would leave older long ones out behind newer short ones.
+    long_enough = JobSummaryRow.run_seconds >= bindparam("min_run_s")
     parts = []
     for number, rule in enumerate(rules):
-        parts.append(
-            select(
-                JobSummaryRow.job_id.label("id"),
-                literal(number).label("rule"),
-                JobSummaryRow.ended_at.label("ended_at"),
+        for length in ([], [long_enough]):
+            parts.append(
+                select(
+                    JobSummaryRow.job_id.label("id"),
+                    literal(number).label("rule"),
+                    JobSummaryRow.ended_at.label("ended_at"),
+                )
+                .where(*RULES[rule](JobSummaryRow), *summarized, *length)
+                .order_by(JobSummaryRow.ended_at.desc(), JobSummaryRow.job_id.desc())
+                .limit(limit)
             )
-            .where(*RULES[rule](JobSummaryRow), *summarized)
-            .order_by(JobSummaryRow.ended_at.desc(), JobSummaryRow.job_id.desc())
-            .limit(limit)
-        )
         parts.append(
             select(
                 JobRow.id,
@@ -209,7 +219,8 @@ def _candidates(rules: tuple[str, ...], by_gpu_type: bool, scope: str) -> Compou
             .limit(limit)
         )
     # SQLite takes no (SELECT ... LIMIT) in a UNION: each part is read from a subquery.
-    return union_all(*(select(*part.subquery().c) for part in parts))
+    # UNION, not UNION ALL: a newest run that is also a long one comes once.
+    return union(*(select(*part.subquery().c) for part in parts))
 
 
 # Each rule's conditions on a table with the job's keys (jobs or job_summaries), on

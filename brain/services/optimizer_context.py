@@ -122,6 +122,9 @@ def _related(
         dataset=job.dataset,
         group_key=job.group_key,
         name=job.name,
+        # The same runs a suggestion for this GPU type uses: filtered before the cap.
+        gpu_type=job.gpu_type,
+        min_run_s=settings.history_min_run_s,
         before=job.created_at,
         window_days=settings.history_window_days,
         limit=limit,

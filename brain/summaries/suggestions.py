@@ -126,6 +126,7 @@ def suggest(
         group_key=query.effective_group_key,
         name=query.name,
         gpu_type=query.gpu_type,
+        min_run_s=settings.history_min_run_s,
         before=now,
         window_days=settings.history_window_days,
         limit=settings.history_jobs,
