@@ -380,6 +380,20 @@ class Settings(BaseSettings):
     node_max_memory_mib: float = Field(512 * 1024, gt=0, description="Largest node: MiB.")
     node_max_gpu: float = Field(8, ge=0, description="Largest node: GPUs.")
 
+    default_job_cpu: float | None = Field(
+        None,
+        gt=0,
+        description="CPU budget (cores) of a job registered without a CPU limit: every plan "
+        "stays within it as within a limit. Unset: such a job is bounded only by its roles' "
+        "max_count, the cluster's room and max_change_factor.",
+    )
+    max_change_factor: float | None = Field(
+        8.0,
+        ge=1.0,
+        description="Most one plan multiplies or divides a role's count or per-node size by "
+        "(OOM fixes excepted), so that one bad measurement costs one bounded step; unset: "
+        "no such bound.",
+    )
     stage_optimizers: dict[str, list[str]] = Field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_STAGE_OPTIMIZERS.items()},
         description="Which optimizers run for each stage (JSON in the environment).",

@@ -33,6 +33,7 @@ from brain.optimizing.roles import (
     roles_a_plan_may_set,
 )
 from brain.optimizing.size_cuts import cap_at_node_max, cut_sizes_to_limits
+from brain.optimizing.step_bounds import with_cpu_budget, within_change_factor
 
 GUARD = "guard"
 
@@ -110,6 +111,9 @@ def enforce_bounds(
     nodes: Sequence[NodeView],
     node_max: Resources,
     cluster: ClusterView | None = None,
+    *,
+    default_job_cpu: float | None = None,
+    max_change_factor: float | None = None,
 ) -> Proposal:
     """A copy of ``proposal`` that the cluster can schedule and the job's bounds allow.
 
@@ -126,13 +130,18 @@ def enforce_bounds(
     the nodes a plan adds (role counts above the current ones, then launches) must fit
     the cluster's room, free minus pending demand: workers are given up first, then
     other roles' growth, then launches; the state used is a reason of its own. Each
-    change is a reason.
+    change is a reason. A job without a CPU limit is held to ``default_job_cpu`` (the
+    site's budget) where one is set, and a plan that is not an OOM fix changes no role's
+    count or size by more than ``max_change_factor`` (``step_bounds``).
     """
     reasons = list(proposal.reasons)
+    job = with_cpu_budget(job, default_job_cpu, reasons)
     roles = {
         role: _bounded_role(role, spec, node_max, reasons)
         for role, spec in _roles_the_job_has(proposal.roles, job, nodes, reasons).items()
     }
+    if proposal.source_event_id is None:  # an OOM fix grows memory as far as it must
+        roles = within_change_factor(roles, job, nodes, max_change_factor, reasons)
     roles = cap_at_node_max(
         _within_counts(roles, job, nodes, reasons), job, nodes, node_max, reasons
     )

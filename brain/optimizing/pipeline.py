@@ -50,7 +50,13 @@ def run_stage(
     resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
     proposals = [(o.name, _propose(o, context, resolved[o.name])) for o in optimizers]
     bounded = enforce_bounds(
-        combine(proposals), context.job, context.nodes, context.node_max, context.cluster
+        combine(proposals),
+        context.job,
+        context.nodes,
+        context.node_max,
+        context.cluster,
+        default_job_cpu=settings.default_job_cpu,
+        max_change_factor=settings.max_change_factor,
     )
     return StageResult(bounded, [o.name for o in optimizers])
 

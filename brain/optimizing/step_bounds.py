@@ -1,0 +1,96 @@
+"""How far one plan may move a job: a CPU budget where it has no limit, and a factor per
+role's count and size.
+
+A job registered without a CPU limit was planned as if CPU were free (64 workers for a
+job using 3.5 cores); one estimate took a job from 12 cores to 64 and cut its PS memory
+from 8192 to 948 MiB. The site's budget (``BRAIN_DEFAULT_JOB_CPU``) stands in for the
+missing limit, and no plan changes a role's count or per-node size by more than
+``max_change_factor`` up or down: a bad measurement costs one bounded step, and the next
+plan sees what the step did. An OOM fix is not bounded: memory must grow as far as it
+must.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from brain.domain import RoleSpec
+from brain.optimizing.context import JobView, NodeView
+from brain.optimizing.proposal import Reason
+from brain.optimizing.roles import EPSILON, SIZE_FIELDS, current_role
+
+GUARD = "guard"
+
+
+def with_cpu_budget(job: JobView, budget_cpu: float | None, reasons: list[Reason]) -> JobView:
+    """``job`` with ``budget_cpu`` as its CPU limit when it has none."""
+    if budget_cpu is None or job.limits.cpu is not None:
+        return job
+    reasons.append(
+        Reason(
+            GUARD,
+            f"the job has no CPU limit: the site's budget of {budget_cpu:g} cores per job "
+            "stands in for it",
+            threshold={"default_job_cpu": budget_cpu},
+        )
+    )
+    return replace(job, limits=replace(job.limits, cpu=budget_cpu))
+
+
+def within_change_factor(
+    roles: dict[str, RoleSpec],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    factor: float | None,
+    reasons: list[Reason],
+) -> dict[str, RoleSpec]:
+    """Each planned count and size kept within ``factor`` of what the role has now: a
+    count at most ``ceil(max(now, 1) x factor)`` and at least ``floor(now / factor)``
+    (never 0 when it runs), a size between ``now / factor`` and ``now x factor``."""
+    if factor is None:
+        return roles
+    bounded = dict(roles)
+    for role, planned in roles.items():
+        now = current_role(role, job, nodes)
+        values, changes = {}, []
+        if planned.count is not None and now.count is not None:
+            high = math.ceil(max(now.count, 1) * factor - EPSILON)
+            low = max(math.floor(now.count / factor + EPSILON), 1 if now.count else 0)
+            count = min(max(planned.count, low), high)
+            if count != planned.count:
+                values["count"] = count
+                changes.append(f"count {now.count} -> {planned.count} cut to {count}")
+        for field in SIZE_FIELDS:
+            wanted, size = getattr(planned, field), getattr(now, field)
+            if wanted is None or not size:
+                continue
+            high, low = size * factor, size / factor
+            kept = min(max(wanted, low), high)
+            if abs(kept - wanted) > EPSILON:
+                kept = _round(field, kept, down=wanted > kept)
+                values[field] = kept
+                changes.append(f"{field} {size:g} -> {wanted:g} cut to {kept:g}")
+        if not values:
+            continue
+        bounded[role] = replace(planned, **values)
+        reasons.append(
+            Reason(
+                GUARD,
+                f"{role}: one plan changes a count or size at most {factor:g}x: "
+                + ", ".join(changes),
+                evidence={"role": role, "changes": changes},
+                threshold={"max_change_factor": factor},
+            )
+        )
+    return bounded
+
+
+def _round(field: str, value: float, down: bool) -> float:
+    """A bounded size rounded to its unit (0.01 core, 1 MiB, 1 GPU) towards the bound."""
+    step = {"cpu": 0.01, "memory_mib": 1.0, "gpu": 1.0}[field]
+    if field == "gpu" and value < 1:
+        step = 0.01
+    rounded = math.floor if down else math.ceil
+    return round(rounded(value / step - (EPSILON if not down else -EPSILON)) * step, 6)

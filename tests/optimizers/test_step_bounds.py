@@ -1,0 +1,68 @@
+"""Bounded steps: a site budget stands in for a missing CPU limit, and one plan moves a
+role's count or size at most by max_change_factor (OOM fixes excepted)."""
+
+from brain.config import Settings
+from brain.domain import Resources, RoleSpec
+from brain.optimizing import Proposal
+from brain.optimizing.guard import enforce_bounds
+from brain.optimizing.roles import effective_roles, role_totals
+from tests.optimizers.builders import job, node
+
+NODE_MAX = Resources(cpu=64, memory_mib=512 * 1024, gpu=8)
+# 1 PS + 2 workers, 12 cores, no limits
+ROLES = {
+    "ps": RoleSpec(count=1, cpu=4, memory_mib=8192),
+    "worker": RoleSpec(count=2, cpu=4, memory_mib=8192),
+}
+NODES = [
+    node("ps-0", "ps", 4, 8192),
+    node("worker-0", "worker", 4, 8192),
+    node("worker-1", "worker", 4, 8192, index=1),
+]
+# What one estimate asked of such a job: 10 PS of 948 MiB and 20 workers.
+LEAP = Proposal(
+    roles={
+        "ps": RoleSpec(count=10, cpu=2, memory_mib=948),
+        "worker": RoleSpec(count=20, cpu=1.2),
+    }
+)
+
+
+def test_one_plan_moves_a_count_or_size_at_most_by_the_factor():
+    plan = enforce_bounds(LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=4)
+    # counts at most x4 (1 -> 4 PS, 2 -> 8 workers), sizes at most /4 (8192 -> 2048 MiB,
+    # 4 -> 1 core for the workers; the PS's 2 cores are within 4 / 4 .. 4 x 4)
+    assert plan.roles["ps"] == RoleSpec(count=4, cpu=2, memory_mib=2048)
+    assert plan.roles["worker"] == RoleSpec(count=8, cpu=1.2)
+    [ps] = [r for r in plan.reasons if r.message.startswith("ps: one plan")]
+    assert ps.message == (
+        "ps: one plan changes a count or size at most 4x: count 1 -> 10 cut to 4, "
+        "memory_mib 8192 -> 948 cut to 2048"
+    )
+
+
+def test_the_default_factor_is_stated_in_the_settings_and_bounds_the_leap():
+    factor = Settings().max_change_factor
+    assert factor == 8
+    plan = enforce_bounds(LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=factor)
+    assert (plan.roles["ps"].count, plan.roles["ps"].memory_mib) == (8, 1024)
+    assert plan.roles["worker"].count == 16
+
+
+def test_an_oom_fix_grows_memory_as_far_as_it_must():
+    fix = Proposal(roles={"ps": RoleSpec(memory_mib=16 * 8192)}, source_event_id=7)
+    plan = enforce_bounds(fix, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=4)
+    assert plan.roles["ps"].memory_mib == 16 * 8192
+
+
+def test_without_a_cpu_limit_the_site_budget_bounds_the_plan():
+    plan = enforce_bounds(
+        LEAP, job(roles=ROLES), NODES, NODE_MAX, default_job_cpu=16, max_change_factor=None
+    )
+    # 10 PS x 2 + 20 x 1.2 = 44 > 16: workers go down to the last one that trains (21.2),
+    # then every size x 16 / 21.2: PS 1.5 and worker 0.9 cores, 10 x 1.5 + 0.9 = 15.9
+    assert (plan.roles["ps"].count, plan.roles["ps"].cpu) == (10, 1.5)
+    assert (plan.roles["worker"].count, plan.roles["worker"].cpu) == (1, 0.9)
+    totals = role_totals(effective_roles(plan.roles, job(roles=ROLES), NODES))
+    assert totals.cpu == 15.9
+    assert "the site's budget of 16 cores per job" in plan.reasons[0].message
