@@ -12,6 +12,7 @@ accepts; below 1 only where the site shares cards).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +80,10 @@ class GpuBounds:
         """``wanted`` raised to the floor, rounded up to ``step``, then capped."""
         gpu = ceil_to(max(wanted, self.floor), step)
         if self.cap is not None and gpu > self.cap:
-            gpu = self.cap
+            # Whole steps under the cap (a limit of 4 GPUs over 3 nodes is 1 each), unless
+            # the cap is below one step (a request for a shared half card).
+            steps = math.floor(self.cap / step + 1e-9)
+            gpu = round(steps * step, 6) if steps else self.cap
         return gpu
 
     def evidence(self) -> dict[str, Any]:

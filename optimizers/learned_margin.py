@@ -385,7 +385,9 @@ def _size_role(
 
     def trusted(resource: str, before: float, now: float | None) -> bool:
         change = relative_change(before, now)
-        if change <= settings.request_change:
+        # With a tolerance: a request this rule itself set 5 % above the last one (1.0 ->
+        # 1.05 cores) is no resize by the owner.
+        if change <= settings.request_change + 1e-9:
             return True
         # The owner resized the job: its past runs may no longer describe it.
         evidence[resource] = {"request_change": change}
@@ -404,7 +406,11 @@ def _size_role(
             f"{value:g} {unit} ({sizing.misses} earlier runs would not have fitted)"
         )
 
-    memory_mib = cpu = gpu = None
+    # An untrusted resource keeps its request, stated, so that no earlier seed rule's
+    # value replaces what the owner just chose (and a plan re-asked after this one was
+    # applied says the same again).
+    memory_mib, cpu = spec.memory_mib, spec.cpu
+    gpu = None
     if trusted("memory", last.memory_mib, spec.memory_mib):
         sizing = size_from_peaks(peaks.memory_mib, resource_policy(settings, "memory"))
         value = sizing.value
@@ -417,7 +423,9 @@ def _size_role(
         cpu = ceil_to(sizing.value, settings.cpu_step)
         sized("cpu", sizing, cpu, "cores")
     on_gpu = peaks.gpu_memory_mib and peaks.gpu_card_mib
-    if on_gpu and trusted("gpu", last.gpu, spec.gpu):
+    if on_gpu and not trusted("gpu", last.gpu, spec.gpu):
+        gpu = spec.gpu
+    elif on_gpu:
         sizing = size_from_peaks(peaks.gpu_memory_mib, resource_policy(settings, "gpu_memory"))
         window = settings.gpu_memory_window
         bounds = GpuBounds(

@@ -348,9 +348,12 @@ def _fit_limits(
     effective = effective_roles(roles, job, nodes)
     worker = effective.get(ROLE_WORKER, RoleSpec(count=0))
     has_chief = bool(effective.get(ROLE_CHIEF, RoleSpec()).count)
-    # Without a chief the last worker is what trains: keep it. Below min_count the job
-    # would not run at all: the plan says it still exceeds its limits instead.
-    min_workers = max(0 if has_chief else 1, job.bounds_of(ROLE_WORKER).min_count or 0)
+    # Without a chief the last worker is what trains: keep it; nor does a plan take a
+    # role that runs down to 0 (a master would kill the role). Below min_count the job
+    # would not run at all. What workers cannot fit, smaller sizes do (size_cuts).
+    running = bool(current_role(ROLE_WORKER, job, nodes).count)
+    keep_one = running or not has_chief
+    min_workers = max(1 if keep_one else 0, job.bounds_of(ROLE_WORKER).min_count or 0)
     start = count = worker.count or 0
     planned_worker = roles.get(ROLE_WORKER, RoleSpec())
     while over and count > min_workers:

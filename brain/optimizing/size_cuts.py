@@ -30,6 +30,8 @@ from brain.optimizing.roles import (
 GUARD = "guard"
 _STEPS = {"cpu": 0.01, "memory_mib": 1.0, "gpu": 1.0}
 _UNITS = {"cpu": "cores", "memory_mib": "MiB", "gpu": "GPUs"}
+# A growth trimmed below this fraction of the size is left out.
+_SLIVER = 0.02
 # Proportional cuts rounded down land within the limit at once; a node migrated
 # earlier to another size can leave a remainder that one more pass takes.
 _PASSES = 3
@@ -90,6 +92,10 @@ def _cut_growth(
     changes = []
     for role, (now, wanted, _count) in growth.items():
         granted = max(_floor(now + (wanted - now) * keep, _step(field, wanted)), now)
+        # What is left of a growth trimmed to a sliver (the slack the rounding left) is
+        # no change: asked again, the plan would otherwise creep by one step each time.
+        if granted - now < max(_step(field, wanted), _SLIVER * now):
+            granted = now
         cut[role] = replace(roles[role], **{field: None if granted <= now + EPSILON else granted})
         changes.append(f"{role} {now:g} -> {wanted:g} cut to {granted:g}")
     unit = _UNITS[field]

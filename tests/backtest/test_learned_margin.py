@@ -142,7 +142,7 @@ def test_a_changed_request_keeps_its_memory_but_cpu_is_still_sized():
     history = [past(i, 1000, requested_mib=2000) for i in range(3)]
     proposal = propose(history, settings(), memory_mib=4000)  # +100% since the last run
     spec = proposal.roles["worker"]
-    assert spec.memory_mib is None
+    assert spec.memory_mib == 4000  # the request stands, stated (no seed rule replaces it)
     assert spec.cpu == 1.0
     assert "memory request changed by 100%" in proposal.reasons[0].message
     # a change within request_change is not one
@@ -171,8 +171,8 @@ def test_gpu_memory_becomes_cards_capped_by_the_gpus_asked_for():
     assert propose(history(0.25), shares, gpu=0.25).roles["worker"].gpu == 0.25
     # whole GPUs by default: a pod requests nvidia.com/gpu in whole cards
     assert propose(history(1), settings(), gpu=1).roles["worker"].gpu == 1
-    # asking for a quarter card after a whole one is a changed request: no opinion
-    assert propose(history(1), settings(), gpu=0.25).roles["worker"].gpu is None
+    # asking for a quarter card after a whole one is a changed request: it stands
+    assert propose(history(1), settings(), gpu=0.25).roles["worker"].gpu == 0.25
     assert propose([past(0, 1000)], settings(), gpu=1).roles["worker"].gpu is None
 
 

@@ -89,14 +89,15 @@ def test_what_workers_cannot_fit_is_cut_from_the_sizes_and_said():
     bounded = enforce_bounds(
         Proposal(), job(roles=ROLES, limits=Limits(memory_mib=20000)), [], NODE_MAX
     )
-    # chief 8192 + PS 2 x 8192 = 24576 > 20000 even without workers: every size x
-    # 20000 / 24576, rounded down to whole MiB, 6666 (3 x 6666 = 19998 <= 20000)
-    assert bounded.roles["worker"].count == 0
-    assert bounded.roles["chief"].memory_mib == bounded.roles["ps"].memory_mib == 6666
+    # 5 workers: 8 x 8192 = 65536 > 20000; workers go down to 1 (a role that runs is not
+    # taken to 0): chief, worker and 2 PS, 4 x 8192 = 32768, then every size x 20000 /
+    # 32768, rounded down to whole MiB: 5000 (4 x 5000 = 20000)
+    assert bounded.roles["worker"] == RoleSpec(count=1, memory_mib=5000)
+    assert bounded.roles["chief"].memory_mib == bounded.roles["ps"].memory_mib == 5000
     cut = bounded.reasons[-1]
     assert cut.message == (
-        "cut memory_mib per node to fit the job's memory_mib limit 20000 MiB (24576 MiB "
-        "planned): chief 8192 -> 6666, ps 8192 -> 6666"
+        "cut memory_mib per node to fit the job's memory_mib limit 20000 MiB (32768 MiB "
+        "planned): chief 8192 -> 5000, worker 8192 -> 5000, ps 8192 -> 5000"
     )
     assert not any("still exceeds" in r.message for r in bounded.reasons)
 
