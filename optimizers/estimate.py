@@ -25,6 +25,10 @@ from optimizers._common import (
 )
 
 NAME = "estimate"
+# The least share of their linear load (PS CPU per trainer x trainers) the PS keep when
+# one more trainer is squeezed in: speed, and so PS load, grows slower than the trainers
+# (beta 0.13 at 3 trainers: 0.8 of linear).
+_SQUEEZE_FLOOR = 0.8
 
 
 class EstimateSettings(CpuStepSettings):
@@ -59,6 +63,15 @@ class EstimateSettings(CpuStepSettings):
         ge=1,
         le=10000,
         description="Most workers (chief included) when the job has no CPU limit.",
+    )
+    round_up_from: float = Field(
+        0.75,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of one more trainer the CPU limit leaves (limit / (trainer CPU "
+        "+ PS CPU per trainer) = 2.88: 0.88) from which that trainer is added and the PS get "
+        "what the limit leaves: speed grows slower than the trainers, and so does the PS "
+        "load per trainer measured with fewer of them. 1: never.",
     )
     cpu_bound_at: float = Field(
         0.9,
@@ -159,20 +172,37 @@ class ResourceEstimateOptimizer:
             else ceil_to(chief_cpu * settings.factor, settings.cpu_step),
         )
 
+        # Most of one more trainer fits (and PS that are not busy would still get at least
+        # _SQUEEZE_FLOOR of their linear share): add it, the PS taking what the limit leaves.
+        squeeze_ps = False
+        if limit_cpu is not None and not ps_bound:
+            share = limit_cpu / training_cpu - workers
+            left = limit_cpu - (workers + 1) * worker.cpu
+            linear = ps_cpu_per_worker * (workers + 1)
+            if share >= settings.round_up_from and left >= _SQUEEZE_FLOOR * linear:
+                squeeze_ps = True
+                first_try = workers = workers + 1
+
         reasons: list[Reason] = []
         ps_mem_total = _ps_memory_total(context, ps_mem_used, settings, reasons)
 
         def plan_for(workers: int) -> dict[str, RoleSpec]:
             # PS load grows at most like the worker count (speed grows slower): the margin.
             ps_cpu_total = ps_cpu_per_worker * workers
+            if squeeze_ps and workers == first_try:
+                ps_cpu_total = min(ps_cpu_total, limit_cpu - workers * worker.cpu)
             ps_count = max(math.ceil(ps_cpu_total / ps_request_cpu - 1e-9), 1)
             # Busy PS keep their request; others get their share of the load.
             ps_cpu = ps_request_cpu
             if not ps_bound:
                 ps_cpu = min(ceil_to(ps_cpu_total / ps_count, settings.cpu_step), ps_request_cpu)
             ps_memory = ceil_mib(ps_mem_total / ps_count * settings.factor)
+            # The chief trains like a worker: it is sized like one.
             trainers = (
-                {ROLE_CHIEF: RoleSpec(count=1), ROLE_WORKER: replace(worker, count=workers - 1)}
+                {
+                    ROLE_CHIEF: replace(worker, count=1),
+                    ROLE_WORKER: replace(worker, count=workers - 1),
+                }
                 if has_chief
                 else {ROLE_WORKER: replace(worker, count=workers)}
             )

@@ -130,6 +130,20 @@ SCENARIOS: dict[str, Scenario] = {
             limit_cpu=32,
         ),
         Scenario(
+            name="design-example",
+            description="The design's worked example with its numbers: a DeepFM job under a "
+            "15-core limit, registered as 1 PS and 1 worker of 8 cores (over the limit as "
+            "registered); ~30 steps/s at the start, ~100 once Brain has added workers.",
+            roles={
+                "ps": RoleStart(1, cpu=8, memory_mib=8192),
+                "worker": RoleStart(1, cpu=8, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500),
+            limit_cpu=15,
+            horizon_s=3600,
+        ),
+        Scenario(
             name="ps-growing-memory",
             description="Sparse embeddings: PS memory grows with every step and outgrows "
             "its 4 GiB request after about 1.5 hours.",

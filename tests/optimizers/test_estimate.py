@@ -45,9 +45,10 @@ def test_plan_cut_down_to_fit_cpu_limit():
     # CPU-bound: workers are requested the chief's mean 2.0 cores, limited to 2 x 1.2 =
     # 2.4; 4920 MiB (the chief's peak 4100 x 1.2: its mean would be below what it uses).
     # PS: 2 cores of load per worker, in PS of at most their 8-core request, each its share:
-    # 10: 20 cores -> 3 PS of 6.7 -> CPU 4 (chief) + 9 x 2 + 3 x 6.7 = 42.1 > 40
-    #  9: 18 cores -> 3 PS of 6.0 -> 4 + 8 x 2 + 18 = 38 <= 40
-    assert proposal.roles["chief"] == RoleSpec(count=1)
+    # The chief trains like a worker and is sized like one:
+    # 10: 20 cores -> 3 PS of 6.7 -> CPU 10 x 2 + 3 x 6.7 = 40.1 > 40
+    #  9: 18 cores -> 3 PS of 6.0 -> 9 x 2 + 18 = 36 <= 40
+    assert proposal.roles["chief"] == RoleSpec(count=1, cpu=2.0, memory_mib=4920, cpu_limit=2.4)
     assert proposal.roles["worker"] == RoleSpec(count=8, cpu=2.0, memory_mib=4920, cpu_limit=2.4)
     # stable PS memory: 4000 in total / 3 PS x 1.2 = 1600 MiB
     assert proposal.roles["ps"] == RoleSpec(count=3, cpu=6.0, memory_mib=1600)
@@ -101,28 +102,27 @@ def test_ps_load_is_shared_by_the_workers_training():
         for i in range(3)
     ]
     proposal = estimate(Limits(cpu=40), speed=four)
-    # training CPU 2 + 0.5 = 2.5 -> 16 workers; PS 8 cores -> 1 PS of 8:
-    # 4 + 15 x 2 + 8 = 42 > 40; 15: 7.5 cores -> 4 + 14 x 2 + 7.5 = 39.5 <= 40
-    assert proposal.roles["worker"].count == 14
+    # training CPU 2 + 0.5 = 2.5 -> 16 trainers (the chief and 15 workers, 2 cores each);
+    # PS 16 x 0.5 = 8 cores -> 1 PS of 8: 16 x 2 + 8 = 40 <= 40
+    assert proposal.roles["worker"].count == 15
     # 4000 MiB of PS memory in one PS, x 1.2
-    assert proposal.roles["ps"] == RoleSpec(count=1, cpu=7.5, memory_mib=4800)
+    assert proposal.roles["ps"] == RoleSpec(count=1, cpu=8.0, memory_mib=4800)
     why = proposal.reasons[0]
     assert (why.evidence["workers_training"], why.evidence["ps_cpu_per_worker"]) == (4, 0.5)
 
 
 def test_plan_cut_down_to_fit_cpu_and_memory_limits():
     proposal = estimate(Limits(cpu=40, memory_mib=40000))
-    # 9 workers fit the CPU, memory 8192 + 8 x 4920 + 3 x 1600 = 52352 > 40000
-    # 8: 2 PS -> 8192 + 7 x 4920 + 2 x 2400 = 47432 > 40000
-    # 7: 2 PS -> 8192 + 6 x 4920 + 4800 = 42512 > 40000
-    # 6: 2 PS -> 8192 + 5 x 4920 + 4800 = 37592 <= 40000
-    assert proposal.roles["worker"].count == 5
+    # 9 trainers fit the CPU, memory 9 x 4920 + 3 x 1600 = 49080 > 40000
+    # 8: 2 PS -> 8 x 4920 + 2 x 2400 = 44160 > 40000
+    # 7: 2 PS -> 7 x 4920 + 4800 = 39240 <= 40000: the chief and 6 workers
+    assert proposal.roles["worker"].count == 6
     assert proposal.roles["ps"].count == 2
 
 
 def test_limits_too_small_for_one_worker():
-    proposal = estimate(Limits(cpu=5))
-    # one worker (the chief, 4 cores) and 1 PS for its 2 cores of PS load -> 6 > 5
+    proposal = estimate(Limits(cpu=3))
+    # one trainer (the chief, sized 2 cores) and 1 PS for its 2 cores of PS load -> 4 > 3
     assert proposal.is_empty
     assert "exceeds the job's limits" in proposal.reasons[0].message
 
@@ -223,3 +223,22 @@ def test_a_job_registered_as_chief_and_ps_gains_workers():
     bounded = enforce_bounds(stray, the_job, NODES, ctx.node_max)
     assert bounded.roles == {}
     assert any("dropped evaluator" in r.message for r in bounded.reasons)
+
+
+def test_most_of_one_more_trainer_is_added_with_the_ps_taking_what_is_left():
+    # The design's example: 15 cores, a trainer using 4.0 and PS 1.21 per trainer:
+    # 15 / 5.21 = 2.88 trainers. 0.88 >= round_up_from 0.75, and 3 trainers of 4 cores
+    # leave the PS 3.0 cores, at least 0.8 of their linear 3 x 1.21 = 3.63: 3 trainers,
+    # the PS at 3.0 (it was 2 trainers, 4.5 of the 15 cores unused).
+    nodes = [node("worker-0", "worker", cpu=8, memory_mib=8192), node("ps-0", "ps", 8, 8192)]
+    samples = [
+        *series("worker-0", cpu=[4.0, 4.0, 4.0], memory_mib=[3000] * 3),
+        *series("ps-0", cpu=[1.21, 1.21, 1.21], memory_mib=[1500] * 3),
+    ]
+    the_job = job(limits=Limits(cpu=15))
+    ctx = context(Stage.estimate, the_job, nodes=nodes, samples=samples)
+    proposal = ResourceEstimateOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles["worker"].count == 3
+    assert (proposal.roles["ps"].count, proposal.roles["ps"].cpu) == (1, 3.0)
+    no_squeeze = EstimateSettings(**READY, round_up_from=1.0)
+    assert ResourceEstimateOptimizer().propose(ctx, no_squeeze).roles["worker"].count == 2
