@@ -140,11 +140,10 @@ def enforce_bounds(
         role: _bounded_role(role, spec, node_max, reasons)
         for role, spec in _roles_the_job_has(proposal.roles, job, nodes, reasons).items()
     }
+    roles = _within_counts(roles, job, nodes, reasons)
     if proposal.source_event_id is None:  # an OOM fix grows memory as far as it must
         roles = within_change_factor(roles, job, nodes, max_change_factor, reasons)
-    roles = cap_at_node_max(
-        _within_counts(roles, job, nodes, reasons), job, nodes, node_max, reasons
-    )
+    roles = cap_at_node_max(roles, job, nodes, node_max, reasons)
     roles = _fit_limits(roles, job, nodes, reasons)
     roles = cut_sizes_to_limits(roles, job, nodes, reasons)
     launch = [_bounded_change("launch", c, node_max, reasons) for c in proposal.launch]
