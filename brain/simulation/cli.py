@@ -45,11 +45,19 @@ def add_parser(commands) -> None:
         "By default Brain runs in-process on a throwaway SQLite database; --url drives a "
         "running Brain over HTTP (with --token, or BRAIN_TOKEN, when it requires tokens).",
     )
-    parser.add_argument(
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
         "--scenario",
-        required=True,
         choices=[*SCENARIOS, "all"],
         help="which scenario to run (all: every one)",
+    )
+    which.add_argument(
+        "--random",
+        type=int,
+        metavar="N",
+        help="N random PS and all-reduce jobs drawn from stated ranges with --seed "
+        "(brain.simulation.random_jobs), one simulated hour each, and the distribution of "
+        "their figures",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
@@ -75,6 +83,8 @@ def _simulate(args) -> int:
     # Imported here: `brain --help` loads this module to add the subcommand.
     from brain.simulation.run import run_scenario
 
+    if args.random is not None:
+        return _simulate_random(args, run_scenario)
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     results: list[ScenarioResult] = []
     with ExitStack() as stack:
@@ -98,6 +108,51 @@ def _simulate(args) -> int:
         if args.seeds > 1:
             _print_summary(results)
     return 0
+
+
+def _simulate_random(args, run_scenario) -> int:
+    from brain.simulation.random_jobs import random_scenarios
+
+    if args.random < 1:
+        raise SystemExit("brain simulate: --random needs at least 1 job")
+    results: list[ScenarioResult] = []
+    with ExitStack() as stack:
+        client = _client(args.url, args.token, stack, args.app_factory)
+        for scenario in random_scenarios(args.random, args.seed):
+            results.append(run_scenario(client, scenario, args.seed, args.horizon)[1])
+    if args.json:
+        for result in results:
+            print(json.dumps(asdict(result)))
+    else:
+        _print_table(results)
+        _print_distribution(results)
+    return 0
+
+
+def _print_distribution(results: list[ScenarioResult]) -> None:
+    """What the issue's targets ask of random jobs: reached/best, plans to 95 %, and the
+    invariants in every job."""
+    ratios = sorted(r.reached_steps_per_sec / r.best_steps_per_sec for r in results)
+    within_3 = sum(1 for r in results if r.plans_to_95pct is not None and r.plans_to_95pct <= 3)
+    print()
+    print(f"{len(results)} random jobs")
+    print(
+        f"reached/best: median {statistics.median(ratios):.3f}, 10th percentile "
+        f"{_percentile(ratios, 0.1):.3f}, min {ratios[0]:.3f}"
+    )
+    print(f"at 95 % of the best within 3 plans: {within_3 / len(results):.0%} of the jobs")
+    for field in ("over_limit_seconds", "oom_kills", "oom_fixes_lost", "oscillations"):
+        values = [getattr(r, field) for r in results]
+        hit = sum(1 for v in values if v)
+        print(f"{field}: max {max(values):g}, in {hit} of {len(values)} jobs")
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """The ``q`` quantile of sorted values, interpolating linearly."""
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _client(
