@@ -39,11 +39,19 @@ class EstimateSettings(CpuStepSettings):
         description="Margin on used CPU/memory when sizing workers and PS memory.",
     )
     growth_threshold: float = Field(
-        0.1,
-        ge=0.01,
+        0.02,
+        ge=0.001,
         le=10.0,
         description="Relative growth of total PS memory over the observed steps above which it "
-        "counts as growing (sparse embeddings).",
+        "counts as growing (sparse embeddings), when the fitted rate is also at least "
+        "twice its standard error (not noise).",
+    )
+    growth_horizon_s: float = Field(
+        3600,
+        ge=0,
+        le=30 * 86400,
+        description="Without total_steps, growing PS memory is sized for this many seconds "
+        "ahead at the current speed (the PS change interval: oom_risk follows after).",
     )
     min_growth_points: int = Field(
         3, ge=2, le=1000, description="Speed samples needed to fit PS memory against global step."
@@ -87,6 +95,16 @@ class _PsMemoryFit:
     rate_mib_per_step: float
     intercept_mib: float
     relative_growth: float
+    rate_stderr: float  # standard error of the rate
+    last_step: float
+
+    @property
+    def significant(self) -> bool:
+        return self.rate_mib_per_step > 2 * self.rate_stderr
+
+    def at(self, step: float) -> float:
+        """Total PS memory at ``step``, on the rate one standard error up."""
+        return self.intercept_mib + (self.rate_mib_per_step + self.rate_stderr) * step
 
 
 class ResourceEstimateOptimizer:
@@ -108,8 +126,10 @@ class ResourceEstimateOptimizer:
     ``ps.count = ceil(that / PS request)``, each PS its share, or its request when a PS
     is CPU-bound. PS memory is the mean total PS memory, or, when it grows with the
     global step, the fitted total at ``job.total_steps``; either way shared among the
-    PS, x factor. If the plan exceeds the job's CPU, memory or GPU limits, workers are
-    reduced first.
+    PS, x factor (the fitted rate one standard error up; a growth counts when it is at
+    least ``growth_threshold`` and twice its standard error; without ``total_steps`` it
+    is sized ``growth_horizon_s`` ahead at the current speed). If the plan exceeds the
+    job's CPU, memory or GPU limits, workers are reduced first.
     """
 
     name: ClassVar[str] = NAME
@@ -346,7 +366,7 @@ def _ps_memory_total(
     """Total PS memory to provide: the current use, or the end-of-training use if it grows."""
     fit = _fit_ps_memory(context, settings)
     threshold = {"growth_threshold": settings.growth_threshold}
-    if fit is None or fit.relative_growth < settings.growth_threshold:
+    if fit is None or fit.relative_growth < settings.growth_threshold or not fit.significant:
         growth = None if fit is None else round(fit.relative_growth, 4)
         reasons.append(
             reason(
@@ -362,27 +382,34 @@ def _ps_memory_total(
     evidence = {
         "relative_growth": round(fit.relative_growth, 4),
         "rate_mib_per_step": fit.rate_mib_per_step,
+        "rate_stderr_mib_per_step": fit.rate_stderr,
         "total_steps": total_steps,
     }
     if not total_steps:
+        pace = [s.steps_per_sec for s in context.speed[-3:]]
+        ahead = (sum(pace) / len(pace) if pace else 0.0) * settings.growth_horizon_s
+        at = max(fit.at(fit.last_step + ahead), ps_mem_used)
         reasons.append(
             reason(
                 NAME,
-                f"PS memory grows {fit.relative_growth:.0%} but total_steps is unknown: sizing "
-                f"for the current {ps_mem_used:.0f} MiB",
-                evidence,
-                threshold,
+                f"PS memory grows {fit.relative_growth:.0%} ({fit.rate_mib_per_step:.4f} +- "
+                f"{fit.rate_stderr:.4f} MiB/step) and total_steps is unknown: sizing for "
+                f"{at:.0f} MiB in total, {settings.growth_horizon_s:.0f} s ahead "
+                f"({ahead:.0f} steps); oom_risk follows after",
+                evidence | {"total_ps_memory_ahead_mib": round(at, 1)},
+                threshold | {"growth_horizon_s": settings.growth_horizon_s},
             )
         )
-        return ps_mem_used
-    # The fitted line at the last step: the per-step rate on top of the fitted base.
-    at_end = max(fit.intercept_mib + fit.rate_mib_per_step * total_steps, ps_mem_used)
+        return at
+    # The fitted line at the last step, one standard error up: the end of training.
+    at_end = max(fit.at(total_steps), ps_mem_used)
     reasons.append(
         reason(
             NAME,
             f"PS memory grows {fit.relative_growth:.0%} over the observed steps "
-            f"({fit.rate_mib_per_step:.4f} MiB/step): sizing for {at_end:.0f} MiB in total "
-            f"at step {total_steps}",
+            f"({fit.rate_mib_per_step:.4f} +- {fit.rate_stderr:.4f} MiB/step): sizing for "
+            f"{at_end:.0f} MiB in total at step {total_steps}, the end of training"
+            + (f" ({at_end / ps_mem_used:.1f}x today's {ps_mem_used:.0f} MiB)" * bool(ps_mem_used)),
             evidence | {"total_ps_memory_at_end_mib": round(at_end, 1)},
             threshold,
         )
@@ -415,4 +442,10 @@ def _fit_ps_memory(context: OptimizerContext, settings: EstimateSettings) -> _Ps
     base = intercept + rate * min(steps)
     if base <= 0:
         return None
-    return _PsMemoryFit(rate, intercept, rate * (max(steps) - min(steps)) / base)
+    x, y = np.asarray(steps), np.asarray(totals)
+    residual = y - (intercept + rate * x)
+    spread = float(((x - x.mean()) ** 2).sum())
+    dof = len(steps) - 2
+    stderr = float(np.sqrt((residual**2).sum() / dof / spread)) if dof > 0 and spread else 0.0
+    growth = rate * (max(steps) - min(steps)) / base
+    return _PsMemoryFit(rate, intercept, growth, stderr, max(steps))

@@ -137,15 +137,16 @@ def test_growing_ps_memory_sized_for_total_steps():
     proposal = estimate(
         Limits(), samples, speed, EstimateSettings(max_workers=8, **READY), total_steps=100_000
     )
-    # total PS memory = 2000 + 0.2 MiB/step; over the observed steps it grew
-    # 0.2 x 3000 / 2000 = 30 % >= 10 % -> growing
+    # total PS memory = 2000 + 0.2 MiB/step (exactly: standard error 0); over the observed
+    # steps it grew 0.2 x 3000 / 2000 = 30 % >= 2 % -> growing
     # at step 100000: 2000 + 0.2 x 100000 = 22000 MiB
     # no CPU limit: 8 workers -> 2 x 8 = 16 cores of PS load -> 2 PS of 8.0 cores;
     # 22000 / 2 x 1.2 = 13200 MiB each
     assert proposal.roles["ps"] == RoleSpec(count=2, cpu=8, memory_mib=13200)
     [growth] = [r for r in proposal.reasons if "grows" in r.message]
     assert growth.evidence["relative_growth"] == 0.3
-    assert growth.threshold == {"growth_threshold": 0.1}
+    assert growth.threshold == {"growth_threshold": 0.02}
+    assert "the end of training (9.6x today's 2300 MiB)" in growth.message
     # with a threshold above the observed 30 % the same PS counts as stable: mean 2300 total
     stable = estimate(
         Limits(), samples, speed, EstimateSettings(max_workers=8, growth_threshold=0.5, **READY)
@@ -242,3 +243,24 @@ def test_most_of_one_more_trainer_is_added_with_the_ps_taking_what_is_left():
     assert (proposal.roles["ps"].count, proposal.roles["ps"].cpu) == (1, 3.0)
     no_squeeze = EstimateSettings(**READY, round_up_from=1.0)
     assert ResourceEstimateOptimizer().propose(ctx, no_squeeze).roles["worker"].count == 2
+
+
+def test_slowly_growing_ps_memory_is_sized_for_the_end_of_training():
+    # 6 % in the observed minutes, total_steps 10^6: the design's memRate x totalStep.
+    samples = [
+        *series("chief-0", cpu=[2, 2, 2, 2], memory_mib=[4000] * 4),
+        *series("ps-0", cpu=[1, 1, 1, 1], memory_mib=[1000, 1020, 1040, 1060]),
+        *series("ps-1", cpu=[1, 1, 1, 1], memory_mib=[1000, 1020, 1040, 1060]),
+    ]
+    speed = speed_steps([0, 1000, 2000, 3000])
+    settings = EstimateSettings(max_workers=8, **READY)
+    proposal = estimate(Limits(), samples, speed, settings, total_steps=1_000_000)
+    # 2000 + 0.04 MiB/step: 6 % over 3000 steps (it counted as stable below 10 %); at step
+    # 10^6: 2000 + 0.04 x 10^6 = 42000 MiB over 2 PS, x 1.2 = 25200 MiB each
+    assert proposal.roles["ps"].memory_mib == 25200
+    # without total_steps: an hour ahead at 10 steps/s, 36000 steps past step 3000:
+    # 2000 + 0.04 x 39000 = 3560 MiB, / 2 x 1.2 = 2136 MiB each
+    ahead = estimate(Limits(), samples, speed, settings)
+    assert ahead.roles["ps"].memory_mib == 2136
+    [why] = [r for r in ahead.reasons if "grows" in r.message]
+    assert "3600 s ahead (36000 steps)" in why.message
