@@ -1,13 +1,18 @@
 """Alembic environment: the URL comes from the caller (brain.db.migrate), never from a file."""
 
 from alembic import context
-from sqlalchemy import pool
+from sqlalchemy import pool, text
 
 from brain.db.engine import make_engine
 from brain.db.models import Base
 
 config = context.config
 target_metadata = Base.metadata
+
+# Held while migrating on PostgreSQL (the bytes "brainmig"): pods starting at once each
+# run `brain db upgrade`; one migrates, the others wait for it and then find nothing to
+# do, instead of creating the same tables at the same time.
+MIGRATION_LOCK_KEY = 0x6272_6169_6E6D_6967
 
 
 def run_migrations_offline() -> None:
@@ -41,6 +46,11 @@ def _run(connection) -> None:
         compare_type=True,
     )
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Taken before Alembic reads the applied revision; released at commit.
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
         context.run_migrations()
 
 

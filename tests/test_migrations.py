@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
 from brain.db import migrate
@@ -45,3 +50,33 @@ def test_upgrade_is_repeatable(empty_database):
     migrate.upgrade(empty_database)
     migrate.upgrade(empty_database)  # nothing pending: a no-op, not an error
     assert _drift(empty_database) == []
+
+
+def test_concurrent_upgrades_migrate_once_and_all_succeed(make_pg_database):
+    """Pods of one rollout each run `brain db upgrade` as they start (an init
+    container): they must not create the same tables at the same time."""
+    url = make_pg_database()
+    env = {**os.environ, "BRAIN_DATABASE_URL": url}
+    upgrades = [
+        subprocess.Popen(
+            [sys.executable, "-m", "brain.cli", "db", "upgrade"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [(p.wait(120), p.stderr.read()) for p in upgrades]
+    for p in upgrades:
+        p.stdout.close()
+        p.stderr.close()
+    assert [code for code, _ in results] == [0, 0, 0], results
+    # Each revision ran once: one process logged the whole chain, the others nothing.
+    running = [err.count("Running upgrade") for _, err in results]
+    assert sorted(running) == [0, 0, len(_revisions(url))], running
+    assert _drift(url) == []
+
+
+def _revisions(url: str) -> list[str]:
+    return list(ScriptDirectory.from_config(migrate.alembic_config(url)).walk_revisions())
