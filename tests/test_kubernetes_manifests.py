@@ -162,6 +162,8 @@ def test_containers_run_real_brain_commands_and_the_settings_are_brains(overlay,
     parsed = Settings()
     assert (parsed.host, parsed.port, parsed.grpc_port) == ("0.0.0.0", 8080, 50001)
     assert parsed.auth == "required" and parsed.k8s_lookup is True
+    # gRPC without tokens (DLRover 0.6.1 sends none) only behind the NetworkPolicy.
+    assert parsed.grpc_auth is False
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
