@@ -32,7 +32,7 @@ TOKEN_ROW = (
 def _brain(*args: str, cwd: Path, url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "BRAIN_DATABASE_URL": url}
     return subprocess.run(
-        [sys.executable, "-m", "brain.cli", *args],
+        [sys.executable, "-m", "api.main", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brain.cli import build_parser
+from api.main import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from brain.cli import build_parser
+from api.main import build_parser
 from brain.config import Settings
 from tests.kustomize_subset import render
 

@@ -59,7 +59,7 @@ def test_concurrent_upgrades_migrate_once_and_all_succeed(make_pg_database):
     env = {**os.environ, "BRAIN_DATABASE_URL": url}
     upgrades = [
         subprocess.Popen(
-            [sys.executable, "-m", "brain.cli", "db", "upgrade"],
+            [sys.executable, "-m", "api.main", "db", "upgrade"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
