@@ -112,8 +112,14 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | 
     """Least-squares ``(slope, intercept)``; ``None`` with fewer than 2 distinct ``xs``."""
     if len(set(xs)) < 2:
         return None
-    slope, intercept = np.polyfit(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), 1)
-    return float(slope), float(intercept)
+    # The centred closed form, not np.polyfit: polyfit's scaled solve leaves a rounding
+    # slope (about 1e-16) on a flat or symmetric series, which oom_risk then read as a
+    # rising trend and migrated a node that used nothing.
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    dx = x - x.mean()
+    slope = float(np.dot(dx, y) / np.dot(dx, dx))  # the deviations dx sum to zero
+    return slope, float(y.mean() - slope * x.mean())
 
 
 def mean_cpu(samples: Sequence[NodeSample]) -> float:

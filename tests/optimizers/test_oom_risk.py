@@ -76,3 +76,12 @@ def test_a_migrated_node_cools_down_from_its_applied_time():
     proposal = OomRiskOptimizer().propose(ctx, SETTINGS)
     assert proposal.migrate == []
     assert "cooling down for 600 s" in proposal.reasons[0].message
+
+
+def test_a_flat_window_is_no_rising_trend():
+    # 0, 698, 0 MiB at -600, -300, 0 s: slope exactly 0, so no trend prediction; the
+    # latest use (0) is far below 90 % of 200 MiB: nothing to do. A rounding slope of
+    # 1e-17 once predicted the mean, 232.7 MiB >= 200, and migrated an idle node.
+    idle = node("worker-0", "worker", cpu=4, memory_mib=200)
+    ctx = context(Stage.running, nodes=[idle], samples=series("worker-0", memory_mib=[0, 698, 0]))
+    assert OomRiskOptimizer().propose(ctx, SETTINGS).migrate == []
