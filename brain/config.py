@@ -266,6 +266,14 @@ class Settings(BaseSettings):
         "optimize call for its computation), so that a burst of optimize calls never keeps "
         "persist_metrics waiting and each call's deadline counts from its arrival.",
     )
+    grpc_report_max_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        le=4 * 1024 * 1024,
+        description="Largest job-master report (persist_metrics) Brain keeps, in bytes as "
+        "sent; also the most a job's cumulative customized_data may grow to. Larger ones "
+        "are answered and dropped (logged, counted as outcome `invalid`).",
+    )
     grpc_optimize_workers: int = Field(
         8,
         ge=1,

@@ -8,8 +8,10 @@ unknown input gets an empty, successful answer whose ``reason`` says why, and a 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -56,7 +58,8 @@ DEFAULTS_NOT_SENT = (
     "no related history: DLRover was told the job's registered request (0 = keep the "
     "ElasticJob's), not these defaults"
 )
-# Recently seen (uid, kind, payload): repeats are answered without touching the store.
+# Recently seen (uid, kind, payload digest): repeats are answered without touching the
+# store. Digests, not payloads, so the memory this takes is bounded by the count alone.
 SEEN_REPORTS = 10_000
 
 
@@ -80,12 +83,13 @@ REPORT_KINDS = frozenset(
 
 @dataclass(frozen=True)
 class Report:
-    """A checked report waiting for the writer: its (uid, kind, raw) key, the user hint and
-    its body as plain values."""
+    """A checked report waiting for the writer: its (uid, kind, digest) key, the user
+    hint, its body as plain values and its size as sent (what the writer's queue holds)."""
 
     key: tuple[str, str, bytes]
     user: str | None
     body: dict
+    size: int = 0
 
 
 @dataclass
@@ -123,7 +127,9 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         self._optimizers = ThreadPoolExecutor(
             settings.grpc_optimize_workers, thread_name_prefix="brain-grpc-optimize"
         )
-        self._writer: ReportWriter[Report] = ReportWriter(self._write_batch)
+        self._writer: ReportWriter[Report] = ReportWriter(
+            self._write_batch, size=lambda report: report.size
+        )
         self._seen: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
         self._seen_lock = threading.Lock()
 
@@ -156,16 +162,29 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             return "ignored"
         payload = getattr(metrics, kind)
         raw = payload.encode() if isinstance(payload, str) else payload.SerializeToString()
-        key = (uid, kind, raw)
+        limit = self._settings.grpc_report_max_bytes
+        if len(raw) > limit and kind != "job_exit_reason":  # a reason is cut, not dropped
+            log.warning(
+                "job %s: %s of %d bytes, over BRAIN_GRPC_REPORT_MAX_BYTES (%d): ignored",
+                uid,
+                kind,
+                len(raw),
+                limit,
+            )
+            return "invalid"
+        key = (uid, kind, hashlib.sha256(raw).digest())
         if self._seen_before(key):
             return "ok"
         if kind == "customized_data":
             body = _json_object(payload)
             if body is None:
-                log.warning("job %s: customized_data is not a JSON object: ignored", uid)
+                log.warning("job %s: customized_data is not a finite JSON object: ignored", uid)
                 return "invalid"
         elif kind in ("training_hyper_params", "model_feature"):
             body = _as_dict(payload)
+            if not _finite(body):
+                log.warning("job %s: %s holds a NaN or infinite number: ignored", uid, kind)
+                return "invalid"
         else:
             body = {kind: _storable_text(payload, EXIT_REASON_CHARS)}
         # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
@@ -174,7 +193,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         if user is not None and (len(user) > USER_CHARS or "\x00" in user):
             user = None  # a hint only: the job keeps the user it has
         self._remember(key)
-        self._writer.submit(Report(key, user, body))
+        self._writer.submit(Report(key, user, body, min(len(raw), limit)))
         return "queued"
 
     def _write_batch(self, reports: list[Report]) -> None:
@@ -188,29 +207,44 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             self._write_job(uid, mine)
 
     def _write_job(self, uid: str, reports: list[Report]) -> None:
+        """Each kind in a savepoint of its own: a report the store refuses (too large once
+        merged, a value the database will not take) costs only itself, never the job's
+        other reports nor its registration."""
         user = next((r.user for r in reports if r.user), None)
         bodies: dict[str, dict] = {}
+        by_kind: dict[str, list[Report]] = {}
         for report in reports:
             kind = report.key[1]
             cumulative = kind == "customized_data"
             bodies[kind] = {**bodies.get(kind, {}), **report.body} if cumulative else report.body
+            by_kind.setdefault(kind, []).append(report)
+        failed: list[Report] = []
         try:
             with self._transaction() as session:
                 job = master_reports.ensure_running_job(session, uid, user)
                 finished = False
                 for kind, body in bodies.items():
-                    finished = self._store(session, job, kind, body) or finished
+                    try:
+                        with session.begin_nested():
+                            finished = self._store(session, job, kind, body) or finished
+                    except BrainError as exc:
+                        log.warning("job %s: %s report refused: %s", uid, kind, exc)
+                        failed.extend(by_kind[kind])
+                    except Exception:
+                        log.exception("job %s: cannot store its master's %s report", uid, kind)
+                        failed.extend(by_kind[kind])
         except Exception:
             log.exception("job %s: cannot store %d reports of its master", uid, len(reports))
-            for report in reports:
-                self._forget(report.key)  # a retry of these reports must be written again
-            self._telemetry.grpc_report_write_errors.inc(len(reports))
-            return
+            failed = reports
+            finished = False
+        for report in failed:
+            self._forget(report.key)  # a retry of these reports must be written again
+        if failed:
+            self._telemetry.grpc_report_write_errors.inc(len(failed))
         if finished:
             self._summarize(uid)
 
-    @staticmethod
-    def _store(session: Session, job: JobRow, kind: str, body: dict) -> bool:
+    def _store(self, session: Session, job: JobRow, kind: str, body: dict) -> bool:
         """Store one report; returns whether it finished the job."""
         match kind:
             case "type":
@@ -218,7 +252,14 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
                 if body[kind] in STRATEGIES:
                     master_reports.set_strategy(session, job, STRATEGIES[body[kind]])
             case "customized_data":
-                master_reports.record_report(session, job, kind, body, cumulative=True)
+                master_reports.record_report(
+                    session,
+                    job,
+                    kind,
+                    body,
+                    cumulative=True,
+                    max_bytes=self._settings.grpc_report_max_bytes,
+                )
             case "job_exit_reason":
                 reason = body[kind]
                 exit = master_reports.JobExit(
@@ -472,8 +513,26 @@ def _as_dict(message) -> dict:
 
 
 def _json_object(text: str) -> dict | None:
+    """The JSON object ``text`` holds, or None: not JSON, not an object, or holding NaN
+    or an infinity (Python's parser takes them; PostgreSQL's json refuses them, and so
+    does REST)."""
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = json.loads(text, parse_constant=_refuse_constant)
+        return value if isinstance(value, dict) and _finite(value) else None
+    except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(value) -> bool:
+    """Whether every number in a JSON-like value is finite (1e999 parses as inf)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True

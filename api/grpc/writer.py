@@ -7,8 +7,9 @@ keeps each job's reports in order. It takes everything queued at once (up to
 ``BATCH``) and hands it over as one batch, so that under a burst the reports of a job
 are stored together and a cumulative report superseded within the batch is never
 written (see ``BrainServicer._write_batch``): writing is what costs the process CPU
-(and, in Python, the lock every handler thread needs). A full queue makes the caller
-write its report itself (backpressure, nothing dropped).
+(and, in Python, the lock every handler thread needs). A full queue, by count or by
+the bytes its reports hold (``max_bytes``), makes the caller write its report itself
+(backpressure, nothing dropped), so what waits in memory stays bounded.
 
 Durability: a queued report lives in memory until written. A stop of the server
 (``close``, SIGTERM in ``brain serve``) writes everything queued first; a crash of the
@@ -29,22 +30,51 @@ from typing import Generic, TypeVar
 log = logging.getLogger(__name__)
 Item = TypeVar("Item")
 CAPACITY = 10_000
+# What the queued reports may hold at most; each report is itself bounded
+# (BRAIN_GRPC_REPORT_MAX_BYTES), so a full queue of small ones still fits.
+MAX_QUEUED_BYTES = 64 * 1024 * 1024
 BATCH = 500
 IDLE_POLL_S = 0.01
 
 
 class ReportWriter(Generic[Item]):
-    def __init__(self, write_batch: Callable[[list[Item]], None], capacity: int = CAPACITY) -> None:
+    def __init__(
+        self,
+        write_batch: Callable[[list[Item]], None],
+        capacity: int = CAPACITY,
+        size: Callable[[Item], int] = lambda item: 0,
+        max_bytes: int = MAX_QUEUED_BYTES,
+    ) -> None:
         self._write_batch = write_batch
         self._queue: queue.Queue[Item | None] = queue.Queue(capacity)
+        self._size = size
+        self._max_bytes = max_bytes
+        self._queued_bytes = 0
+        self._bytes_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="brain-grpc-reports", daemon=True)
         self._thread.start()
 
     def submit(self, item: Item) -> None:
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            self._write_batch([item])
+        size = self._size(item)
+        with self._bytes_lock:
+            fits = self._queued_bytes + size <= self._max_bytes
+            if fits:
+                self._queued_bytes += size
+        if fits:
+            try:
+                self._queue.put_nowait(item)
+                return
+            except queue.Full:
+                self._release(size)
+        self._write_batch([item])
+
+    def queued_bytes(self) -> int:
+        with self._bytes_lock:
+            return self._queued_bytes
+
+    def _release(self, size: int) -> None:
+        with self._bytes_lock:
+            self._queued_bytes -= size
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Whether every queued report was written within ``timeout_s`` (bounded wait)."""
@@ -84,5 +114,6 @@ class ReportWriter(Generic[Item]):
             except Exception:  # one bad batch must not stop the writer
                 log.exception("cannot store job masters' reports")
             finally:
+                self._release(sum(self._size(item) for item in batch))
                 for _ in range(taken):
                     self._queue.task_done()

@@ -8,6 +8,7 @@ re-sent whole on every rendezvous poll), so every write here happens only on cha
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from brain.db.models import EventRow, JobRow, MasterReportRow
 from brain.domain import EventKind, JobStatus, RoleSpec, Strategy, default_group_key, utcnow
+from brain.errors import InvalidInput
 from brain.services import events, nodes
 from brain.services.jobs import find_job
 
@@ -86,15 +88,30 @@ def set_strategy(session: Session, job: JobRow, strategy: Strategy) -> bool:
 
 
 def record_report(
-    session: Session, job: JobRow, kind: str, body: dict[str, Any], cumulative: bool = False
+    session: Session,
+    job: JobRow,
+    kind: str,
+    body: dict[str, Any],
+    cumulative: bool = False,
+    max_bytes: int | None = None,
 ) -> bool:
     """Keep the latest ``body`` of this kind of report; ``cumulative`` bodies are merged
     into what was kept (a master re-sending its whole dict adds only its new keys).
-    Returns whether anything was written."""
+    Returns whether anything was written. A body that would exceed ``max_bytes`` as JSON
+    is refused (``InvalidInput``), keeping what was kept: a cumulative report must not
+    grow a row without end, each rewrite costing its whole size."""
     report = session.get(MasterReportRow, (job.id, kind))
     merged = {**report.body, **body} if report is not None and cumulative else body
     if report is not None and report.body == merged:
         return False
+    if max_bytes is not None:
+        size = len(json.dumps(merged, separators=(",", ":")).encode())
+        if size > max_bytes:
+            raise InvalidInput(
+                f"{kind} would hold {size} bytes, over the {max_bytes} kept per job "
+                "(BRAIN_GRPC_REPORT_MAX_BYTES)",
+                field=kind,
+            )
     if report is None:
         session.add(MasterReportRow(job_id=job.id, kind=kind, body=merged, updated_at=utcnow()))
     else:

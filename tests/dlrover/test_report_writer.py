@@ -54,6 +54,29 @@ def test_a_full_queue_makes_the_caller_write():
     assert batches == [[1], [3], [2]]
 
 
+def test_queued_bytes_are_bounded_too():
+    release, batches = threading.Event(), []
+
+    def write_batch(items: list[int]) -> None:
+        batches.append(items)
+        if items == [1]:
+            assert release.wait(10)
+
+    # each item holds its value in bytes; at most 10 bytes wait in the queue
+    writer = ReportWriter(write_batch, size=lambda item: item, max_bytes=10)
+    writer.submit(1)
+    assert _eventually(lambda: batches == [[1]])
+    writer.submit(6)  # queued: 6 bytes wait (the held 1 still counts: 7)
+    writer.submit(4)  # 7 + 4 = 11 > 10: written by this caller, at once
+    assert batches == [[1], [4]]
+    assert writer.queued_bytes() == 7
+    release.set()
+    assert writer.wait_idle(10)
+    writer.close()
+    assert batches == [[1], [4], [6]]
+    assert writer.queued_bytes() == 0
+
+
 def _eventually(check) -> bool:
     for _ in range(200):
         if check():
