@@ -120,8 +120,14 @@ async def current_principal(
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
+# The route that registers a job: on another namespace's uid it answers as for a new uid.
+REGISTER_JOB = ("PUT", "/api/v1/jobs/{uid}")
+
+
 async def visible_job(request: Request, principal: CurrentPrincipal) -> None:
-    """A route on ``{uid}`` of another namespace's job answers 404, as if it did not exist.
+    """A route on ``{uid}`` of another namespace's job answers 404, as if it did not exist;
+    registering one (``PUT``) answers as for a new uid and changes nothing (the route
+    reads ``request.state.foreign_uid``), so neither tells that the uid exists.
 
     Async, so that the usual case (no ``{uid}``, or a token for every namespace) costs
     no trip to the thread pool; a restricted token's lookup reads through a session of
@@ -133,6 +139,10 @@ async def visible_job(request: Request, principal: CurrentPrincipal) -> None:
     if not await run_in_threadpool(
         _job_visible, server_state(request.app).session_factory, principal, uid
     ):
+        route = request.scope.get("route")
+        if (request.method, getattr(route, "path", None)) == REGISTER_JOB:
+            request.state.foreign_uid = True
+            return
         raise NotFound(f"no job with uid {uid!r}", field="uid")
 
 

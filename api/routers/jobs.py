@@ -41,7 +41,12 @@ def put_job(
     settings: SettingsDep,
     principal: CurrentPrincipal,
 ) -> JobOut:
-    """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated."""
+    """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated.
+
+    Job uids are unique across namespaces. A token limited to namespaces that registers
+    a uid another namespace holds gets the answer a new uid gets (201 and the job as
+    described) while nothing is stored or changed, so it can neither probe nor overwrite
+    other namespaces' jobs (see docs/isolation.md)."""
     if not principal.sees(spec.namespace):
         raise Forbidden(
             f"token {principal.name!r} may not write jobs in namespace {spec.namespace!r}",
@@ -56,6 +61,9 @@ def put_job(
         utcnow(),
         settings.clock_skew_s,
     )
+    if getattr(request.state, "foreign_uid", False):
+        response.status_code = 201
+        return JobOut.of(jobs.unsaved_job(uid, spec.to_input()))
     job, created = jobs.upsert_job(session, uid, spec.to_input())
     _summarize_if_finished(job, request, background)
     response.status_code = 201 if created else 200

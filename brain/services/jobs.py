@@ -92,6 +92,15 @@ def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[JobRow, bool
     return job, False
 
 
+def unsaved_job(uid: str, data: JobInput) -> JobRow:
+    """The job ``upsert_job`` would create for a new ``uid``, not stored."""
+    _check_times(data.started_at, data.finished_at)
+    now = utcnow()
+    job = JobRow(uid=uid, created_at=data.created_at or now)
+    _describe(job, data, now)
+    return job
+
+
 def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> JobRow | None:
     """Insert the job in a savepoint; None when the uid turned out to be taken, which
     undoes only this insert and keeps the rest of the caller's transaction."""

@@ -155,12 +155,12 @@ def test_namespace_restricted_token_sees_only_its_namespaces(settings, make_toke
         assert [job["uid"] for job in listed] == ["j-ml"]
         assert client.get("/api/v1/jobs/j-ml/samples", headers=ml).status_code == 200
 
-        # Another namespace's job answers exactly as a job that does not exist.
+        # Another namespace's job answers exactly as a job that does not exist (and a PUT
+        # on it as on a new uid: tests/api/test_tenancy.py).
         missing = client.get("/api/v1/jobs/nope", headers=ml)
         for uid in ("j-other", "j-none"):
             for method, path, body in [
                 ("GET", f"/api/v1/jobs/{uid}", None),
-                ("PUT", f"/api/v1/jobs/{uid}", job_body(namespace="ml")),
                 ("PATCH", f"/api/v1/jobs/{uid}", {"status": "failed"}),
                 ("GET", f"/api/v1/jobs/{uid}/samples", None),
                 ("POST", f"/api/v1/jobs/{uid}/optimize", {"stage": "create"}),
