@@ -11,6 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 INT32_MAX = 2**31 - 1  # PostgreSQL integer: node index, workers, plan and event ids
+# Roles one job may declare (ps, worker, chief, evaluator, ... with room to spare): every
+# plan, listing and optimizer pass is per role, so their number bounds all of those.
+MAX_ROLES = 16
+# The largest answer a list endpoint gives at once; a page stops early rather than
+# exceed it (its cursor or ids page on from there).
+MAX_PAGE_BYTES = 1024 * 1024
 INT64_MAX = 2**63 - 1  # PostgreSQL bigint: global_step, total_steps
 
 # Hard ceilings per node (the schema states them; settings stay below them).

@@ -9,6 +9,7 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 from api.auth import CurrentPrincipal
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.paging import within_page_bytes
 from api.params import JobUid, name_filter
 from api.routing import InputRoute
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
@@ -119,7 +120,8 @@ def list_jobs(
         str | None, Query(max_length=200, description="`next_cursor` of the previous page.")
     ] = None,
 ) -> JobPage:
-    """A namespace-restricted token lists only its namespaces' jobs."""
+    """A namespace-restricted token lists only its namespaces' jobs. A page holds fewer
+    than `limit` jobs when more would make the answer over 1 MiB (`next_cursor` goes on)."""
     filters = jobs.JobFilters(
         user=user,
         status=status,
@@ -129,4 +131,8 @@ def list_jobs(
         namespaces=principal.namespaces,
     )
     page, next_cursor = jobs.list_jobs(session, filters, limit, cursor)
-    return JobPage(items=[JobOut.of(j) for j in page], next_cursor=next_cursor)
+    items = within_page_bytes([JobOut.of(j) for j in page])
+    if len(items) < len(page):  # cut at MAX_PAGE_BYTES: the next page starts after it
+        last = page[len(items) - 1]
+        next_cursor = jobs.encode_cursor(last.created_at, last.id)
+    return JobPage(items=items, next_cursor=next_cursor)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import CurrentPrincipal
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.errors import ERROR_RESPONSES
+from api.paging import within_page_bytes
 from api.params import JobUid, PlanId
 from api.plan_watch import PlanWatch
 from api.routing import InputRoute
@@ -82,8 +83,11 @@ def list_plans(
         int | None, Query(ge=1, le=INT32_MAX, description="Only plans with a smaller id (paging).")
     ] = None,
 ) -> list[PlanOut]:
+    """Up to `limit` plans, fewer when more would make the answer over 1 MiB: page on
+    with `before` set to the last id received."""
     job = jobs.get_job(session, uid)
-    return [PlanOut.of(p, uid) for p in plans.list_plans(session, job, limit, before)]
+    page = plans.list_plans(session, job, limit, before)
+    return within_page_bytes([PlanOut.of(p, uid) for p in page])
 
 
 @router.get(

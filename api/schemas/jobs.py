@@ -30,6 +30,7 @@ from api.schemas.common import (
     Timestamp,
     UserName,
 )
+from brain.bounds import MAX_ROLES
 from brain.db.models import JobRow
 from brain.domain import JobStatus, RoleBounds, RoleSpec, Strategy
 from brain.services.jobs import JobChanges, JobInput
@@ -130,7 +131,10 @@ class JobSpec(BaseModel):
     gpu_type: Annotated[str, Field(max_length=128, pattern=NO_NUL)] | None = None
     limits: Limits = Field(default_factory=Limits)
     roles: dict[RoleName, RoleResources] = Field(
-        default_factory=dict, description="Requested resources per role (ps, chief, worker, ...)."
+        default_factory=dict,
+        max_length=MAX_ROLES,
+        description=f"Requested resources per role (ps, chief, worker, ...); at most {MAX_ROLES} "
+        "roles.",
     )
     total_steps: StepCount | None = Field(None, ge=1)
     status: JobStatus = JobStatus.pending

@@ -12,8 +12,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from brain.bounds import MAX_ROLES
 from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
+from brain.errors import InvalidInput
 
 # Nodes in these states no longer run: they neither count nor hold a stage back.
 GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
@@ -40,6 +42,22 @@ class NodeInput:
     finished_at: datetime | None = None
 
 
+def check_roles(session: Session, job: JobRow, roles: set[str]) -> None:
+    """Refuse nodes that would give the job more than ``MAX_ROLES`` roles (its declared
+    ones and its nodes' together): every plan and optimizer pass is per role."""
+    new = roles - set(job.roles or {})
+    if not new:
+        return
+    known = set(job.roles or {}) | set(
+        session.scalars(select(NodeRow.role).where(NodeRow.job_id == job.id).distinct())
+    )
+    if len(known | new) > MAX_ROLES:
+        raise InvalidInput(
+            f"job {job.uid!r} would have {len(known | new)} roles; at most {MAX_ROLES}",
+            field="role",
+        )
+
+
 def list_nodes(session: Session, job: JobRow) -> list[NodeRow]:
     return list(
         session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
@@ -60,6 +78,8 @@ def find_node(session: Session, job: JobRow, name: str) -> NodeRow | None:
 def upsert_node(session: Session, job: JobRow, name: str, data: NodeInput) -> tuple[NodeRow, bool]:
     """Register or update a node; returns it and whether it was created."""
     node = find_node(session, job, name)
+    if node is None or node.role != data.role:
+        check_roles(session, job, {data.role})
     if node is None:
         try:
             with session.begin_nested():
@@ -99,6 +119,7 @@ def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict
     ids = _node_ids(session, job, wanted)
     missing = [ref for name, ref in wanted.items() if name not in ids]
     if missing:
+        check_roles(session, job, {ref.role for ref in missing})
         now = utcnow()
         rows = [_new_node_row(job, ref, now) for ref in missing]
         insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert

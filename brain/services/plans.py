@@ -25,6 +25,7 @@ from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.sizing import SizingModel
 from brain.scaleplan_k8s import PsNode, ps_hosts
+from brain.services import plan_size
 from brain.services.desired_state import apply_plan
 from brain.services.locks import lock_job
 from brain.services.nodes import GONE_NODE_STATUSES
@@ -93,6 +94,7 @@ def optimize(
     body = plan_body(bounded, result.optimizers, context)
     if not body.ps_hosts:
         body.ps_hosts = _ps_hosts(session, job, body)
+    body = plan_size.bounded(body)
     plan = _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
     return Optimized(plan, context)
 
