@@ -24,6 +24,7 @@ from api.body_limit import BodyLimit
 from api.console import install as install_console
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
+from api.path_check import Utf8Path
 from api.plan_watch import PlanWatch
 from api.routers import (
     admin,
@@ -123,6 +124,7 @@ def create_app(
     app.add_middleware(Authentication, public_paths=settings.auth_public_paths)
     app.add_middleware(SchemaGuard)
     app.add_middleware(RequestMetrics)
+    app.add_middleware(Utf8Path)
     public, protected = split_public(health.router, settings.auth_public_paths)
     app.include_router(public)
     app.include_router(protected, dependencies=[Depends(current_principal)], **GUARDED)

@@ -64,9 +64,12 @@ async def _brain_error(_request: Request, exc: BrainError) -> JSONResponse:
 
 
 async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
-        exc.status_code, "http_error"
-    )
+    code = {
+        400: "bad_request",
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "payload_too_large",
+    }.get(exc.status_code, "http_error")
     return JSONResponse(
         status_code=exc.status_code,
         content=error_body(code, str(exc.detail)),
@@ -111,6 +114,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 ERROR_RESPONSES = {
+    400: {
+        "description": "The request cannot be read: a body that is not parseable (e.g. JSON "
+        "nested too deep), or a path that is not UTF-8 once percent-decoded (`bad_request`)."
+    },
     404: {"description": 'Not found: `{"error": {"code", "message", "field"}}`'},
     422: {"description": "Invalid input; `error.field` names the offending field."},
     503: {

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
+from api.parent_watch import end_with_parent
 from api.server import serve_app
 from brain.config import Settings
 
@@ -54,6 +55,7 @@ def create_worker_app() -> FastAPI:
     settings from the environment ``run_workers`` set, and sets up its own logging."""
     settings = Settings()
     logging.basicConfig(level=settings.log_level.upper(), format=LOG_FORMAT)
+    end_with_parent()  # no orphan keeps serving and holding the port
     return serve_app(settings)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,25 @@ def _pod(change: NodeChange, rank_by_name: dict[str, int]) -> dict[str, Any]:
     if quantities:
         pod["resource"] = quantities
     return pod
+
+
+# RFC 1123 names as Kubernetes checks them: object names (subdomains) and namespaces.
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+_NAMESPACE = re.compile(rf"^{_LABEL}$")
+
+
+def k8s_name_problem(plan_id: int, owner_job: str, namespace: str | None) -> str | None:
+    """Why the ScalePlan of this job could not be created in Kubernetes, or None."""
+    name = f"{owner_job}-scaleplan-{plan_id}"
+    if len(name) > 253 or not _SUBDOMAIN.match(name):
+        return (
+            f"the job name {owner_job!r} does not make a Kubernetes object name "
+            "(lowercase letters, digits, '-' and '.'; at most 253 with the plan suffix)"
+        )
+    if namespace is not None and (len(namespace) > 63 or not _NAMESPACE.match(namespace)):
+        return f"the namespace {namespace!r} is not a Kubernetes namespace"
+    return None
 
 
 def to_k8s(

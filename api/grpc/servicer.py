@@ -69,6 +69,10 @@ USER_CHARS = 128
 TRUNCATED = " [truncated by Brain]"
 
 
+def _storable_uid(uid: str) -> bool:
+    return len(uid) <= UID_CHARS and "\x00" not in uid
+
+
 def _storable_text(text: str, limit: int) -> str:
     """A master's free text as the store keeps it: no NUL (PostgreSQL refuses it), at most
     ``limit`` characters (a reason is still worth keeping when it is too long)."""
@@ -153,7 +157,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         if not uid:
             log.warning("persist_metrics without job_meta.uuid (%s): ignored", kind)
             return "invalid"
-        if len(uid) > UID_CHARS or "\x00" in uid:
+        if not _storable_uid(uid):
             log.warning("persist_metrics with an unstorable uuid (%d chars): ignored", len(uid))
             return "invalid"
         if kind not in REPORT_KINDS:
@@ -330,6 +334,12 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         if not uid:
             log.warning("optimize %r without a job uid: no plan", request.type)
             return Answer(None, "no job uid in the request")
+        if not _storable_uid(uid):
+            # As REST bounds the path: one line, never the store's traceback per call.
+            log.warning(
+                "optimize %r with an unstorable uid (%d chars): no plan", request.type, len(uid)
+            )
+            return Answer(None, f"the job uid is over {UID_CHARS} characters or holds NUL; no plan")
         phase = request.config.customized_config.get(WORKER_PHASE_KEY)
         oom_pods = [name for name, pod in request.jobs[0].state.pods.items() if pod.is_oom]
         try:
@@ -432,6 +442,9 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
 
     def get_job_metrics(self, request, context):
         def handle(outcome: Outcome):
+            if not _storable_uid(request.job_uuid):
+                outcome.value = "invalid"
+                return _metrics_failure(f"the job uid is over {UID_CHARS} characters or holds NUL")
             with self._transaction() as session:
                 job = jobs.find_job(session, request.job_uuid)
                 if job is None:

@@ -58,7 +58,9 @@ def create_token(body: TokenIn, request: Request, session: SessionDep) -> NewTok
 
 @router.delete("/tokens/{name}", response_model=TokenOut, summary="Revoke an API token")
 def revoke_token(name: TokenName, request: Request, session: SessionDep) -> TokenOut:
-    """The token stays listed with its `revoked_at`; revoking twice changes nothing."""
+    """The token stays listed with its `revoked_at`; revoking twice changes nothing. This
+    server process refuses it at once; every other worker process (and a gRPC server)
+    within `BRAIN_TOKEN_CACHE_S` seconds (default 10), the time a token check is cached."""
     token = tokens.revoke_token(session, name, utcnow())
     _forget_cached_tokens(request, session)
     return TokenOut.model_validate(token)

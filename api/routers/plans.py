@@ -21,7 +21,8 @@ from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatus
 from api.state import server_state
 from brain.bounds import INT32_MAX
 from brain.domain import utcnow
-from brain.scaleplan_k8s import to_k8s
+from brain.errors import Conflict
+from brain.scaleplan_k8s import k8s_name_problem, to_k8s
 from brain.services import jobs, nodes, plans
 from brain.services.clock import reject_future
 
@@ -136,7 +137,13 @@ def _newest_after(factory, uid: str, after: int) -> PlanOut | None:
     f"{JOB}/plans/{{plan_id}}",
     response_model=PlanOut,
     summary="Read a plan (JSON, or the DLRover ScalePlan object with format=k8s)",
-    responses={200: {"content": {"application/yaml": {}}}},
+    responses={
+        200: {"content": {"application/yaml": {}}},
+        409: {
+            "description": "format=k8s for a job whose name or namespace Kubernetes would "
+            "refuse (`conflict`, `field: format`)."
+        },
+    },
 )
 def get_plan(
     uid: JobUid,
@@ -148,6 +155,9 @@ def get_plan(
     plan = plans.get_plan(session, job, plan_id)
     if format == "json":
         return PlanOut.of(plan, uid)
+    problem = k8s_name_problem(plan.id, job.name, job.namespace)
+    if problem is not None:
+        raise Conflict(f"{problem}: no ScalePlan can be rendered", field="format")
     ranks = nodes.ranks_by_name(session, job)
     manifest = to_k8s(plan.id, plan.body, job.name, job.namespace, ranks)
     return Response(yaml.safe_dump(manifest, sort_keys=False), media_type="application/yaml")

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from api.schemas.bounds import at_most
-from api.schemas.common import Timestamp
+from api.schemas.common import Number, Timestamp
 from brain.bounds import CEILING_CPU, CEILING_GPU, CEILING_MEMORY_MIB, CEILING_NODES, INT32_MAX
 from brain.domain import ClusterState
 
@@ -19,6 +19,7 @@ COLLECTOR_SOURCE = "prometheus"
 # count (the bounds of a job's limits), so every stored sum stays finite.
 ClusterCores = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_CPU * CEILING_NODES,
@@ -30,6 +31,7 @@ ClusterCores = Annotated[
 ]
 ClusterMiB = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_MEMORY_MIB * CEILING_NODES,
@@ -41,6 +43,7 @@ ClusterMiB = Annotated[
 ]
 ClusterGpus = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_GPU * CEILING_NODES,
@@ -49,7 +52,7 @@ ClusterGpus = Annotated[
     ),
     at_most("gpu", per_job=True),
 ]
-Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Count = Annotated[int, Number, Field(ge=0, le=INT32_MAX)]
 
 
 class ClusterStateIn(BaseModel):

@@ -9,10 +9,11 @@ timestamps between ``BRAIN_MIN_TIMESTAMP`` and now.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, AwareDatetime, Field
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
 
 from api.schemas.bounds import at_most, not_before_floor
 from brain.bounds import (
@@ -29,8 +30,32 @@ from brain.domain import K8S_NAME_MAX
 NO_NUL = r"^[^\x00]*$"
 _DEFAULT = InputBounds()
 
+
+def _json_number(value: object) -> object:
+    """Only a JSON number is a quantity: ``true`` and ``"5"`` would otherwise pass as 1
+    and 5, hiding a client's bug behind a plausible value."""
+    if isinstance(value, bool | str | bytes):
+        raise ValueError(f"expected a JSON number, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+def _rfc3339(value: object) -> object:
+    """Only an RFC 3339 string is a time: a bare number would be read as Unix seconds
+    (or milliseconds), a guess that silently puts samples in another decade."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or re.fullmatch(r"\s*[-+]?[\d.eE+-]+\s*", value):
+        raise ValueError(
+            f"expected an RFC 3339 timestamp such as 2026-01-02T03:04:05Z, got {value!r:.40}"
+        )
+    return value
+
+
+Number = BeforeValidator(_json_number)
+
 Cores = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_CPU,
@@ -41,6 +66,7 @@ Cores = Annotated[
 ]
 MiB = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_MEMORY_MIB,
@@ -52,6 +78,7 @@ MiB = Annotated[
 ]
 Gpus = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_GPU,
@@ -64,25 +91,30 @@ Gpus = Annotated[
 # A whole job's limits: up to BRAIN_PLAUSIBLE_NODES nodes of the plausible size.
 JobCores = Annotated[
     float,
+    Number,
     Field(ge=0, le=CEILING_CPU * CEILING_NODES, allow_inf_nan=False, description="CPU cores."),
     at_most("cpu", per_job=True),
 ]
 JobMiB = Annotated[
     float,
+    Number,
     Field(ge=0, le=CEILING_MEMORY_MIB * CEILING_NODES, allow_inf_nan=False, description="MiB."),
     at_most("memory_mib", per_job=True),
 ]
 JobGpus = Annotated[
     float,
+    Number,
     Field(ge=0, le=CEILING_GPU * CEILING_NODES, allow_inf_nan=False, description="GPUs."),
     at_most("gpu", per_job=True),
 ]
 Fraction = Annotated[
     float,
+    Number,
     Field(ge=0, le=1, allow_inf_nan=False, description="Utilization as a fraction 0..1."),
 ]
 NodeCount = Annotated[
     int,
+    Number,
     Field(
         ge=0,
         le=CEILING_NODES,
@@ -90,13 +122,29 @@ NodeCount = Annotated[
     ),
     at_most("nodes"),
 ]
-NodeIndex = Annotated[int, Field(ge=0, le=INT32_MAX)]
-StepCount = Annotated[int, Field(ge=0, le=INT64_MAX)]
+NodeIndex = Annotated[int, Number, Field(ge=0, le=INT32_MAX)]
+StepCount = Annotated[int, Number, Field(ge=0, le=INT64_MAX)]
 
-Name = Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX, pattern=NO_NUL)]
-UserName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
+# Names end up in logs, consoles and Kubernetes objects: no control characters (a newline
+# forges log lines) and no bidirectional overrides (U+202E shows a name reversed).
+PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+# A Kubernetes namespace (RFC 1123 label): it is written into ScalePlans and PS addresses.
+K8S_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+Name = Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX, pattern=PRINTABLE)]
+UserName = Annotated[str, Field(min_length=1, max_length=128, pattern=PRINTABLE)]
 RoleLabel = Annotated[
-    str, Field(min_length=1, max_length=64, pattern=NO_NUL, description="ps, chief, worker, ...")
+    str,
+    Field(min_length=1, max_length=64, pattern=PRINTABLE, description="ps, chief, worker, ..."),
+]
+Namespace = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=K8S_LABEL,
+        description="Kubernetes namespace: lowercase letters, digits and '-', at most 63.",
+    ),
 ]
 # Free text: its length is bounded where it is used.
 Text = Annotated[str, Field(pattern=NO_NUL)]
@@ -112,6 +160,7 @@ def _to_utc(value: datetime) -> datetime:
 # RFC 3339 with an offset, at or after BRAIN_MIN_TIMESTAMP; stored and returned as UTC.
 Timestamp = Annotated[
     AwareDatetime,
+    BeforeValidator(_rfc3339),
     AfterValidator(_to_utc),
     AfterValidator(not_before_floor),
     Field(
@@ -122,6 +171,7 @@ Timestamp = Annotated[
 # A time used to select (query parameters): any instant representable in UTC.
 Instant = Annotated[
     AwareDatetime,
+    BeforeValidator(_rfc3339),
     AfterValidator(_to_utc),
     Field(description="RFC 3339 timestamp with offset, e.g. 2026-01-02T03:04:05Z."),
 ]

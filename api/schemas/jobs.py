@@ -24,6 +24,7 @@ from api.schemas.common import (
     JobMiB,
     MiB,
     Name,
+    Namespace,
     NodeCount,
     StepCount,
     Text,
@@ -126,7 +127,7 @@ class JobSpec(BaseModel):
     )
     framework: Annotated[str, Field(max_length=64, pattern=NO_NUL)] | None = None
     strategy: Strategy = Strategy.ps
-    namespace: Name | None = None
+    namespace: Namespace | None = None
     cluster: Name | None = None
     gpu_type: Annotated[str, Field(max_length=128, pattern=NO_NUL)] | None = None
     limits: Limits = Field(default_factory=Limits)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, get_type_hints
 
@@ -26,6 +27,7 @@ from api.schemas.common import (
     Name,
     NodeCount,
     NodeIndex,
+    Number,
     RoleLabel,
     StepCount,
     Timestamp,
@@ -52,7 +54,7 @@ class NodePointIn(BaseModel):
     gpu_util: Fraction | None = Field(None, description="Mean utilization over the node's GPUs.")
     gpu_memory_mib: MiB | None = Field(None, description="GPU memory used, MiB.")
     gpu_memory_total_mib: MiB | None = Field(None, description="GPU memory size, MiB.")
-    step_time_s: float | None = Field(
+    step_time_s: Annotated[float, Number] | None = Field(
         None,
         gt=0,
         le=MAX_STEP_TIME_S,
@@ -64,6 +66,7 @@ class NodePointIn(BaseModel):
 
 StepsPerSec = Annotated[
     float,
+    Number,
     Field(
         ge=0,
         le=CEILING_STEPS_PER_SEC,
@@ -98,6 +101,8 @@ class SampleBatch(BaseModel):
 # validated by pydantic-core alone against a model with the site's bounds built in,
 # the same checks or stricter; a body it does not accept is validated again as
 # SampleBatch, which accepts it or names the first offending field exactly as before.
+# A "ts" string holding a bare number: SampleBatch refuses it (see Timestamp).
+_NUMERIC_TIME = re.compile(rb'"ts"\s*:\s*"[-+\d.eE\s]*"')
 # No timestamp within a day of the calendar's ends: it may not convert to UTC.
 _SAFE_UTC = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
 
@@ -134,6 +139,8 @@ def checked_batch(body: bytes, bounds: InputBounds) -> SampleBatch | None:
     SampleBatch). Strict JSON types: no number from a string, no integer from 1.0.
     Node points are NodePointIn whose timestamps keep their offset (not yet UTC)."""
     if b"\\u0000" in body:  # the only way JSON carries a NUL (raw control bytes are invalid)
+        return None
+    if _NUMERIC_TIME.search(body):  # pydantic-core reads "1700000000" as a Unix time
         return None
     try:
         batch = _checked_batch_model(bounds).validate_json(body, strict=True)

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from brain.config import AuthMode
 from brain.db.models import ApiToken, JobRow
 from brain.domain import utcnow
-from brain.errors import Conflict, NotFound, Unauthorized
+from brain.errors import Conflict, InvalidInput, NotFound, Unauthorized
 
 SECRET_PREFIX = "brain_"
 # The admin token BRAIN_BOOTSTRAP_TOKEN provides.
@@ -91,6 +91,12 @@ def create_token(
     expires_at: datetime | None = None,
     now: datetime | None = None,
 ) -> NewToken:
+    now = now or utcnow()
+    if expires_at is not None and expires_at <= now:
+        # It could never be used: refusing it says so instead of handing out a dead secret.
+        raise InvalidInput(
+            f"expires_at {expires_at.isoformat()} is not in the future", field="expires_at"
+        )
     if session.scalar(select(ApiToken.id).where(ApiToken.name == name)) is not None:
         raise Conflict(f"a token named {name!r} exists; pick another name", field="name")
     secret = new_secret()
@@ -100,7 +106,7 @@ def create_token(
         prefix=shown_prefix(secret),
         scope=TokenScope(scope).value,
         namespaces=sorted(set(namespaces)) if namespaces else None,
-        created_at=now or utcnow(),
+        created_at=now,
         expires_at=expires_at,
     )
     session.add(token)

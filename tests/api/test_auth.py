@@ -27,9 +27,9 @@ def make_token(db):
     """Create a token in the test database; returns its secret."""
     factory = make_session_factory(db)
 
-    def make(name: str, scope: str, namespaces=None, expires_at=None) -> str:
+    def make(name: str, scope: str, namespaces=None, expires_at=None, now=None) -> str:
         with factory() as session:
-            new = create_token(session, name, TokenScope(scope), namespaces, expires_at)
+            new = create_token(session, name, TokenScope(scope), namespaces, expires_at, now)
             session.commit()
             return new.secret
 
@@ -129,7 +129,11 @@ def test_write_and_admin_scopes_write(secured, tokens):
 
 
 def test_revoked_and_expired_tokens_are_refused(settings, make_token, db):
-    old = make_token("old", "write", expires_at=utcnow() - timedelta(seconds=1))
+    # made a minute ago to last 59 seconds: expired since
+    a_minute_ago = utcnow() - timedelta(minutes=1)
+    old = make_token(
+        "old", "write", expires_at=a_minute_ago + timedelta(seconds=59), now=a_minute_ago
+    )
     gone = make_token("gone", "write")
     kept = make_token("kept", "read")
     with make_session_factory(db)() as session:

@@ -261,3 +261,43 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database
         )
     assert result.returncode == 3, result.stderr[-2000:]
     assert "failed to start" in result.stderr
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie waiting for its new parent to reap it counts as exited)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_workers_exit_when_the_serve_process_is_killed(make_pg_database, tmp_path):
+    """SIGKILL of `brain serve` leaves no worker serving or holding the port."""
+    url = make_pg_database()
+    migrate.upgrade(url)
+    port = free_port()
+    env = {**os.environ, "BRAIN_DATABASE_URL": url, "BRAIN_SUMMARY_INTERVAL_S": "0"}
+    env["BRAIN_MODEL_DIR"] = str(tmp_path / "models")
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "brain.cli", "serve", "--workers", "2", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    workers: list[int] = []
+    try:
+        _wait_for_both_workers(server, workers, log_path)
+        _wait_answering(f"http://127.0.0.1:{port}")
+    finally:
+        server.kill()
+        server.wait(STOP_S)
+    try:
+        assert _wait(lambda: all(map(_gone, workers)), STOP_S), log_path.read_text()[-3000:]
+    finally:
+        for pid in workers:
+            _kill(pid)
+    # The port is free again: a new server could bind it.
+    listening_socket("127.0.0.1", port).close()

@@ -3,6 +3,8 @@ Brain knows nothing about: always a successful, empty or harmless answer, never 
 
 from __future__ import annotations
 
+import logging
+
 import grpc
 from dlrover.proto import brain_pb2, brain_pb2_grpc
 from dlrover.python.common.constants import NodeType, OptimizeMode
@@ -102,3 +104,17 @@ def test_an_internal_failure_is_an_empty_answer_not_an_error(brain, monkeypatch)
     # The report was queued, then failed in the writer; optimize failed in its handler.
     assert "brain_grpc_report_write_errors_total 1.0" in metrics_text
     assert 'brain_grpc_requests_total{method="optimize",outcome="error"} 1.0' in metrics_text
+
+
+def test_a_grpc_uid_longer_than_rest_takes_is_answered_without_a_traceback(brain, caplog):
+    request = brain_pb2.OptimizeRequest(type="job_stage_create")
+    request.jobs.add().uid = "u" * 10_000
+    with caplog.at_level(logging.WARNING), grpc.insecure_channel(brain.addr) as channel:
+        answer = brain_pb2_grpc.BrainStub(channel).optimize(request)
+        metrics = brain_pb2_grpc.BrainStub(channel).get_job_metrics(
+            brain_pb2.JobMetricsRequest(job_uuid="u" * 10_000)
+        )
+    assert not answer.response.success and "over 253 characters" in answer.response.reason
+    assert not metrics.response.success
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert brain.rest.get("/api/v1/jobs").json()["items"] == []

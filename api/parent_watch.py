@@ -1,0 +1,45 @@
+"""Worker processes end with their parent.
+
+``brain serve --workers N`` spawns workers that share the parent's listening socket. If
+the parent is killed outright (SIGKILL, an OOM kill), nothing tells the workers: they
+would keep serving and holding the port, and the next ``brain serve`` could not bind it.
+On Linux the kernel sends the worker SIGTERM when its parent dies (``PR_SET_PDEATHSIG``),
+which uvicorn handles as an orderly stop; elsewhere, and as a second line, a thread
+notices the parent's pid changing within ``POLL_S``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+log = logging.getLogger(__name__)
+PR_SET_PDEATHSIG = 1
+POLL_S = 1.0
+
+
+def end_with_parent() -> None:
+    """Arrange for this process to get SIGTERM when its parent process dies."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+                log.warning("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+        except (OSError, AttributeError):
+            log.warning("prctl unavailable: watching the parent process instead")
+    # The parent may have died before prctl took effect; and on other systems this is
+    # the only watch.
+    threading.Thread(target=_watch, args=(parent,), name="brain-parent-watch", daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(POLL_S)
+    log.warning("parent process %d is gone: stopping this worker", parent)
+    os.kill(os.getpid(), signal.SIGTERM)
