@@ -160,6 +160,20 @@ async def every_namespace(principal: CurrentPrincipal) -> None:
         )
 
 
+async def namespace_asked(request: Request, principal: CurrentPrincipal) -> None:
+    """For aggregates a caller may narrow with ``?namespace=``: a token limited to
+    namespaces reads them for one of its namespaces, and only so."""
+    if principal.namespaces is None:
+        return
+    asked = request.query_params.get("namespace")
+    if asked is None or asked not in principal.namespaces:
+        raise Forbidden(
+            f"token {principal.name!r} is limited to namespaces "
+            f"{', '.join(sorted(principal.namespaces))}; this answer spans every namespace "
+            "unless ?namespace= names one of them"
+        )
+
+
 async def administrator(principal: CurrentPrincipal) -> None:
     """For tokens and retention: an admin token valid for every namespace."""
     if not principal.allows(TokenScope.admin) or principal.namespaces is not None:

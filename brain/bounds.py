@@ -29,6 +29,8 @@ CEILING_NODES = 10_000_000
 MAX_STEP_TIME_S = 3600.0
 
 DEFAULT_MIN_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
+# The longest run history believes by default (BRAIN_HISTORY_MAX_RUN_DAYS).
+DEFAULT_MAX_RUN_DAYS = 60.0
 
 
 @dataclass(frozen=True)

@@ -439,6 +439,14 @@ class Settings(BaseSettings):
         "gpu_cpu 3 by default), newest first; the newest as many of at least "
         "`history_min_run_s` come beside them.",
     )
+    history_max_run_days: float = Field(
+        bounds.DEFAULT_MAX_RUN_DAYS,
+        gt=0,
+        le=3650,
+        description="Runs longer than this, or whose samples span longer, are not believed: "
+        "left out of related history, portraits, rankings and priorities (their own "
+        "portrait says why), so one implausible record cannot size plans or move priorities.",
+    )
     history_across_namespaces: bool = Field(
         False,
         description="Pool related history and the cluster-shortage ranking across "

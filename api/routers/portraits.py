@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Response
 from sqlalchemy.orm import Session
 
-from api.auth import every_namespace
+from api.auth import every_namespace, namespace_asked
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.params import JobUid, Offset
 from api.responses import model_json
 from api.routing import InputRoute
-from api.schemas.common import NO_NUL
+from api.schemas.common import K8S_LABEL, NO_NUL
 from api.schemas.portraits import (
     JobPortraitOut,
     NodePage,
@@ -33,6 +33,7 @@ from api.schemas.portraits import (
 from brain.config import Settings
 from brain.costs import Cost, Prices
 from brain.domain import utcnow
+from brain.history.plausible import SECONDS_PER_DAY
 from brain.services import jobs
 from brain.summaries import portraits
 from brain.summaries.priorities import priority_of
@@ -46,6 +47,15 @@ router = APIRouter(
     route_class=InputRoute,
 )
 
+NamespaceQuery = Annotated[
+    str | None,
+    Query(
+        max_length=63,
+        pattern=K8S_LABEL,
+        description="Only this namespace's jobs (a user or group is one per namespace); a "
+        "token limited to namespaces must name one of them.",
+    ),
+]
 DaysQuery = Annotated[
     int, Query(ge=1, le=3650, description="Window: jobs that ended in the last N days.")
 ]
@@ -76,7 +86,9 @@ def ranking(
     """The dashboard's first view: each key with its jobs, success rate, requested and
     used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
     since = utcnow() - timedelta(days=days)
-    rows, total = portraits.ranking(session, by.value, since, sort.value, top, offset)
+    rows, total = portraits.ranking(
+        session, by.value, since, sort.value, top, offset, _max_run_s(settings)
+    )
     spent = spend_of(session, settings.prices, by.value, [key for key, _ in rows], since)
     return RankingOut(
         by=by,
@@ -106,9 +118,10 @@ def job_portrait(
     """The job's summary (per role: requested vs used, resource-hours, waste, OOMs; the
     job's speed and the plans applied with the speed before and after) and its usage
     and speed series bucketed for charts. Read from the stored summary; a job without a
-    final one (running) is computed from its raw samples on the fly."""
+    final one (running) is computed from its raw samples on the fly. `excluded_reason`
+    says why aggregates leave the run out, if they do."""
     portrait = portraits.job_portrait_of(session, uid, points)
-    return model_json(JobPortraitOut.of(portrait, settings.prices))
+    return model_json(JobPortraitOut.of(portrait, settings.prices, _max_run_s(settings)))
 
 
 @router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")
@@ -135,7 +148,7 @@ def job_nodes(
     "/users/{user}",
     response_model=OwnerPortraitOut,
     summary="A user's portrait",
-    dependencies=[Depends(every_namespace)],
+    dependencies=[Depends(namespace_asked)],
 )
 def user_portrait(
     user: Annotated[str, Path(min_length=1, max_length=128, pattern=NO_NUL)],
@@ -147,17 +160,19 @@ def user_portrait(
         int, Query(ge=1, le=500, description="Page size of the most wasteful jobs.")
     ] = 10,
     offset: Offset = 0,
+    namespace: NamespaceQuery = None,
 ) -> OwnerPortraitOut:
     """Totals over the user's jobs that ended in the window, and their most wasteful jobs.
-    A user without jobs gets zeros, not 404."""
-    return owner_portrait_out(session, settings, "user", user, days, sort, top, offset)
+    A user without jobs gets zeros, not 404. With `namespace`, only that namespace's
+    jobs: a user is one per namespace (a token limited to namespaces must name one)."""
+    return owner_portrait_out(session, settings, "user", user, days, sort, top, offset, namespace)
 
 
 @router.get(
     "/groups/{group:path}",
     response_model=OwnerPortraitOut,
     summary="A group's portrait",
-    dependencies=[Depends(every_namespace)],
+    dependencies=[Depends(namespace_asked)],
 )
 def group_portrait(
     group: Annotated[str, Path(min_length=1, max_length=400, pattern=NO_NUL)],
@@ -169,10 +184,15 @@ def group_portrait(
         int, Query(ge=1, le=500, description="Page size of the most wasteful jobs.")
     ] = 10,
     offset: Offset = 0,
+    namespace: NamespaceQuery = None,
 ) -> OwnerPortraitOut:
     """As the user portrait, over the runs of a group key (which may contain `/`, e.g.
     the default `<user>/<name>`)."""
-    return owner_portrait_out(session, settings, "group", group, days, sort, top, offset)
+    return owner_portrait_out(session, settings, "group", group, days, sort, top, offset, namespace)
+
+
+def _max_run_s(settings) -> float:
+    return settings.history_max_run_days * SECONDS_PER_DAY
 
 
 def owner_portrait_out(
@@ -184,9 +204,12 @@ def owner_portrait_out(
     sort: WasteSort,
     top: int,
     offset: int,
+    namespace: str | None = None,
 ) -> OwnerPortraitOut:
     since = utcnow() - timedelta(days=days)
-    totals, wasteful = portraits.owner_portrait(session, owner, key, since, sort.value, top, offset)
+    totals, wasteful = portraits.owner_portrait(
+        session, owner, key, since, sort.value, top, offset, _max_run_s(settings), namespace
+    )
     prices = settings.prices
     spent = spend_of(session, prices, owner, [key], since)
     return OwnerPortraitOut(

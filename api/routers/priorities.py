@@ -7,13 +7,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.auth import every_namespace
+from api.auth import namespace_asked
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.routers.portraits import NamespaceQuery
 from api.routing import InputRoute
 from api.schemas.portraits import Page, TotalsOut
 from api.schemas.priorities import PrioritiesOut, PriorityBy, PriorityOut, PriorityRow
 from brain.domain import utcnow
+from brain.history.plausible import SECONDS_PER_DAY
 from brain.summaries import priorities as priorities_
 from brain.summaries.priorities import PriorityClass
 
@@ -29,7 +31,7 @@ router = APIRouter(
     "",
     response_model=PrioritiesOut,
     summary="Priority classes from utilization",
-    dependencies=[Depends(every_namespace)],
+    dependencies=[Depends(namespace_asked)],
 )
 def priorities(
     session: SessionDep,
@@ -45,24 +47,36 @@ def priorities(
     offset: Annotated[
         int, Query(ge=0, le=1_000_000, description="Items to skip: `next_offset` of the last page.")
     ] = 0,
+    namespace: NamespaceQuery = None,
 ) -> PrioritiesOut:
     """A score per user or group from their portraits over the window (efficiency of
     CPU, memory and GPU resource-hours, less a penalty for OOM kills) and the priority
     class it suggests, so a scheduler can lower the priority of chronic over-askers.
     Thresholds: BRAIN_PRIORITY_LOW_BELOW, BRAIN_PRIORITY_HIGH_FROM,
-    BRAIN_PRIORITY_OOM_WEIGHT, BRAIN_PRIORITY_MIN_JOBS."""
+    BRAIN_PRIORITY_OOM_WEIGHT, BRAIN_PRIORITY_MIN_JOBS. An owner is one per namespace (the
+    same user name in two namespaces is scored twice, apart); runs longer than
+    BRAIN_HISTORY_MAX_RUN_DAYS are left out, and a run that started before the window
+    counts its share inside it."""
     since = utcnow() - timedelta(days=days)
-    rows = priorities_.priorities(session, by.value, since, settings.priority)
+    max_run_s = settings.history_max_run_days * SECONDS_PER_DAY
+    rows = priorities_.priorities(session, by.value, since, settings.priority, max_run_s)
     if priority_class is not None:
-        rows = [row for row in rows if row[2].priority_class == priority_class]
+        rows = [row for row in rows if row[3].priority_class == priority_class]
+    if namespace is not None:
+        rows = [row for row in rows if row[0] == namespace]
     page = rows[offset : offset + limit]
     return PrioritiesOut(
         by=by,
         days=days,
         since=since,
         items=[
-            PriorityRow(key=key, priority=PriorityOut.model_validate(p), totals=TotalsOut.of(t))
-            for key, t, p in page
+            PriorityRow(
+                namespace=namespace,
+                key=key,
+                priority=PriorityOut.model_validate(p),
+                totals=TotalsOut.of(t),
+            )
+            for namespace, key, t, p in page
         ],
         total=len(rows),
         limit=limit,

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brain.costs import Cost, Prices
 from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
+from brain.history.plausible import DEFAULT_MAX_RUN_S, excluded_reason
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
 from brain.summaries.portraits import JobPortrait, Totals
@@ -319,13 +320,24 @@ class JobPortraitOut(BaseModel):
     summary: JobSummaryOut
     roles: list[RoleOut]
     series: PortraitSeriesOut
+    excluded_reason: str | None = Field(
+        None,
+        description="Why related history, portraits and priorities leave this run out "
+        "(longer than BRAIN_HISTORY_MAX_RUN_DAYS); null: they count it.",
+    )
 
     @classmethod
-    def of(cls, portrait: JobPortrait, prices: Prices | None = None) -> JobPortraitOut:
+    def of(
+        cls,
+        portrait: JobPortrait,
+        prices: Prices | None = None,
+        max_run_s: float = DEFAULT_MAX_RUN_S,
+    ) -> JobPortraitOut:
         return cls(
             summary=JobSummaryOut.of(portrait.summary, prices),
             roles=[RoleOut.of(r) for r in portrait.roles],
             series=PortraitSeriesOut.of(portrait),
+            excluded_reason=excluded_reason(portrait.summary, max_run_s),
         )
 
 

@@ -16,6 +16,9 @@ class PriorityBy(StrEnum):
 
 
 class PriorityRow(BaseModel):
+    namespace: str | None = Field(
+        description="The namespace of the owner's jobs (null: jobs registered without one)."
+    )
     key: str = Field(description="The user name or group key.")
     priority: PriorityOut
     totals: TotalsOut

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow
 from brain.domain import JobStatus, Resources, utcnow
+from brain.history.plausible import DEFAULT_MAX_RUN_S, believed
 from brain.history.views import job_view
 from brain.optimizing import HistoricalJob, NodeUsage
 
@@ -54,6 +55,8 @@ class RelatedQuery:
     # Only runs in these namespaces (``None`` in the set: runs registered without one);
     # ``None``: every namespace. See ``brain.history.scope``.
     namespaces: frozenset[str | None] | None = None
+    # Longer runs are not believed (brain.history.plausible).
+    max_run_s: float = DEFAULT_MAX_RUN_S
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ def find_related(session: Session, query: RelatedQuery) -> Related:
             "before": before,
             "limit": query.limit,
             "min_run_s": query.min_run_s,
+            "max_run_s": query.max_run_s,
         },
     ).all()
     unsummarized = {job.id: job for job, _, rule, _ in rows if rule == UNSUMMARIZED}
@@ -175,6 +179,7 @@ def _candidates(rules: tuple[str, ...], by_gpu_type: bool, scope: str) -> Compou
     limit = bindparam("limit", type_=Integer)
     summarized = [
         *_in_scope(JobSummaryRow, scope),
+        *believed(),
         JobSummaryRow.status == JobStatus.succeeded.value,
         JobSummaryRow.ended_at >= since,
         JobSummaryRow.ended_at < before,

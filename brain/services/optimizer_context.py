@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from brain.config import Settings
 from brain.db.models import EventRow, JobRow, NodeRow, NodeSampleRow, ScalePlanRow, SpeedSampleRow
 from brain.domain import NODE_MEASUREMENTS, PlanStatus, RoleSpec, Stage, as_utc, utcnow
+from brain.history.plausible import SECONDS_PER_DAY
 from brain.history.related import RelatedQuery
 from brain.history.scope import history_namespaces
 from brain.history.views import job_view
@@ -118,6 +119,7 @@ def _related(
 ):
     query = RelatedQuery(
         namespaces=namespaces,
+        max_run_s=settings.history_max_run_days * SECONDS_PER_DAY,
         user=job.user,
         dataset=job.dataset,
         group_key=job.group_key,

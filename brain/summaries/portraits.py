@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus
 from brain.errors import job_not_found
+from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
 from brain.summaries import series as series_
 from brain.summaries.compute import SummaryRows, compute_summary
 from brain.summaries.hours import RESOURCES, Hours
@@ -144,24 +145,36 @@ def node_page(
 
 
 def owner_portrait(
-    session: Session, owner: str, value: str, since: datetime, sort: str, limit: int, offset: int
+    session: Session,
+    owner: str,
+    value: str,
+    since: datetime,
+    sort: str,
+    limit: int,
+    offset: int,
+    max_run_s: float = DEFAULT_MAX_RUN_S,
+    namespace: str | None = None,
 ) -> tuple[Totals, list[JobSummaryRow]]:
-    """Totals over the jobs of a user or group (``owner``) ended since ``since``, and a
-    page of those jobs, most waste first."""
+    """Totals over the believed jobs of a user or group (``owner``) ended since
+    ``since`` (each counting its share inside the window, see brain.history.plausible),
+    and a page of those jobs, most waste first."""
     params = {"value": value, "since": since, "limit": limit, "offset": offset}
-    rows = session.execute(_owner_page(owner, sort), params).all()
+    params |= window_params(since, max_run_s) | {"namespace": namespace}
+    by_namespace = namespace is not None
+    rows = session.execute(_owner_page(owner, sort, by_namespace), params).all()
     if not rows:
-        return _totals(session.execute(_owner_totals(owner), params).one()), []
+        totals = session.execute(_owner_totals(owner, by_namespace), params).one()
+        return _totals(totals), []
     return _totals(rows[0]), [row[0] for row in rows]
 
 
 @cache
-def _owner_page(owner: str, sort: str) -> Select:
+def _owner_page(owner: str, sort: str, by_namespace: bool) -> Select:
     # Window aggregates see every matching job before LIMIT: the totals come with each
     # row of the page, one statement. Only an empty page needs them on their own.
     return (
         select(JobSummaryRow, *_aggregates(window=True))
-        .where(*_owner_jobs(owner))
+        .where(*_owner_jobs(owner, by_namespace))
         .order_by(*_waste_order(sort), JobSummaryRow.job_id)
         .limit(bindparam("limit", type_=Integer))
         .offset(bindparam("offset", type_=Integer))
@@ -169,25 +182,37 @@ def _owner_page(owner: str, sort: str) -> Select:
 
 
 @cache
-def _owner_totals(owner: str) -> Select:
-    return select(*_aggregates()).where(*_owner_jobs(owner))
+def _owner_totals(owner: str, by_namespace: bool) -> Select:
+    return select(*_aggregates()).where(*_owner_jobs(owner, by_namespace))
 
 
-def _owner_jobs(owner: str) -> list[ColumnElement[bool]]:
-    return [OWNER_KEYS[owner] == bindparam("value"), JobSummaryRow.ended_at >= bindparam("since")]
+def _owner_jobs(owner: str, by_namespace: bool) -> list[ColumnElement[bool]]:
+    conditions = [
+        OWNER_KEYS[owner] == bindparam("value"),
+        JobSummaryRow.ended_at >= bindparam("since"),
+        *believed(),
+    ]
+    if by_namespace:
+        conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
+    return conditions
 
 
-def owner_totals(session: Session, owner: str, since: datetime) -> list[tuple[str, Totals]]:
-    """Every user or group (``owner``) with jobs ended since ``since``, with its totals
-    (owners without a key are left out: they cannot be given a priority)."""
+def owner_totals(
+    session: Session, owner: str, since: datetime, max_run_s: float = DEFAULT_MAX_RUN_S
+) -> list[tuple[str | None, str, Totals]]:
+    """Every user or group (``owner``) of each namespace with believed jobs ended since
+    ``since``, with its totals: (namespace, key, totals). An owner is one per namespace:
+    alice of team-a and alice of team-b are scored apart, so one namespace's runs cannot
+    move another's priorities (owners without a key are left out)."""
     key = OWNER_KEYS[owner]
     rows = session.execute(
-        select(key.label("key"), *_aggregates())
-        .where(JobSummaryRow.ended_at >= since, key.is_not(None))
-        .group_by(key)
-        .order_by(key)
+        select(JobSummaryRow.namespace, key.label("key"), *_aggregates())
+        .where(JobSummaryRow.ended_at >= bindparam("since"), key.is_not(None), *believed())
+        .group_by(JobSummaryRow.namespace, key)
+        .order_by(JobSummaryRow.namespace, key),
+        {"since": since} | window_params(since, max_run_s),
     )
-    return [(row.key, _totals(row)) for row in rows]
+    return [(row.namespace, row.key, _totals(row)) for row in rows]
 
 
 # Keys ``totals_by`` groups on.
@@ -226,11 +251,19 @@ def _all_totals() -> Select:
 
 
 def ranking(
-    session: Session, by: str, since: datetime, sort: str, limit: int, offset: int
+    session: Session,
+    by: str,
+    since: datetime,
+    sort: str,
+    limit: int,
+    offset: int,
+    max_run_s: float = DEFAULT_MAX_RUN_S,
 ) -> tuple[list[tuple[str | None, Totals]], int]:
-    """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the jobs
-    ended since ``since``, most waste first; and how many keys there are."""
+    """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the
+    believed jobs ended since ``since`` (each its share inside the window), most waste
+    first; and how many keys there are."""
     params = {"since": since, "limit": limit, "offset": offset}
+    params |= window_params(since, max_run_s)
     rows = session.execute(_ranking_page(by, sort), params).all()
     if rows:
         count = rows[0].key_count
@@ -248,7 +281,7 @@ def _ranking_page(by: str, sort: str) -> Select:
     # statement. Only a page past the end has no row to carry it.
     return (
         select(key.label("key"), *_aggregates(), func.count().over().label("key_count"))
-        .where(JobSummaryRow.ended_at >= bindparam("since"))
+        .where(JobSummaryRow.ended_at >= bindparam("since"), *believed())
         .group_by(key)
         .order_by(*[_total_waste(resource).desc() for resource in SORT_ORDERS[sort]], key)
         .limit(bindparam("limit", type_=Integer))
@@ -259,7 +292,8 @@ def _ranking_page(by: str, sort: str) -> Select:
 @cache
 def _ranking_count(by: str) -> Select:
     key = RANKING_KEYS[by]
-    keys = select(key).where(JobSummaryRow.ended_at >= bindparam("since")).group_by(key)
+    keys = select(key).where(JobSummaryRow.ended_at >= bindparam("since"), *believed())
+    keys = keys.group_by(key)
     return select(func.count()).select_from(keys.subquery())
 
 
@@ -275,14 +309,22 @@ def _aggregates(window: bool = False) -> list[ColumnElement]:
         return func.coalesce(total(case((JobSummaryRow.status == status.value, 1), else_=0)), 0)
 
     count = func.count()
+    share = window_share()
     columns: list[ColumnElement] = [
         (count.over() if window else count).label("jobs"),
         *(status_count(s).label(s.value) for s in JobStatus if s != JobStatus.pending),
-        func.coalesce(total(JobSummaryRow.run_seconds), 0.0).label("run_seconds"),
+        func.coalesce(total(JobSummaryRow.run_seconds * share), 0.0).label("run_seconds"),
     ]
     for name in Hours.__dataclass_fields__:
-        columns.append(func.coalesce(total(getattr(JobSummaryRow, name)), 0).label(name))
+        column = getattr(JobSummaryRow, name)
+        if name in _COUNTS:  # events are not spread over the run
+            columns.append(func.coalesce(total(column), 0).label(name))
+        else:
+            columns.append(func.coalesce(total(column * share), 0.0).label(name))
     return columns
+
+
+_COUNTS = frozenset({"oom_count", "failure_count"})
 
 
 def _totals(row) -> Totals:
@@ -303,12 +345,13 @@ def _waste_order(sort: str) -> list[ColumnElement]:
 
 def _job_waste(resource: str) -> ColumnElement:
     requested, used = _resource_columns(resource)
-    return getattr(JobSummaryRow, requested) - getattr(JobSummaryRow, used)
+    return (getattr(JobSummaryRow, requested) - getattr(JobSummaryRow, used)) * window_share()
 
 
 def _total_waste(resource: str) -> ColumnElement:
     requested, used = _resource_columns(resource)
-    return func.sum(getattr(JobSummaryRow, requested)) - func.sum(getattr(JobSummaryRow, used))
+    waste = getattr(JobSummaryRow, requested) - getattr(JobSummaryRow, used)
+    return func.sum(waste * window_share())
 
 
 def _resource_columns(resource: str) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from enum import StrEnum
 from sqlalchemy.orm import Session
 
 from brain.config import PrioritySettings
+from brain.history.plausible import DEFAULT_MAX_RUN_S
 from brain.summaries.portraits import Totals, owner_totals
 
 
@@ -87,12 +88,17 @@ def priority_of(totals: Totals, settings: PrioritySettings) -> Priority:
 
 
 def priorities(
-    session: Session, by: str, since: datetime, settings: PrioritySettings
-) -> list[tuple[str, Totals, Priority]]:
-    """Every user or group (``by``) with jobs ended since ``since``: lowest score first
-    (owners not judged last), then by key."""
+    session: Session,
+    by: str,
+    since: datetime,
+    settings: PrioritySettings,
+    max_run_s: float = DEFAULT_MAX_RUN_S,
+) -> list[tuple[str | None, str, Totals, Priority]]:
+    """Every user or group (``by``) of each namespace with believed jobs ended since
+    ``since``, as (namespace, key, totals, priority): lowest score first (owners not
+    judged last), then by namespace and key."""
     rows = [
-        (key, totals, priority_of(totals, settings))
-        for key, totals in owner_totals(session, by, since)
+        (namespace, key, totals, priority_of(totals, settings))
+        for namespace, key, totals in owner_totals(session, by, since, max_run_s)
     ]
-    return sorted(rows, key=lambda r: (r[2].score is None, r[2].score or 0.0, r[0]))
+    return sorted(rows, key=lambda r: (r[3].score is None, r[3].score or 0.0, r[0] or "", r[1]))

@@ -27,6 +27,7 @@ from brain.domain import (
     default_group_key,
     utcnow,
 )
+from brain.history.plausible import SECONDS_PER_DAY
 from brain.history.related import RelatedQuery
 from brain.optimizing import (
     HistoricalJob,
@@ -130,6 +131,7 @@ def suggest(
         before=now,
         window_days=settings.history_window_days,
         limit=settings.history_jobs,
+        max_run_s=settings.history_max_run_days * SECONDS_PER_DAY,
     )
     # A related run that finished moments ago has no summary yet: it is written now.
     related = fresh_related(session, related_query)

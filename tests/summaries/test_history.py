@@ -135,3 +135,25 @@ def test_only_the_namespaces_asked_for_and_no_namespace_is_one_of_its_own(sessio
     assert uids(frozenset({"team-b", None})) == (["b-run", "bare-run"], ["b-fresh"])
     assert uids(frozenset()) == ([], [])
     assert uids(None) == (["a-run", "b-run", "bare-run"], ["b-fresh"])
+
+
+def test_a_run_longer_than_believed_is_not_related_history(session):
+    # 61 days of run, over the default 60: not believed; 59 days: believed
+    for uid, days in (("too-long", 61), ("long", 59)):
+        job = flat_job(
+            session,
+            uid,
+            start=recent_hour(days + 1),
+            hours=days * 24,
+            cpu_request=4,
+            cpu_used=2,
+            user="alice",
+            dataset="imagenet",
+        )
+        summarize_job(session, job)
+    keys = {"user": "alice", "dataset": "imagenet", "group_key": None, "name": None}
+    window = {"window_days": 90, "limit": 10}
+    assert _uids(related_history(session, **keys, **window)) == ["long"]
+    # with a setting of 70 days both are
+    both = related_history(session, **keys, **window, max_run_s=70 * 86400)
+    assert _uids(both) == ["long", "too-long"]  # both ended a day ago: newer id first
