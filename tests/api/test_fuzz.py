@@ -81,3 +81,33 @@ def test_every_operation_answers_as_documented(api_schema, method, path, mode):
         case.call_and_validate(checks=CHECKS)
 
     answers_as_documented()
+
+
+STATEFUL_SCENARIOS = 30
+STATEFUL_STEPS = 8
+
+
+def test_sequences_of_operations_answer_as_documented(api_schema):
+    """The stateful phase: sequences of calls where later ones use what earlier ones
+    answered (links schemathesis infers: a job PUT then its samples, plans, ...), with
+    the same checks: no server error, no undocumented status."""
+    machine = api_schema.as_state_machine()
+
+    class Sequences(machine):  # type: ignore[misc, valid-type]
+        def before_call(self, case) -> None:
+            if case.query and "wait" in case.query:
+                case.query["wait"] = 0  # the long-poll would hold each step up to 60 s
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs) -> None:
+            case.validate_response(response, checks=CHECKS)
+
+    Sequences.run(
+        settings=hypothesis.settings(
+            max_examples=STATEFUL_SCENARIOS,
+            stateful_step_count=STATEFUL_STEPS,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(hypothesis.HealthCheck),
+        )
+    )
