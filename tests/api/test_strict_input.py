@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+from api.state import server_state
 from brain.db.engine import make_session_factory
 from brain.db.models import ApiToken, JobRow
 from brain.domain import utcnow
@@ -20,7 +21,7 @@ from tests.builders import job_body, node_point
 
 
 def _jobs(client) -> int:
-    with client.app.state.session_factory() as session:
+    with server_state(client.app).session_factory() as session:
         return session.scalar(select(func.count()).select_from(JobRow))
 
 

@@ -13,6 +13,7 @@ from dlrover.proto import brain_pb2, brain_pb2_grpc
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from api.state import server_state
 from brain.db.models import MasterReportRow
 from brain.services import master_reports
 from tests.dlrover.conftest import serve_brain
@@ -42,7 +43,7 @@ def test_the_dedupe_remembers_digests_not_payloads(brain):
         for i in range(5):
             _report(stub, "j", customized_data=json.dumps({f"k{i}": "x" * 10_000}))
     brain.settle()
-    seen = list(brain.rest.app.state.grpc_server.servicer._seen)
+    seen = list(server_state(brain.rest.app).grpc_server.servicer._seen)
     assert len(seen) == 5
     # a SHA-256 digest (32 bytes) per report, not its 10,000-byte payload
     assert {len(key[2]) for key in seen} == {32}
