@@ -140,7 +140,6 @@ def test_team_a_reads_nothing_of_team_b_and_changes_nothing_of_it(teams):  # noq
         text = json.dumps(plan)
         assert not any(t in text for t in b_texts), (stage, text[:500])
         assert not B_NUMBER.search(text), (stage, text[:500])
-    assert a["plans"]["create"]["roles"]["worker"]["memory_mib"] < 20_000
 
     answers = []
     for method, template in OPERATIONS:
