@@ -64,7 +64,7 @@ def run(url: str, args: argparse.Namespace) -> int:
         "BRAIN_SUMMARY_INTERVAL_S": "0",
     }
     serve = ["serve", "--migrate", "--workers", "1"]
-    server = subprocess.Popen([sys.executable, "-m", "brain.cli", *serve], env=env)
+    server = subprocess.Popen([sys.executable, "-m", "api.main", *serve], env=env)
     try:
         addr = f"127.0.0.1:{grpc_port}"
         _wait_serving(addr)

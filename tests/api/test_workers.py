@@ -282,7 +282,7 @@ def test_workers_exit_when_the_serve_process_is_killed(make_pg_database, tmp_pat
     log_path = tmp_path / "serve.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "brain.cli", "serve", "--workers", "2", "--port", str(port)],
+            [sys.executable, "-m", "api.main", "serve", "--workers", "2", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
