@@ -226,7 +226,8 @@ TOTALS_KEYS = {
 def totals_by(session: Session, kind: str, since: datetime) -> list[tuple[str | None, Totals]]:
     """Every namespace, user or group (``kind``) with jobs ended since ``since``, with
     its totals (jobs without a namespace under None)."""
-    return [(row.key, _totals(row)) for row in session.execute(_totals_by(kind), {"since": since})]
+    params = {"since": since} | window_params(since, DEFAULT_MAX_RUN_S)
+    return [(row.key, _totals(row)) for row in session.execute(_totals_by(kind), params)]
 
 
 @cache
@@ -234,7 +235,7 @@ def _totals_by(kind: str) -> Select:
     key = TOTALS_KEYS[kind]
     return (
         select(key.label("key"), *_aggregates())
-        .where(JobSummaryRow.ended_at >= bindparam("since"))
+        .where(JobSummaryRow.ended_at >= bindparam("since"), *believed())
         .group_by(key)
         .order_by(key)
     )
@@ -242,12 +243,13 @@ def _totals_by(kind: str) -> Select:
 
 def totals_since(session: Session, since: datetime) -> Totals:
     """Totals over every job ended since ``since``."""
-    return _totals(session.execute(_all_totals(), {"since": since}).one())
+    params = {"since": since} | window_params(since, DEFAULT_MAX_RUN_S)
+    return _totals(session.execute(_all_totals(), params).one())
 
 
 @cache
 def _all_totals() -> Select:
-    return select(*_aggregates()).where(JobSummaryRow.ended_at >= bindparam("since"))
+    return select(*_aggregates()).where(JobSummaryRow.ended_at >= bindparam("since"), *believed())
 
 
 def ranking(
