@@ -5,7 +5,8 @@ the parent is killed outright (SIGKILL, an OOM kill), nothing tells the workers:
 would keep serving and holding the port, and the next ``brain serve`` could not bind it.
 On Linux the kernel sends the worker SIGTERM when its parent dies (``PR_SET_PDEATHSIG``),
 which uvicorn handles as an orderly stop; elsewhere, and as a second line, a thread
-notices the parent's pid changing within ``POLL_S``.
+notices the parent's pid changing within ``POLL_S`` and ends the worker, at the latest
+``GRACE_S`` later.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 POLL_S = 1.0
+# How long an orderly stop may take once the parent is gone, seconds.
+GRACE_S = 10.0
 
 
 def end_with_parent() -> None:
@@ -43,3 +46,7 @@ def _watch(parent: int) -> None:
         time.sleep(POLL_S)
     log.warning("parent process %d is gone: stopping this worker", parent)
     os.kill(os.getpid(), signal.SIGTERM)
+    # An orderly stop can hang (a lifespan task that does not end); an orphan must not.
+    time.sleep(GRACE_S)
+    log.warning("still running %.0f s after its parent died: exiting now", GRACE_S)
+    os._exit(1)
