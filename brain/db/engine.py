@@ -80,10 +80,14 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 def _sqlite_begin_before_savepoint(conn, _name) -> None:
     # Python's sqlite3 driver opens a transaction only before INSERT, UPDATE or DELETE.
     # A SAVEPOINT issued first would open one of its own, and its RELEASE would commit
-    # everything so far: begin the real transaction before it instead.
+    # everything so far: begin the real transaction before it instead. IMMEDIATE: a
+    # savepoint is where a write begins, and a deferred transaction that read first is
+    # refused its first write at once ("database is locked", whatever the busy timeout)
+    # when another connection wrote meanwhile; taking the write lock up front waits for
+    # that writer instead and then reads what it wrote.
     dbapi_connection = conn.connection.dbapi_connection
     if not dbapi_connection.in_transaction:
-        dbapi_connection.execute("BEGIN")
+        dbapi_connection.execute("BEGIN IMMEDIATE")
 
 
 def ping(engine: Engine) -> None:
