@@ -69,7 +69,7 @@ def _cli_reference() -> str:
     import argparse
     import os
 
-    from brain.cli import build_parser
+    from api.main import build_parser
 
     os.environ["COLUMNS"] = "80"
     sections = []

@@ -38,7 +38,7 @@ def fresh_brain(tmp_path):
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "brain.cli", "serve", "--port", str(port)],
+        [str(Path(sys.executable).parent / "brain"), "serve", "--port", str(port)],
         cwd=tmp_path,
         env=env,
         stdout=log,
