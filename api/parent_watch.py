@@ -26,9 +26,11 @@ POLL_S = 1.0
 GRACE_S = 10.0
 
 
-def end_with_parent() -> None:
-    """Arrange for this process to get SIGTERM when its parent process dies."""
-    parent = os.getppid()
+def end_with_parent(parent: int) -> None:
+    """Arrange for this process to get SIGTERM when ``parent``, the process that
+    started it, dies. ``parent`` comes from the parent itself, not from ``getppid()``
+    here: a worker still importing when its parent was killed would otherwise take
+    its new parent for the one to outlive and never stop."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)

@@ -25,6 +25,9 @@ from brain.config import Settings
 # How long a worker may take to answer the supervisor before it counts as hung.
 WORKER_HEALTHCHECK_S = 30
 
+# The pid of `brain serve`'s supervising process, handed to the workers it spawns.
+SERVE_PID_ENV = "BRAIN_SERVE_PID"
+
 # As `brain`'s own log lines, with the worker's process id.
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(process)d]: %(message)s"
 
@@ -55,7 +58,8 @@ def create_worker_app() -> FastAPI:
     settings from the environment ``run_workers`` set, and sets up its own logging."""
     settings = Settings()
     logging.basicConfig(level=settings.log_level.upper(), format=LOG_FORMAT)
-    end_with_parent()  # no orphan keeps serving and holding the port
+    # no orphan keeps serving and holding the port
+    end_with_parent(int(os.environ.get(SERVE_PID_ENV) or os.getppid()))
     return serve_app(settings)
 
 
@@ -71,6 +75,8 @@ def run_workers(settings: Settings, workers: int) -> int:
     os.environ["BRAIN_PORT"] = str(bound_port)
     # Each worker sizes its connection pool by how many share the machine.
     os.environ["BRAIN_WORKERS"] = str(workers)
+    # Which process the workers must outlive: read before a worker could be orphaned.
+    os.environ[SERVE_PID_ENV] = str(os.getpid())
     config = uvicorn.Config(
         f"{__name__}:{create_worker_app.__name__}",
         factory=True,

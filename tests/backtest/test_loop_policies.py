@@ -187,6 +187,8 @@ def test_brain_sizes_a_run_with_history_from_the_create_stage():
 @settings(max_examples=40, deadline=None)
 # A flat window (0, 698, 0) once had a rounding slope that oom_risk took for a rise.
 @example(mem=[0.0, 698.0, 0.0], allocation=200.0)
+# A rise of 1e-38 MiB that the screen's sums round away but oom_risk's fit keeps.
+@example(mem=[0.0, 600.0, 1.1754943508222875e-38], allocation=200.0)
 @given(
     mem=st.lists(st.floats(0, 2000), min_size=2, max_size=12),
     allocation=st.floats(200, 2000),

@@ -21,6 +21,9 @@ import numpy as np
 # Relative slack of the screen: a level this close below the allocation still calls
 # the pipeline (the pipeline's own least squares and this one round differently).
 TOLERANCE = 1e-4
+# A window whose fitted rise over the horizon is within this of zero may be rising as
+# oom_risk fits it (its least squares rounds differently from these running sums).
+FLAT_RISE_MIB = 1.0
 # Running-stage optimizers that propose nothing for one node without speed samples,
 # PS or cluster state; with any other configured, every decision calls the pipeline.
 QUIET_FOR_ONE_NODE = frozenset({"hot_ps", "ps_scaling", "worker_tuning", "cluster_shortage"})
@@ -65,7 +68,12 @@ def oom_risk_levels(
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = (count * sxy - sx * sy) / spread
         intercept = (sy - slope * sx) / count
-    rising = (count >= max(min_trend_samples, 2)) & (spread > 0) & (slope > 0)
+    # "Rising" is judged generously: oom_risk's own fit may call a window rising whose
+    # slope these sums round to zero or just below (0, 600, 1e-38 MiB), and letting a
+    # sample through costs only a pipeline call, while screening one out changes a plan.
+    rising = (
+        (count >= max(min_trend_samples, 2)) & (spread > 0) & (slope * horizon_s > -FLAT_RISE_MIB)
+    )
     trend = np.where(rising, intercept + slope * horizon_s, -np.inf)
     return np.maximum(y / risk_threshold, trend)
 
