@@ -32,8 +32,8 @@ from api.grpc.server import start as start_grpc
 from api.state import ServerState
 from brain.config import Settings
 from brain.plugins import APP_HOOKS_GROUP, load_callables
+from brain.retraining.service import start_learned_models
 from brain.summaries.refresher import start_refresher
-from brain.training.service import start_learned_models
 from collectors.service import CONFIG_ERRORS, CollectorService
 
 log = logging.getLogger(__name__)

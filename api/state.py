@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from api.grpc.server import RunningServer
     from api.plan_watch import PlanWatch
     from api.schema_guard import SchemaGate
-    from brain.training.service import ModelHolder
+    from brain.retraining.service import ModelHolder
     from collectors.service import CollectorService
 
 # A /readyz section: {"status": "ok" | "degraded" | ..., "detail": {...}}.

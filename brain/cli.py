@@ -16,19 +16,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import brain
-from brain.backtest.command import add_parser as add_backtest_parser
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.db.presence import database_problem, missing_sqlite_file, no_database_message
 from brain.domain import utcnow
+from brain.lab.backtest.command import add_parser as add_backtest_parser
+from brain.lab.simulation.cli import add_parser as add_simulate_parser
+from brain.lab.training.command import add_parser as add_train_parser
 from brain.plugins import COMMANDS_GROUP, load_callables
 from brain.savings.command import add_parser as add_report_parser
-from brain.simulation.cli import add_parser as add_simulate_parser
 from brain.summaries.command import add_parser as add_summarize_parser
 from brain.summaries.retention import delete_old_samples
 from brain.token_command import add_parser as add_token_parser
-from brain.training.command import add_parser as add_train_parser
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from brain.backtest.trace import TraceFile
 from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy
 from brain.optimizing import HistoricalJob, JobView, NodeUsage, OptimizerContext
 from brain.recommending.training import train
+from brain.replay.trace import TraceFile
 from optimizers.learned_peak import LearnedPeakOptimizer, LearnedPeakSettings
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared/data/bitbrains/runs.csv.gz"

@@ -31,14 +31,14 @@ def load_average() -> str:
 
 
 def time_one_month(data: Path, month: str) -> dict:
-    from brain.backtest.loop import lineup
-    from brain.backtest.loop.harness import HarnessSettings
-    from brain.backtest.loop.runner import figures_of, replay_runs
-    from brain.backtest.loop.series import attach, period_of, read_series
-    from brain.backtest.periods import parse_period
-    from brain.backtest.trace import TraceFile
     from brain.config import Settings
+    from brain.lab.backtest.loop import lineup
+    from brain.lab.backtest.loop.runner import figures_of, replay_runs
+    from brain.lab.backtest.periods import parse_period
     from brain.optimizing import load_registry
+    from brain.replay.harness import HarnessSettings
+    from brain.replay.series import attach, period_of, read_series
+    from brain.replay.trace import TraceFile
 
     trace = data / "runs.csv.gz"
     table = TraceFile(trace).load()

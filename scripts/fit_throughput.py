@@ -1,6 +1,6 @@
 """Fit the simulator's scaling coefficient to the measured throughput tables.
 
-The simulator (``brain/simulation/model.py``) models aggregate training speed with ``n``
+The simulator (``brain/lab/simulation/model.py``) models aggregate training speed with ``n``
 workers as ``n x speed(1) / (1 + beta x (n - 1))``: each added worker brings less (the
 Optimus/Amdahl form). This script fits ``beta`` per model:
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import tomllib
 from itertools import pairwise
 from pathlib import Path
@@ -121,7 +123,7 @@ COMPOSITION_ROOT = "api/server.py"
 # The functions that start a part of brain serve, by the module that defines them.
 PART_STARTERS = {
     "brain.summaries.refresher": {"start_refresher"},
-    "brain.training.service": {"start_learned_models"},
+    "brain.retraining.service": {"start_learned_models"},
     "api.grpc.server": {"start"},
     "collectors.service": {"CollectorService"},
 }
@@ -271,15 +273,13 @@ def test_the_router_check_finds_a_query(tmp_path):
 # --- brain serve without the offline tools -----------------------------------------------
 
 SERVE_ENTRIES = ("api.server", "api.workers")
-OFFLINE_PACKAGES = ("brain.backtest", "brain.simulation", "brain.training")
-# Parts of brain serve that use an offline tool's code on purpose: the learned-model
-# retrainer trains on the backtest's run sources, the savings report replays history
-# through the backtest's loop. Nothing else of serve reaches the offline packages.
-OFFLINE_DOORS = ("brain.training.service", "brain.savings")
+LAB = "brain.lab"
+# The program's command table names the lab's commands; nothing else outside the lab does.
+NAMES_THE_LAB_COMMANDS = {"brain/cli.py"}
 
 
-def _is_door(module: str) -> bool:
-    return any(module == door or module.startswith(f"{door}.") for door in OFFLINE_DOORS)
+def _is_lab(module: str) -> bool:
+    return module == LAB or module.startswith(f"{LAB}.")
 
 
 def _module_file(root: Path, module: str) -> Path | None:
@@ -316,9 +316,9 @@ def _own_imports(root: Path, module: str, path: Path) -> set[str]:
     return found
 
 
-def offline_modules_served(root: Path) -> list[str]:
-    """Modules of the offline packages that brain serve's modules import (anywhere, also
-    inside functions), other than through one of the doors."""
+def lab_modules_served(root: Path) -> list[str]:
+    """Modules of ``brain.lab`` that brain serve's modules import, directly or through
+    others, anywhere in them (also inside functions)."""
     seen: set[str] = set()
     todo = list(SERVE_ENTRIES)
     while todo:
@@ -327,36 +327,87 @@ def offline_modules_served(root: Path) -> list[str]:
             continue
         seen.add(module)
         path = _module_file(root, module)
-        if path is not None and not _is_door(module):
+        if path is not None:
             todo += _own_imports(root, module, path) - seen
-    # A package's __init__ is imported on the way to a door inside it.
-    doors_packages = {door.rpartition(".")[0] for door in OFFLINE_DOORS}
-    return sorted(
-        m
-        for m in seen
-        if m.startswith(OFFLINE_PACKAGES) and not _is_door(m) and m not in doors_packages
+    return sorted(m for m in seen if _is_lab(m))
+
+
+def lab_modules_loaded(root: Path) -> list[str]:
+    """Modules of ``brain.lab`` loaded by importing brain serve's entry modules, in a
+    fresh interpreter on the packages under ``root``."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(root)!r})\n"
+        f"import {', '.join(SERVE_ENTRIES)}\n"
+        f"print(sorted(m for m in sys.modules if m == {LAB!r} or m.startswith({LAB + '.'!r})))"
     )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return ast.literal_eval(result.stdout.splitlines()[-1])
 
 
-def test_brain_serve_reaches_the_offline_tools_only_through_its_doors():
-    assert offline_modules_served(ROOT) == []
+def lab_imports_outside_the_lab(root: Path) -> list[str]:
+    """Imports of ``brain.lab`` (anywhere in a file, type-only ones too) by our modules
+    outside it, other than the command table's."""
+    found = []
+    for package in OWN_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if where.startswith("brain/lab/") or where in NAMES_THE_LAB_COMMANDS:
+                continue
+            found += [f"{where}: {m}" for m in sorted(_imported_modules(path)) if _is_lab(m)]
+    return found
 
 
-def test_the_offline_check_finds_an_offline_tool_in_serve(tmp_path):
-    for module, source in {
-        "api/server.py": "from brain.training.service import start_learned_models\n",
-        "api/workers.py": "from api import server\n",
-        "api/__init__.py": "",
-        "brain/__init__.py": "",
-        "brain/training/__init__.py": "",
-        "brain/training/service.py": "from brain.backtest.trace import TraceFile\n",
-        "brain/backtest/__init__.py": "",
-        "brain/backtest/trace.py": "",
-        "brain/simulation/__init__.py": "",
-        "brain/simulation/run.py": "",
-    }.items():
-        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(source)
-    assert offline_modules_served(tmp_path) == []
-    (tmp_path / "api" / "workers.py").write_text("from brain.simulation import run\n")
-    assert offline_modules_served(tmp_path) == ["brain.simulation", "brain.simulation.run"]
+def test_brain_serve_imports_no_lab_module():
+    assert lab_modules_served(ROOT) == []
+    assert lab_modules_loaded(ROOT) == []
+
+
+def test_only_the_command_table_outside_the_lab_imports_it():
+    assert lab_imports_outside_the_lab(ROOT) == []
+
+
+def _write_tree(root: Path, files: dict[str, str]) -> None:
+    for module, source in files.items():
+        (root / module).parent.mkdir(parents=True, exist_ok=True)
+        (root / module).write_text(source)
+
+
+def test_the_lab_checks_find_a_lab_module_in_serve(tmp_path):
+    _write_tree(
+        tmp_path,
+        {
+            "api/__init__.py": "",
+            "api/server.py": "from brain.replay import harness\n",
+            "api/workers.py": "from api import server\n",
+            "brain/__init__.py": "",
+            "brain/cli.py": "from brain.lab.simulation import run\n",
+            "brain/replay/__init__.py": "",
+            "brain/replay/harness.py": "",
+            "brain/lab/__init__.py": "",
+            "brain/lab/simulation/__init__.py": "",
+            "brain/lab/simulation/run.py": "from brain.replay import harness\n",
+        },
+    )
+    assert lab_modules_served(tmp_path) == []
+    assert lab_modules_loaded(tmp_path) == []
+    assert lab_imports_outside_the_lab(tmp_path) == []
+    (tmp_path / "brain" / "replay" / "harness.py").write_text(
+        "def lazily():\n    from brain.lab.simulation import run\n"
+    )
+    assert lab_modules_served(tmp_path) == [
+        "brain.lab",
+        "brain.lab.simulation",
+        "brain.lab.simulation.run",
+    ]
+    assert lab_imports_outside_the_lab(tmp_path) == [
+        "brain/replay/harness.py: brain.lab.simulation"
+    ]
+    (tmp_path / "api" / "workers.py").write_text("import brain.lab.simulation.run\n")
+    assert lab_modules_loaded(tmp_path) == [
+        "brain.lab",
+        "brain.lab.simulation",
+        "brain.lab.simulation.run",
+    ]

@@ -72,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
     from sqlalchemy.orm import Session
 
-    from brain.backtest.progress import ProgressBar
     from brain.config import Settings
     from brain.db.engine import make_engine
     from brain.domain import utcnow
     from brain.optimizing import load_registry
+    from brain.progress import ProgressBar
     from brain.savings.report import savings
 
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """What Brain's defaults would have allocated for a site's finished jobs, and what applied
 plans saved.
 
-For every finished job of the window (see ``brain.backtest.loop.site_runs``):
+For every finished job of the window (see ``brain.replay.site_runs``):
 
 - *requested* and *used*: the main role's resource-hours from its summary;
 - *Brain*: the job's peak node replayed through Brain's default pipeline (create stage
@@ -27,19 +27,19 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from brain.backtest.loop.brain_policy import BrainLoop
-from brain.backtest.loop.harness import (
+from brain.config import Settings
+from brain.db.models import JobRow, ScalePlanRow
+from brain.domain import PlanStatus, RoleSpec, as_utc
+from brain.optimizing import OptimizerRegistry
+from brain.replay.brain_policy import BrainLoop
+from brain.replay.harness import (
     HarnessSettings,
     RunOutcome,
     RunSamples,
     decision_mask,
     simulate,
 )
-from brain.backtest.loop.site_runs import SiteRun, load_runs, load_series
-from brain.config import Settings
-from brain.db.models import JobRow, ScalePlanRow
-from brain.domain import PlanStatus, RoleSpec, as_utc
-from brain.optimizing import OptimizerRegistry
+from brain.replay.site_runs import SiteRun, load_runs, load_series
 
 BY = ("namespace", "group")
 DEFAULT_SAMPLE_S = 60.0

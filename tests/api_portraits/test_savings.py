@@ -118,7 +118,7 @@ def test_the_command_prints_the_same_report(settings, history, capsys, monkeypat
 
 
 def test_the_replay_reads_runs_and_series_from_the_database(settings, history, capsys, monkeypatch):
-    from tests.backtest.test_command import backtest
+    from tests.lab.backtest.test_command import backtest
 
     monkeypatch.setenv("BRAIN_DATABASE_URL", settings.database_url)
     assert backtest(["--replay", "--from-db", "--json", "--quiet"]) == 0

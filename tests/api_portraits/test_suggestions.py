@@ -11,8 +11,8 @@ from api.app import create_app
 from api.state import server_state
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from brain.domain import RoleSpec
+from brain.retraining.service import ModelHolder
 from brain.summaries import summarize_job
-from brain.training.service import ModelHolder
 from optimizers.startup import StartupSettings
 from tests.builders import add_node, add_points, at, make_job, recent_hour
 from tests.optimizers.test_learned_peak import synthetic
@@ -283,8 +283,8 @@ def test_by_default_learned_margin_sizes_memory_and_cpu_of_every_role(default_cl
 
 
 def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, three_runs, session):
-    from brain.backtest.learned import fit
     from brain.history.related import RelatedQuery, find_related
+    from brain.lab.backtest.learned import fit
     from brain.optimizing.sizing import role_history
 
     table = synthetic(workloads=30, runs=10)

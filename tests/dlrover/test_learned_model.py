@@ -11,7 +11,7 @@ import pytest
 from api.state import server_state
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from brain.optimizing.sizing import ResourceHistory
-from brain.training.service import ModelHolder
+from brain.retraining.service import ModelHolder
 from tests.dlrover.builders import (
     JOB_UID,
     ElasticJobArgs,

@@ -52,10 +52,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from brain.backtest.command import add_parser
-from brain.backtest.db_source import DatabaseRuns
-from brain.backtest.resources import CPU, MEMORY
-from brain.backtest.trace import TraceFile
+from brain.lab.backtest.command import add_parser
+from brain.replay.db_source import DatabaseRuns
+from brain.replay.resources import CPU, MEMORY
+from brain.replay.trace import TraceFile
 from brain.services.jobs import JobFilters
 
 # The rows of shared/data/bitbrains/ for the slice below, kept with the tests so any clone

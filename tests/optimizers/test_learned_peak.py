@@ -9,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from brain.backtest import adapters
-from brain.backtest.learned import Learned
-from brain.backtest.learned import fit as fit_learned
-from brain.backtest.runs import runs_of
-from brain.backtest.trace import normalize
+from brain.lab.backtest.learned import Learned
+from brain.lab.backtest.learned import fit as fit_learned
+from brain.lab.training.command import add_parser
 from brain.recommending import store
-from brain.training.command import add_parser
-from brain.training.service import load
+from brain.replay import adapters
+from brain.replay.runs import runs_of
+from brain.replay.trace import normalize
+from brain.retraining.service import load
 from optimizers.learned_margin import LearnedMarginOptimizer
 from optimizers.learned_peak import LearnedPeakOptimizer, LearnedPeakSettings
 

@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from brain.backtest.trace import normalize
 from brain.optimizing.sizing import ResourceHistory
 from brain.recommending import features as feat
 from brain.recommending import store
 from brain.recommending.model import LEVELS, Forecast, OverRequest, _over_request
 from brain.recommending.sizing import size_for
 from brain.recommending.training import runs_with_history, train
+from brain.replay.trace import normalize
 
 
 def history(peaks, request=1000.0) -> ResourceHistory:

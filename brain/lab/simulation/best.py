@@ -1,0 +1,81 @@
+"""The best a scenario's job can reach within its limits: a search over the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brain.lab.simulation.model import ThroughputModel, normalized
+from brain.lab.simulation.scenarios import Scenario
+
+MAX_WORKERS = 64
+MAX_PS = 8
+# Worker CPU as a fraction of what a worker needs: a smaller worker may let one more fit.
+WORKER_CPU_FRACTIONS = (1.0, 0.9, 0.8, 0.75, 0.6, 0.5)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    steps_per_sec: float
+    workers: int
+    worker_cpu: float
+    ps: int
+    ps_cpu_total: float
+
+    @property
+    def cores(self) -> float:
+        return self.workers * self.worker_cpu + self.ps_cpu_total
+
+
+def best_allocation(s: Scenario, global_step: float = 0.0) -> Allocation:
+    """The highest speed within the job's CPU and GPU limits (fewest cores on a tie), with
+    the PS cost the job has after ``global_step`` steps (the scenarios whose cost grows
+    are judged on their last one).
+
+    PS get CPU in proportion to their traffic, each at most the largest node; every
+    worker keeps its declared GPUs (an all-reduce job scales by whole workers).
+    """
+    model = s.throughput_at(global_step)
+    gpu_each = s.roles["worker"].gpu
+    best = Allocation(0.0, 0, 0.0, 0, 0.0)
+    ps_counts = range(1, MAX_PS + 1) if s.strategy == "ps" else (0,)
+    for workers in range(1, MAX_WORKERS + 1):
+        if s.limit_gpu is not None and workers * gpu_each > s.limit_gpu + 1e-9:
+            break
+        for fraction in WORKER_CPU_FRACTIONS:
+            worker_cpu = model.worker_cpu_needed * fraction
+            demand = model.worker_bound([worker_cpu] * workers)
+            budget = float("inf") if s.limit_cpu is None else s.limit_cpu - workers * worker_cpu
+            if budget < 0:
+                continue
+            for ps in ps_counts:
+                candidate = _with_ps(s, model, workers, worker_cpu, demand, ps, budget)
+                if candidate is not None and _better(candidate, best):
+                    best = candidate
+    return best
+
+
+def _with_ps(
+    s: Scenario,
+    model: ThroughputModel,
+    workers: int,
+    worker_cpu: float,
+    demand: float,
+    ps: int,
+    budget: float,
+) -> Allocation | None:
+    if ps == 0:
+        return Allocation(demand, workers, worker_cpu, 0, 0.0)
+    shares = normalized([s.ps_weight(i) for i in range(ps)])
+    needed = model.ps_cpu_per_step * demand
+    total = min(needed, budget)
+    if total <= 0:
+        return None
+    cpus = [min(share * total, s.node_max_cpu) for share in shares]
+    speed = min(demand, model.ps_bound(cpus, shares))
+    return Allocation(speed, workers, worker_cpu, ps, sum(cpus))
+
+
+def _better(a: Allocation, b: Allocation) -> bool:
+    if abs(a.steps_per_sec - b.steps_per_sec) > 1e-6:
+        return a.steps_per_sec > b.steps_per_sec
+    return a.cores < b.cores

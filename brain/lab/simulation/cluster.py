@@ -1,0 +1,183 @@
+"""The simulated cluster side of a job: its pods, their load, speed, and OOM kills."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from brain.lab.simulation.model import normalized
+from brain.lab.simulation.scenarios import Scenario
+
+# Seconds a relaunched or newly launched pod needs before it trains (scheduling, image
+# pull, restoring the checkpoint): the restart cost of a migration.
+RESTART_S = 60.0
+# Relative standard deviation of each node's usage and of the measured speed.
+USAGE_NOISE = 0.04
+SPEED_NOISE = 0.03
+
+
+@dataclass
+class SimNode:
+    name: str
+    role: str
+    index: int
+    cpu: float
+    memory_mib: float
+    gpu: float
+    up_at: float  # simulated second from which the pod trains
+    # A fixed per-pod bias (different hosts, different data shards).
+    bias: float = 1.0
+    # Mini-batches take this many times as long (a slow host); a fresh node resets it.
+    slowdown: float = 1.0
+
+    def running(self, t: float) -> bool:
+        return t >= self.up_at
+
+
+@dataclass(frozen=True)
+class NodeLoad:
+    node: SimNode
+    cpu: float
+    memory_mib: float
+    gpu_util: float | None
+    # A worker's mean mini-batch time over the tick, seconds (None: the PS, or no step).
+    step_time_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Tick:
+    """What happened during one step of simulated time."""
+
+    t: float
+    steps_per_sec: float
+    global_step: int
+    workers: int
+    loads: list[NodeLoad]
+    oom_killed: list[SimNode]
+
+
+@dataclass
+class SimJob:
+    """The pods of one job and the model that says how fast they train."""
+
+    scenario: Scenario
+    uid: str
+    rng: np.random.Generator
+    # The step times' noise, a stream of its own so it leaves every other draw as it was.
+    step_rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    nodes: dict[str, SimNode] = field(default_factory=dict)
+    global_step: float = 0.0
+    # When the scenario's slow worker turns slow (None: never), and when it did.
+    slow_at: float | None = None
+    slowed_at: float | None = None
+    slowed_node: str | None = None
+
+    # Pods -----------------------------------------------------------------------------
+
+    def node_name(self, role: str, index: int) -> str:
+        return f"{self.uid}-edljob-{role}-{index}"
+
+    def of_role(self, role: str) -> list[SimNode]:
+        return sorted((n for n in self.nodes.values() if n.role == role), key=lambda n: n.index)
+
+    def launch(
+        self, role: str, cpu: float, memory_mib: float, gpu: float, t: float, restart_s: float
+    ) -> SimNode:
+        index = max((n.index for n in self.of_role(role)), default=-1) + 1
+        node = SimNode(
+            self.node_name(role, index),
+            role,
+            index,
+            cpu,
+            memory_mib,
+            gpu,
+            up_at=t + restart_s,
+            bias=float(self.rng.normal(1.0, USAGE_NOISE)),
+        )
+        self.nodes[node.name] = node
+        return node
+
+    def relaunch(self, node: SimNode, t: float, **size: float) -> None:
+        for attr, value in size.items():
+            setattr(node, attr, value)
+        node.up_at = t + RESTART_S
+        node.slowdown = 1.0  # on a fresh node
+
+    def remove(self, node: SimNode) -> None:
+        del self.nodes[node.name]
+
+    def requested(self) -> tuple[float, float, float]:
+        """Cores, MiB and GPUs requested by every pod, starting ones included."""
+        pods = list(self.nodes.values())
+        return (
+            sum(n.cpu for n in pods),
+            sum(n.memory_mib for n in pods),
+            sum(n.gpu for n in pods),
+        )
+
+    # Time -----------------------------------------------------------------------------
+
+    def advance(self, t: float, dt: float) -> Tick:
+        """Train from ``t - dt`` to ``t``; report load, speed and OOM kills at ``t``."""
+        s = self.scenario
+        model = s.throughput_at(self.global_step)
+        if self.slow_at is not None and self.slowed_at is None and t >= self.slow_at:
+            self._slow_down(t)
+        workers = [n for n in self.of_role("worker") if n.running(t)]
+        ps = self.of_role("ps")
+        ps_up = all(n.running(t) for n in ps)
+        shares = normalized([s.ps_weight(n.index) for n in ps]) if ps else []
+        worker_cpus = [n.cpu for n in workers]
+        slowdowns = [n.slowdown for n in workers]
+        bound = model.worker_bound(worker_cpus)
+        speed = model.speed(worker_cpus, [n.cpu for n in ps], shares, slowdowns)
+        if s.strategy == "ps" and not (ps and ps_up):
+            speed = 0.0  # training waits for every PS
+        measured = max(speed * float(self.rng.normal(1.0, SPEED_NOISE)), 0.0)
+        self.global_step += speed * dt
+
+        loads, killed = [], []
+        pace = speed / bound if bound > 0 else 0.0
+        weights = model.worker_weights(worker_cpus, slowdowns)
+        for node, weight in zip(workers, weights, strict=True):
+            used_cpu = min(node.cpu, model.worker_cpu_needed) * pace
+            load = self._load(node, used_cpu, s.memory.worker_mib, pace)
+            # Each worker makes its weight's share of the global steps.
+            rate = speed * weight / sum(weights) if weight > 0 else 0.0
+            step_time = (
+                1 / rate * float(self.step_rng.normal(1.0, SPEED_NOISE)) if rate > 0 else None
+            )
+            loads.append(replace(load, step_time_s=step_time))
+        if ps_up:
+            ps_memory = s.memory.ps_total(self.global_step)
+            for node, share in zip(ps, shares, strict=True):
+                used_cpu = model.ps_cpu_per_step * share * speed
+                loads.append(self._load(node, used_cpu, ps_memory * share, None))
+        for load in loads:
+            if load.memory_mib > load.node.memory_mib:
+                killed.append(load.node)
+                self.relaunch(load.node, t)
+        return Tick(
+            t=t,
+            steps_per_sec=measured,
+            global_step=int(self.global_step),
+            workers=len(workers),
+            loads=[ld for ld in loads if ld.node not in killed],
+            oom_killed=killed,
+        )
+
+    def _slow_down(self, t: float) -> None:
+        """The scenario's slow worker's host turns slow (if that worker runs)."""
+        slow = self.scenario.slow_worker
+        node = next((n for n in self.of_role("worker") if n.index == slow.index), None)
+        if node is not None:
+            node.slowdown = slow.factor
+            self.slowed_at, self.slowed_node = t, node.name
+
+    def _load(self, node: SimNode, cpu: float, memory_mib: float, pace: float | None) -> NodeLoad:
+        noise = float(self.rng.normal(1.0, USAGE_NOISE))
+        used_cpu = min(max(cpu * node.bias * noise, 0.0), node.cpu)
+        used_memory = memory_mib * (1 + (node.bias - 1) / 4)
+        gpu_util = None if not node.gpu or pace is None else min(0.95 * pace, 1.0)
+        return NodeLoad(node, used_cpu, used_memory, gpu_util)

@@ -1,0 +1,26 @@
+"""Run a scenario against a Brain reached through a client."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+
+from brain.client import BrainClient
+from brain.lab.simulation.master import JobMaster, Run
+from brain.lab.simulation.metrics import ScenarioResult, measure
+from brain.lab.simulation.scenarios import Scenario
+
+# Simulated time runs in the past, ending this long before the wall clock, so no
+# timestamp is ever in Brain's future.
+END_MARGIN_S = 300
+
+
+def run_scenario(
+    client: BrainClient, scenario: Scenario, seed: int, horizon_s: float | None = None
+) -> tuple[Run, ScenarioResult]:
+    horizon = scenario.horizon_s if horizon_s is None else horizon_s
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    start = now - timedelta(seconds=horizon + END_MARGIN_S)
+    uid = f"sim-{scenario.name}-{seed}-{secrets.token_hex(3)}"
+    run = JobMaster(client, scenario, seed, start, uid).simulate(horizon)
+    return run, measure(run, horizon)

@@ -1,0 +1,255 @@
+"""The named scenarios of ``brain simulate``: a job, its limits and how it behaves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from brain.lab.simulation.model import (
+    BETA_ALLREDUCE_V100,
+    BETA_PS_NCF,
+    MemoryModel,
+    ThroughputModel,
+)
+
+
+@dataclass(frozen=True)
+class RoleStart:
+    """What the user declared for a role."""
+
+    count: int
+    cpu: float
+    memory_mib: float
+    gpu: float = 0.0
+    # Elastic bounds the role is registered with (None: none).
+    min_count: int | None = None
+    max_count: int | None = None
+
+
+@dataclass(frozen=True)
+class SlowWorker:
+    """A worker's host turns slow: from ``after_s`` plus up to ``spread_s`` (drawn per
+    seed, so the running stage's 5-minute cadence meets it at every phase), worker
+    ``index`` takes ``factor`` x as long per mini-batch, until it moves to a fresh node."""
+
+    factor: float
+    index: int = 0
+    after_s: float = 1800.0
+    spread_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class ClusterSqueeze:
+    """The cluster around the job, pushed every minute as source ``simulator``: idle
+    (``idle_free_cpu`` cores free, nothing pending) except from ``short_from_s`` to
+    ``short_until_s``, when pending pods ask ``demand_cpu`` cores and only the cores the
+    job gives back free any; once those cover the demand the pods are scheduled (nothing
+    pending, nothing free)."""
+
+    idle_free_cpu: float = 64.0
+    short_from_s: float = 1200.0
+    short_until_s: float = 2700.0
+    demand_cpu: float = 12.0
+    nodes: int = 10
+
+    def short(self, t: float) -> bool:
+        return self.short_from_s <= t < self.short_until_s
+
+    def free_and_pending(self, t: float, returned_cpu: float) -> tuple[float, float]:
+        """Free and pending cores at ``t``, ``returned_cpu`` cores given back since the
+        short window began."""
+        if not self.short(t):
+            return self.idle_free_cpu, 0.0
+        return max(returned_cpu - self.demand_cpu, 0.0), max(self.demand_cpu - returned_cpu, 0.0)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    roles: dict[str, RoleStart]
+    throughput: ThroughputModel
+    memory: MemoryModel
+    limit_cpu: float | None = None
+    limit_memory_mib: float | None = None
+    limit_gpu: float | None = None
+    strategy: str = "ps"
+    # Relative traffic of PS 0, 1, ...; PS beyond the list carry weight 1.
+    ps_weights: tuple[float, ...] = ()
+    total_steps: int = 2_000_000
+    horizon_s: float = 4 * 3600
+    # Largest node the cluster schedules (Brain's defaults).
+    node_max_cpu: float = 64
+    node_max_memory_mib: float = 512 * 1024
+    extra: dict[str, float] = field(default_factory=dict)
+    slow_worker: SlowWorker | None = None
+    # Relative growth of the PS cost per global step (sparse features whose embedding
+    # tables grow): the PS need ``ps_cpu_per_step x (1 + growth x step)`` core-seconds.
+    ps_cpu_growth_per_step: float = 0.0
+    cluster: ClusterSqueeze | None = None
+
+    def ps_weight(self, index: int) -> float:
+        return self.ps_weights[index] if index < len(self.ps_weights) else 1.0
+
+    def throughput_at(self, global_step: float) -> ThroughputModel:
+        """The throughput model once the job has trained ``global_step`` steps."""
+        if not self.ps_cpu_growth_per_step:
+            return self.throughput
+        growth = 1 + self.ps_cpu_growth_per_step * global_step
+        return replace(self.throughput, ps_cpu_per_step=self.throughput.ps_cpu_per_step * growth)
+
+
+_PS_MODEL = ThroughputModel(
+    per_worker_steps_per_sec=30.0, beta=BETA_PS_NCF, worker_cpu_needed=4.0, ps_cpu_per_step=0.04
+)
+
+
+def _slow_worker(factor: float) -> Scenario:
+    return Scenario(
+        name=f"slow-worker-{factor:g}x",
+        description=f"2 PS and 6 workers under a 48-core limit; 30-35 minutes in, worker "
+        f"0's host turns {factor:g}x slower until the worker moves (slow_node's delay).",
+        roles={
+            "ps": RoleStart(2, cpu=8, memory_mib=8192),
+            "worker": RoleStart(6, cpu=4, memory_mib=8192),
+        },
+        throughput=_PS_MODEL,
+        memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+        limit_cpu=48,
+        slow_worker=SlowWorker(factor),
+    )
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            name="ps-steady",
+            description="The design's example: 1 PS and 1 worker under a 32-core limit; "
+            "~30 steps/s at the start.",
+            roles={
+                "ps": RoleStart(1, cpu=2, memory_mib=4096),
+                "worker": RoleStart(1, cpu=4, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500),
+            limit_cpu=32,
+        ),
+        Scenario(
+            name="design-example",
+            description="The design's worked example with its numbers: a DeepFM job under a "
+            "15-core limit, registered as 1 PS and 1 worker of 8 cores (over the limit as "
+            "registered); ~30 steps/s at the start, ~100 once Brain has added workers.",
+            roles={
+                "ps": RoleStart(1, cpu=8, memory_mib=8192),
+                "worker": RoleStart(1, cpu=8, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500),
+            limit_cpu=15,
+            horizon_s=3600,
+        ),
+        Scenario(
+            name="ps-growing-memory",
+            description="Sparse embeddings: PS memory grows with every step and outgrows "
+            "its 4 GiB request after about 1.5 hours.",
+            roles={
+                "ps": RoleStart(1, cpu=4, memory_mib=4096),
+                "worker": RoleStart(1, cpu=4, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500, ps_mib_per_step=0.005),
+            limit_cpu=32,
+            total_steps=1_000_000,
+        ),
+        Scenario(
+            name="oom-storm",
+            description="Workers use 10 GiB, more than Brain's 8 GiB cold-start default: every "
+            "worker is OOM-killed as soon as it starts.",
+            roles={
+                "ps": RoleStart(2, cpu=4, memory_mib=8192),
+                "worker": RoleStart(4, cpu=4, memory_mib=4096),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=10240, ps_base_mib=3000),
+            limit_cpu=48,
+        ),
+        Scenario(
+            name="hot-ps",
+            description="3 PS of 4 cores, PS 0 carries half the traffic (a hot embedding "
+            "shard): it saturates while the others idle.",
+            roles={
+                "ps": RoleStart(3, cpu=4, memory_mib=8192),
+                "worker": RoleStart(6, cpu=4, memory_mib=8192),
+            },
+            throughput=ThroughputModel(
+                per_worker_steps_per_sec=30.0,
+                beta=BETA_PS_NCF,
+                worker_cpu_needed=4.0,
+                ps_cpu_per_step=0.1,
+            ),
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=6000),
+            ps_weights=(2.0, 1.0, 1.0),
+            limit_cpu=48,
+        ),
+        Scenario(
+            name="limit-bound",
+            description="At its 20-core limit from the start (1 PS of 8 cores, 3 workers of "
+            "4): the PS is busy, nothing may grow past the limit.",
+            roles={
+                "ps": RoleStart(1, cpu=8, memory_mib=8192),
+                "worker": RoleStart(3, cpu=4, memory_mib=8192),
+            },
+            throughput=ThroughputModel(
+                per_worker_steps_per_sec=30.0,
+                beta=BETA_PS_NCF,
+                worker_cpu_needed=4.0,
+                ps_cpu_per_step=0.12,
+            ),
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+            limit_cpu=20,
+        ),
+        Scenario(
+            name="ps-growing-load",
+            description="Growing sparse features (DeepRec): each step costs the PS more as "
+            "the embedding tables grow (+100 % every 150,000 steps); within the hour the PS "
+            "saturate and the workers wait on them.",
+            roles={
+                "ps": RoleStart(1, cpu=4, memory_mib=8192),
+                "worker": RoleStart(1, cpu=4, memory_mib=8192),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+            ps_cpu_growth_per_step=1 / 150_000,
+            limit_cpu=48,
+            horizon_s=3 * 3600,
+        ),
+        Scenario(
+            name="gpu-allreduce",
+            description="All-reduce on GPUs: 4 workers of 1 GPU under an 8-GPU limit; no PS.",
+            strategy="allreduce",
+            roles={"worker": RoleStart(4, cpu=8, memory_mib=32768, gpu=1)},
+            throughput=ThroughputModel(
+                per_worker_steps_per_sec=4.4, beta=BETA_ALLREDUCE_V100, worker_cpu_needed=6.0
+            ),
+            memory=MemoryModel(worker_mib=20000),
+            limit_gpu=8,
+            limit_cpu=80,
+        ),
+        _slow_worker(1.5),
+        _slow_worker(2.0),
+        Scenario(
+            name="cluster-short",
+            description="2 PS and 6 elastic workers (min 2, max 8) under an 80-core limit; "
+            "the cluster is idle but short of 12 cores from 20 to 45 minutes in.",
+            roles={
+                "ps": RoleStart(2, cpu=8, memory_mib=8192),
+                "worker": RoleStart(6, cpu=4, memory_mib=8192, min_count=2, max_count=8),
+            },
+            throughput=_PS_MODEL,
+            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+            limit_cpu=80,
+            cluster=ClusterSqueeze(),
+            horizon_s=3600,
+        ),
+    )
+}

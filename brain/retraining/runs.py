@@ -1,0 +1,41 @@
+"""Training runs from Brain's own database: every role of every succeeded job.
+
+Each (group key, role) is one workload, so a model learns from parameter servers,
+chiefs and workers alike; each job is one run of it, read from the stored summaries
+as ``brain backtest --from-db --role ROLE`` reads it (largest node's peaks, request per
+node).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from brain.db.engine import make_engine
+from brain.db.models import RoleSummaryRow
+from brain.replay.db_source import DatabaseRuns
+from brain.replay.trace import DEFAULT_GPU_MEMORY_MIB, TraceError, check_normalized
+
+
+def role_runs(database_url: str, gpu_memory_mib: float = DEFAULT_GPU_MEMORY_MIB) -> pd.DataFrame:
+    """The normalized run table of every role of the succeeded, summarized jobs."""
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            roles = sorted(set(session.scalars(select(RoleSummaryRow.role).distinct())))
+            tables = []
+            for role in roles:
+                source = DatabaseRuns(database_url, role=role, gpu_memory_mib=gpu_memory_mib)
+                try:
+                    table = source.read(session)
+                except TraceError:
+                    continue  # no succeeded job with this role
+                tables.append(table.assign(workload=table["workload"] + "/" + role))
+    finally:
+        engine.dispose()
+    if not tables:
+        raise TraceError("no succeeded job with a summary in the database")
+    return check_normalized(
+        pd.concat(tables, ignore_index=True).assign(seq=lambda t: range(len(t)))
+    )

@@ -1,0 +1,45 @@
+"""`brain simulate` in-process: the API app comes by entry point (brain never imports api)."""
+
+from __future__ import annotations
+
+import json
+
+from api.main import main
+
+
+def test_simulate_runs_an_in_process_brain(capsys):
+    # Two simulated minutes of the all-reduce job: the create plan is applied before start.
+    assert main(["simulate", "--scenario", "gpu-allreduce", "--horizon", "120", "--json"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    result = json.loads(line)
+    assert (result["scenario"], result["seed"], result["horizon_s"]) == ("gpu-allreduce", 0, 120)
+    assert result["over_limit_seconds"] == 0
+
+
+def test_random_jobs_print_their_distribution(capsys):
+    # Two random jobs, two simulated minutes each: a row per job and the distribution.
+    assert main(["simulate", "--random", "2", "--seed", "5", "--horizon", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "random-5-0" in out and "random-5-1" in out
+    assert "2 random jobs" in out
+    assert "reached/best: median" in out
+    assert "over_limit_seconds: max 0, in 0 of 2 jobs" in out
+
+
+def test_random_jobs_are_drawn_from_the_stated_ranges_and_repeat_with_the_seed():
+    from brain.lab.simulation.random_jobs import random_scenarios
+
+    jobs = random_scenarios(200, seed=3)
+    assert random_scenarios(5, seed=3) == jobs[:5]  # job i is the same whatever N
+    assert random_scenarios(5, seed=4) != jobs[:5]
+    ps = [j for j in jobs if j.strategy == "ps"]
+    assert 0.5 < len(ps) / len(jobs) < 0.9
+    for job in jobs:
+        assert 0.03 <= job.throughput.beta <= 0.25
+        assert job.limit_cpu is None or 8 <= job.limit_cpu <= 256 or job.strategy != "ps"
+        assert 1 <= job.roles["worker"].count <= 8
+    for job in ps:
+        assert 1 <= job.roles["ps"].count <= 4
+        assert 0.01 <= job.throughput.ps_cpu_per_step <= 0.12
+    assert any(j.limit_cpu is None for j in jobs)
+    assert any(j.memory.ps_mib_per_step > 0 for j in ps)
