@@ -48,12 +48,13 @@ class PsChangeSettings(BaseModel):
     """The setting every optimizer that changes the PS tier shares."""
 
     ps_change_interval_s: float = Field(
-        3600,
+        600,
         ge=0,
         le=7 * 86400,
-        description="No PS change within this many seconds of the last applied one (PS "
-        "count or size, a PS migrated; OOM fixes excepted): DLRover masters allow one PS "
-        "change an hour.",
+        description="The PS tier's cooldown: no PS change within this many seconds of the "
+        "last applied one (PS count or size, a PS migrated; OOM fixes excepted), time for a "
+        "relaunched PS to restart and its new load to be sampled. DLRover 0.6.1 masters ask "
+        "for PS changes at most once an hour whatever this says.",
     )
 
 

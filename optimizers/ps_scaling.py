@@ -10,7 +10,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage
 from brain.optimizing import NodeView, OptimizerContext, Proposal
-from brain.optimizing.guard import current_role
+from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
 from optimizers._common import PsChangeSettings, mean, no_change, ps_changed_recently, reason
 
 NAME = "ps_scaling"
@@ -64,17 +64,21 @@ class PsScalingSettings(PsChangeSettings):
 
 
 class PsScalingOptimizer:
-    """Adds PS when the PS tier as a whole is saturated and the workers wait on it.
+    """Adds PS when the PS tier as a whole is saturated: the workers wait on it, or it
+    holds back more workers while the limits have room.
 
     Judged on the last ``samples`` samples of every PS and every trainer (workers and
     chief): the PS's mean CPU utilization is at least ``saturation``, no PS is hot on its
-    own (``relative_factor`` x the others' median: hot_ps's case), the trainers use at
-    most ``worker_wait`` of their CPU, and the speed at the current worker count has
-    stalled (its newer half less than ``stall_gain`` above its older half). The PS demand
-    with workers at full pace is ``PS CPU used / trainer utilization``; the new count
-    runs it at ``target_utilization`` of the PS request, at least one more PS and at most
-    ``step`` more. The plan carries ``ps_hosts``, the tier's service addresses after the
-    change. At most one PS change per ``ps_change_interval_s``.
+    own (``relative_factor`` x the others' median: hot_ps's case), and the speed at the
+    current worker count has stalled (its newer half less than ``stall_gain`` above its
+    older half). When the trainers use at most ``worker_wait`` of their CPU they wait on
+    the PS: the PS demand with workers at full pace is ``PS CPU used / trainer
+    utilization``, and the new count runs it at ``target_utilization`` of the PS request.
+    Otherwise the tier is too busy for worker_tuning to add workers: the new count runs
+    today's PS load at ``target_utilization``, as many PS as the job's limits leave room
+    for. Either way at least one more PS and at most ``step`` more. The plan carries
+    ``ps_hosts``, the tier's service addresses after the change. No change within the PS
+    tier's cooldown, ``ps_change_interval_s``.
     """
 
     name: ClassVar[str] = NAME
@@ -126,18 +130,17 @@ class PsScalingOptimizer:
                 evidence,
                 threshold,
             )
-        if trainer_util > settings.worker_wait:
-            return no_change(
-                NAME,
-                f"PS tier at {tier_util:.0%} CPU but the trainers use {trainer_util:.0%} of "
-                f"theirs (> {settings.worker_wait:.0%}): they are not waiting on the PS",
-                evidence,
-                threshold,
-            )
         stall = _stall(context, settings)
         if isinstance(stall, Proposal):
             return stall
         evidence |= stall
+        if trainer_util > settings.worker_wait:
+            # The trainers keep their pace, but a tier this busy stops worker_tuning (its
+            # ps_cpu_threshold): while the limits have room, PS for the load of today at
+            # the target utilization make room for more workers.
+            return _make_room(
+                context, ps_nodes, recent, trainer_util, evidence, threshold, settings
+            )
         return _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settings)
 
 
@@ -170,6 +173,50 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
                 f"{used:.2f} / {trainer_util:.2f} = {demand:.2f} cores, at "
                 f"{settings.target_utilization:.0%} of {request:g} cores each -> PS {now} -> "
                 f"{count} (at most +{settings.step})",
+                evidence,
+                threshold,
+            )
+        ],
+    )
+
+
+def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, settings) -> Proposal:
+    now = len(ps_nodes)
+    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
+    used = sum(mean([s.cpu for s in recent[n.name]]) for n in ps_nodes)
+    wanted = math.ceil(used / (request * settings.target_utilization) - 1e-9)
+    tier = evidence["ps_tier_utilization"]
+    waiting = (
+        f"PS tier at {tier:.0%} CPU, the trainers at {trainer_util:.0%} of theirs "
+        f"(> {settings.worker_wait:.0%}: not waiting on the PS)"
+    )
+    evidence = evidence | {
+        "ps_count": now,
+        "ps_cpu_used": round(used, 3),
+        "ps_cpu_request": request,
+    }
+    for count in range(min(max(wanted, now + 1), now + settings.step), now, -1):
+        roles = {ROLE_PS: RoleSpec(count=count)}
+        if not exceeded_limits(
+            role_totals(effective_roles(roles, context.job, context.nodes)), context.job.limits
+        ):
+            break
+    else:
+        return no_change(
+            NAME, f"{waiting}; one more PS would exceed the job's limits", evidence, threshold
+        )
+    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    return Proposal(
+        roles=roles,
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"{waiting}, but a tier this busy holds back more workers and the limits "
+                f"have room: {used:.2f} cores used, at {settings.target_utilization:.0%} of "
+                f"{request:g} cores each -> PS {now} -> {count} (at most +{settings.step})",
                 evidence,
                 threshold,
             )

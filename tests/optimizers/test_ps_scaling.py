@@ -1,6 +1,6 @@
 """ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
 
-from brain.domain import RoleSpec, Stage
+from brain.domain import Limits, RoleSpec, Stage
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
 from tests.optimizers.builders import context, job, node, plan, series, speeds
 
@@ -22,10 +22,18 @@ def samples(ps=(3.6, 3.4), worker=2.0):
     return points + [s for n in WORKERS for s in series(n.name, cpu=[worker] * 8)]
 
 
-def propose(points=None, speed=STALLED, plans=(), namespace="ml", nodes=None, settings=SETTINGS):
+def propose(
+    points=None,
+    speed=STALLED,
+    plans=(),
+    namespace="ml",
+    nodes=None,
+    settings=SETTINGS,
+    limits=None,
+):
     ctx = context(
         Stage.running,
-        job(roles=ROLES, namespace=namespace),
+        job(roles=ROLES, namespace=namespace, limits=limits),
         nodes=nodes or PS + WORKERS,
         samples=points if points is not None else samples(),
         speed=speed,
@@ -68,10 +76,30 @@ def test_one_hot_ps_is_hot_ps_business():
     assert "j-edljob-ps-0 is hot relative to the other PS" in proposal.reasons[0].message
 
 
-def test_busy_workers_are_not_waiting_on_the_ps():
-    proposal = propose(samples(worker=3.2))  # 80 % > 70 %
+def test_a_busy_tier_makes_room_for_more_workers_while_the_limit_allows():
+    # Workers at 3.2 of 4 cores (80 % > 70 %): not waiting on the PS, but the tier at
+    # 87.5 % stops worker_tuning. Today's 7.0 PS cores at 60 % of 4: ceil(2.92) = 3 PS.
+    # 2 PS x 4 + 4 workers x 4 = 24 cores; a third PS needs 28.
+    proposal = propose(samples(worker=3.2), limits=Limits(cpu=28))
+    assert proposal.roles == {"ps": RoleSpec(count=3)}
+    assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(3)]
+    assert "not waiting on the PS" in proposal.reasons[0].message
+    assert "PS 2 -> 3" in proposal.reasons[0].message
+    assert proposal.reasons[0].evidence["ps_cpu_used"] == 7.0
+
+
+def test_a_busy_tier_gets_no_ps_past_the_limit():
+    proposal = propose(samples(worker=3.2), limits=Limits(cpu=27.9))
     assert proposal.is_empty
-    assert "they are not waiting on the PS" in proposal.reasons[0].message
+    assert "one more PS would exceed the job's limits" in proposal.reasons[0].message
+
+
+def test_room_for_more_ps_than_one():
+    # 3.9 + 3.9 = 7.8 cores at 60 % of 4: ceil(3.25) = 4 PS, the 32-core limit allows 4
+    proposal = propose(samples(ps=(3.9, 3.9), worker=3.2), limits=Limits(cpu=32))
+    assert proposal.roles == {"ps": RoleSpec(count=4)}
+    proposal = propose(samples(ps=(3.9, 3.9), worker=3.2), limits=Limits(cpu=31))
+    assert proposal.roles == {"ps": RoleSpec(count=3)}
 
 
 def test_a_rising_speed_is_not_a_stall():
@@ -81,12 +109,15 @@ def test_a_rising_speed_is_not_a_stall():
     assert proposal.reasons[0].evidence == {"speed_change": 0.2}
 
 
-def test_at_most_one_ps_change_per_interval():
-    estimated = plan(seconds_ago=1800, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate)
+def test_no_ps_change_within_the_tier_cooldown():
+    estimated = plan(seconds_ago=599, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate)
     proposal = propose(plans=[estimated])
     assert proposal.is_empty
-    assert proposal.reasons[0].threshold == {"ps_change_interval_s": 3600}
-    assert propose(plans=[plan(seconds_ago=3600, roles={"ps": RoleSpec(count=2)})]).roles
+    assert proposal.reasons[0].threshold == {"ps_change_interval_s": 600}
+    assert propose(plans=[plan(seconds_ago=600, roles={"ps": RoleSpec(count=2)})]).roles
+    hourly = PsScalingSettings(ps_change_interval_s=3600)
+    assert propose(plans=[estimated], settings=hourly).is_empty
+    assert propose(plans=[plan(seconds_ago=3599)], settings=hourly).roles
 
 
 def test_ps_named_otherwise_leave_the_hosts_to_the_master():
