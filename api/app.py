@@ -97,7 +97,7 @@ def create_app(
         for hook in on_startup:
             hook(app)
         # Everything built so far lives as long as the process: keep it out of the
-        # cyclic GC's full collections, which otherwise pause requests for ~100 ms.
+        # cyclic GC's full collections, whose walks over it would otherwise pause requests.
         gc.freeze()
         try:
             yield

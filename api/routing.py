@@ -6,7 +6,7 @@ second trip to that pool, validates its response, while the request's transactio
 (committed when the handler's dependencies exit, after that validation) still holds
 its database connection. Under load every thread could be a handler waiting for a
 connection while every connection was held by a finished handler waiting for a thread:
-nothing ran until the pool timed out (seen at 500 job masters). ``OffloadedRoute``
+nothing would run until the pool timed out. ``OffloadedRoute``
 hands FastAPI an ``async`` wrapper that runs the handler on the thread pool itself, so
 the response is validated on the event loop and no request waits for a thread while it
 holds a connection.

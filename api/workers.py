@@ -37,8 +37,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
     Created with ``IPPROTO_TCP``, not 0 as uvicorn's own multi-worker socket is: asyncio
     sets TCP_NODELAY only on connections accepted from a socket whose ``proto`` is
-    ``IPPROTO_TCP``, and without it every answer waited ~40 ms for Nagle's algorithm and
-    the client's delayed ACK. (uvloop, when uvicorn runs on it, sets it either way.)"""
+    ``IPPROTO_TCP``, and without it every answer waits for Nagle's algorithm and the
+    client's delayed ACK. (uvloop, when uvicorn runs on it, sets it either way.)"""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
     )[0]

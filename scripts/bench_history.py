@@ -68,7 +68,7 @@ JOB_COLUMNS = (
 NODES_COLUMNS = "id, job_id, name, role, index, cpu, memory_mib, gpu, status, created_at"
 PLAN_COLUMNS = "job_id, stage, status, body, created_at, updated_at"
 PLAN_BODY = json.dumps({"optimizers": ["worker_tuning"]})
-# p99 at 4 concurrent clients (issue 15).
+# p99 at 4 concurrent clients (docs/performance.md).
 TARGETS_MS = {"suggestion": 20, "job portrait": 20, "user portrait": 20, "ranking": 40}
 TARGET_CLIENTS = 4
 TARGET_RATIO = 3.0

@@ -86,7 +86,7 @@ def run(url: str, dsn: str, batches: int, workers: int) -> int:
         f" {CLIENTS} clients, {workers} server workers)"
     )
     print(f"raw COPY   : {copy_rate:12,.0f} rows/s    (same rows, same table)")
-    print(f"ratio      : {api_rate / copy_rate:12.2f}  (target >= 0.60, issue 15)")
+    print(f"ratio      : {api_rate / copy_rate:12.2f}  (target >= 0.60)")
     print(
         f"CPU/point  : API {server_us + pg_us:.1f} us (server {server_us:.1f} + PostgreSQL"
         f" {pg_us:.1f}), raw COPY {copy_us:.1f} us (PostgreSQL)"

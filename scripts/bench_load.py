@@ -185,8 +185,8 @@ async def _master(base: str, stats: Stats, uid: str, delay: float, stop_at: floa
     limits = httpx.Limits(max_connections=2)
     timeout = httpx.Timeout(POLL_WAIT_S + 30)
     # One TLS context for every client of the process: httpx builds one per client
-    # otherwise (loading the CA store, ~20 ms of CPU each), which at 500 masters kept the
-    # client's event loop busy for seconds while requests waited (plain HTTP needs none).
+    # otherwise, loading the CA store each time, and hundreds of masters would keep the
+    # client's event loop busy while requests wait (plain HTTP needs none).
     client = httpx.AsyncClient(
         base_url=base, limits=limits, timeout=timeout, verify=_shared_tls_context()
     )

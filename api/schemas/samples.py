@@ -100,7 +100,7 @@ class SampleBatch(BaseModel):
 # field: the bounds are settings) cost more CPU than storing them. The body is first
 # validated by pydantic-core alone against a model with the site's bounds built in,
 # the same checks or stricter; a body it does not accept is validated again as
-# SampleBatch, which accepts it or names the first offending field exactly as before.
+# SampleBatch, which accepts it or names the first offending field as it always does.
 # A "ts" string holding a bare number: SampleBatch refuses it (see Timestamp).
 _NUMERIC_TIME = re.compile(rb'"ts"\s*:\s*"[-+\d.eE\s]*"')
 # No timestamp within a day of the calendar's ends: it may not convert to UTC.

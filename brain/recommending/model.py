@@ -206,7 +206,7 @@ def fit_resource(resource: str, examples: Examples, seed: int = 0) -> ResourceMo
     x[:, np.isnan(x).all(axis=0)] = 0.0
     y = examples.y
     fold = _folds(examples.workload, seed)
-    # One thread: OpenMP threads fighting over two shared cores made a fit 20x slower.
+    # One thread: OpenMP threads contend for shared cores and slow a fit many times over.
     with threadpool_limits(1, user_api="openmp"):
         first = {level: _fit(x[fold != 0], y[fold != 0], level, seed) for level in LEVELS}
         level = min(

@@ -23,7 +23,7 @@ from brain.recommending.model import PeakModel
 log = logging.getLogger(__name__)
 
 PREFIX = "peak-"
-# 2: the trees are stored as numpy arrays (trees.FlatTrees), no longer scikit-learn's.
+# 2: the trees are stored as numpy arrays (trees.FlatTrees).
 FORMAT = 2
 
 

@@ -1,9 +1,9 @@
 """Gradient-boosted trees as flat numpy arrays: the prediction path of a served model.
 
 scikit-learn's ``HistGradientBoostingRegressor.predict`` walks its ~100-150 trees one
-call at a time, each with input checks and an OpenMP region: about 8 ms for the 3 rows
-of one job even on an idle core, and far more when the cores are shared. A job is
-sized from a handful of rows, so the per-call overhead is all there is. ``FlatTrees``
+call at a time, each with input checks and an OpenMP region, a fixed cost per tree
+that grows when the cores are shared. A job is sized from a handful of rows, so that
+per-call overhead is all there is. ``FlatTrees``
 holds every node of every tree in a few arrays and walks all trees for all rows at
 once, one depth level per numpy step; the result equals scikit-learn's to float
 precision (tested). Serving then needs numpy only: scikit-learn is imported to fit.

@@ -51,7 +51,8 @@ COUNTED_EVENTS = {EventKind.oom.value: "oom_count", EventKind.failed.value: "fai
 class NodeSummary:
     """A node's summary: the values of its ``node_summaries`` row (``columns``, for the
     insert) and what its role's row is computed from. Not an ORM object: a backfill
-    writes ~10 per job, and building and flushing ORM objects was most of its Python."""
+    writes several per job, and building and flushing ORM objects would be most of its
+    Python."""
 
     role: str
     cpu_request_cores: float

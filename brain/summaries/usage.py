@@ -69,8 +69,8 @@ def job_usage(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, Jo
 def _unnest_table(name: str, **columns: tuple[Sequence[Any], Any]) -> Any:
     """``unnest`` of one array per column as a table ``name``: the rows travel as a few
     array parameters, so the statement's text (and SQLAlchemy's compiled form, cached)
-    stays the same whatever the rows. A ``VALUES`` list was compiled anew for every
-    batch: 0.8 ms of client CPU per job, more than the join it replaced saved."""
+    stays the same whatever the rows. A ``VALUES`` list would be compiled anew for
+    every batch, which costs more client CPU than skipping the join saves."""
     arrays = [literal(list(data), ARRAY(kind)) for data, kind in columns.values()]
     return (
         func.unnest(*arrays)
@@ -82,8 +82,8 @@ def _unnest_table(name: str, **columns: tuple[Sequence[Any], Any]) -> Any:
 def _job_usage_sql(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
     job_ids = list(nodes)
     result = {job_id: JobUsage({}, {}) for job_id in job_ids}
-    # The caller's nodes give each sample's role: joining the nodes table cost a hash of
-    # all of it (18 ms per batch with 96,581 nodes).
+    # The caller's nodes give each sample's role: joining the nodes table would hash all
+    # of it for every batch.
     pairs = [(node.id, node.role) for job_nodes in nodes.values() for node in job_nodes]
     if not pairs:
         return result
@@ -114,8 +114,8 @@ def _job_usage_sql(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[in
         # One sort by (job, role, node) serves both levels: per node, and pooled per role.
         .group_by(func.grouping_sets(tuple_(job, role, node), tuple_(job, role)))
     )
-    # The sorts of a large job (100 nodes x 24 h: ~80 MB) spill to disk below ~128 MB
-    # (0.15 s slower measured at 64 MB).
+    # The sorts of a large job (100 nodes x 24 h of 15 s samples) spill to disk with the
+    # default work_mem; SORT_MEMORY keeps them in memory.
     with sort_memory(session, SORT_MEMORY):
         rows = session.execute(stmt).all()
     for row in rows:
