@@ -24,11 +24,8 @@ import argparse
 import json
 import multiprocessing
 import os
-import socket
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,13 +33,12 @@ from datetime import UTC, datetime, timedelta
 
 import grpc
 import httpx
-import psycopg
 from dlrover.proto import brain_pb2, brain_pb2_grpc
 from google.protobuf import empty_pb2
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_serve import free_port, fresh_database, grpc_server, wait_idle
+from proc_cpu import process_cpu_seconds
 
 CLIENTS = 50
-IDLE_CPU_SHARE = 0.05  # the server counts as idle below 5 % of a core
 
 
 def main() -> int:
@@ -52,41 +48,20 @@ def main() -> int:
     parser.add_argument("--client-procs", type=int, default=10, help="client processes")
     parser.add_argument("--history", type=int, default=3, help="related finished jobs")
     args = parser.parse_args()
-    dbname = f"brain_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    try:
-        url = f"{args.pg.replace('postgresql://', 'postgresql+psycopg://')}/{dbname}"
+    with fresh_database(args.pg) as url:
         return run(url, args)
-    finally:
-        with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
 def run(url: str, args: argparse.Namespace) -> int:
-    http_port, grpc_port = _free_port(), _free_port()
-    env = {
-        **os.environ,
-        "BRAIN_DATABASE_URL": url,
-        "BRAIN_PORT": str(http_port),
-        "BRAIN_GRPC_PORT": str(grpc_port),
-        "BRAIN_LOG_LEVEL": "warning",
-        "BRAIN_SUMMARY_INTERVAL_S": "0",
-    }
-    # One worker process: the server's p99 and CPU below come from its /metrics and
-    # /proc, which are per process.
-    serve = ["serve", "--migrate", "--workers", "1"]
-    server = subprocess.Popen([sys.executable, "-m", "api.main", *serve], env=env)
-    addr = f"127.0.0.1:{grpc_port}"
-    try:
-        _wait_serving(addr)
+    with grpc_server(url) as serving:
+        server, addr = serving.process, serving.grpc_addr
         uids = [f"bench-{i:02d}" for i in range(CLIENTS)]
-        with httpx.Client(base_url=f"http://127.0.0.1:{http_port}", timeout=60) as rest:
+        with httpx.Client(base_url=f"http://127.0.0.1:{serving.http_port}", timeout=60) as rest:
             for i in range(args.history):
                 _finished_run(rest, f"past-{i}", days_ago=args.history - i)
             for uid in uids:
                 rest.put(f"/api/v1/jobs/{uid}", json=_job(uid)).raise_for_status()
-            _wait_idle(server.pid)
+            wait_idle(server.pid)
             load = os.getloadavg()
             print(
                 f"{CLIENTS} concurrent clients in {args.client_procs} processes x {args.calls} "
@@ -111,9 +86,6 @@ def run(url: str, args: argparse.Namespace) -> int:
             print("server-side handler time, p99 (upper bucket bound of the histogram):")
             for method in ("persist_metrics", "optimize"):
                 print(f"  {method:<40} <= {_server_p99(rest, method) * 1000:.1f} ms")
-    finally:
-        server.terminate()
-        server.wait(timeout=120)  # queued reports are written before it exits
     floor = _floor(args.calls, args.client_procs)
     print(floor.line("floor: persist_metrics on a no-op server"))
     return 0
@@ -140,10 +112,10 @@ class Result:
 
 def _measure(addr: str, uids: list[str], kind: str, calls: int, procs: int, pid: int) -> Result:
     """Run the clients; the server's CPU counts until it is idle again (queued writes)."""
-    before = _cpu_s(pid)
+    before = process_cpu_seconds(pid)
     result = _clients(addr, uids, kind, calls, procs)
-    _wait_idle(pid)
-    result.cpu_s = _cpu_s(pid) - before
+    wait_idle(pid)
+    result.cpu_s = process_cpu_seconds(pid) - before
     return result
 
 
@@ -268,17 +240,17 @@ class _NoOp(brain_pb2_grpc.BrainServicer):
 def _floor(calls: int, procs: int) -> Result:
     """The same persist_metrics load against a server that answers without doing anything,
     in its own process like brain serve: what the machine and the clients cost alone."""
-    port = _free_port()
+    port = free_port()
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
     server = context.Process(target=_serve_noop, args=(port, ready), daemon=True)
     server.start()
     ready.wait(60)
     try:
-        before = _cpu_s(server.pid)
+        before = process_cpu_seconds(server.pid)
         uids = [f"noop-{i:02d}" for i in range(CLIENTS)]
         result = _clients(f"127.0.0.1:{port}", uids, "changing", calls, procs)
-        result.cpu_s = _cpu_s(server.pid) - before
+        result.cpu_s = process_cpu_seconds(server.pid) - before
         return result
     finally:
         server.terminate()
@@ -294,23 +266,6 @@ def _serve_noop(port: int, ready) -> None:
     server.wait_for_termination()
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds the process has used (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_idle(pid: int, timeout_s: float = 120) -> None:
-    """Until the process uses under IDLE_CPU_SHARE of a core over half a second."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        before = _cpu_s(pid)
-        time.sleep(0.5)
-        if _cpu_s(pid) - before < IDLE_CPU_SHARE * 0.5:
-            return
-
-
 def _server_p99(rest: httpx.Client, method: str) -> float:
     """The bound of the first latency bucket holding 99% of the method's calls."""
     prefix = 'brain_grpc_request_duration_seconds_bucket{le="'
@@ -321,26 +276,6 @@ def _server_p99(rest: httpx.Client, method: str) -> float:
             buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
     total = max(count for _, count in buckets)
     return next(bound for bound, count in sorted(buckets) if count >= 0.99 * total)
-
-
-def _wait_serving(addr: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with grpc.insecure_channel(addr) as channel:
-                stub = health_pb2_grpc.HealthStub(channel)
-                answer = stub.Check(health_pb2.HealthCheckRequest(service="brain.Brain"), timeout=1)
-                if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-        except grpc.RpcError:
-            time.sleep(0.2)
-    raise SystemExit("brain serve did not start its gRPC service within 60 s")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 if __name__ == "__main__":

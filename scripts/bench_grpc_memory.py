@@ -16,18 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
-import uuid
-from pathlib import Path
 
 import grpc
-import psycopg
 from dlrover.proto import brain_pb2, brain_pb2_grpc
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_grpc import _free_port, _wait_idle, _wait_serving  # noqa: E402
+from grpc_serve import fresh_database, grpc_server, wait_idle
 
 MIB = 1024 * 1024
 # gRPC's default largest message is 4 MiB: a 4,000,000-byte report and its envelope fit.
@@ -42,38 +36,19 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=50, help="job uids they are spread over")
     parser.add_argument("--max-seconds", type=float, default=600, help="stop sending after")
     args = parser.parse_args()
-    dbname = f"brain_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    try:
-        url = f"{args.pg.replace('postgresql://', 'postgresql+psycopg://')}/{dbname}"
+    with fresh_database(args.pg) as url:
         return run(url, args)
-    finally:
-        with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
 def run(url: str, args: argparse.Namespace) -> int:
-    grpc_port = _free_port()
-    env = {
-        **os.environ,
-        "BRAIN_DATABASE_URL": url,
-        "BRAIN_PORT": str(_free_port()),
-        "BRAIN_GRPC_PORT": str(grpc_port),
-        "BRAIN_LOG_LEVEL": "error",
-        "BRAIN_SUMMARY_INTERVAL_S": "0",
-    }
-    serve = ["serve", "--migrate", "--workers", "1"]
-    server = subprocess.Popen([sys.executable, "-m", "api.main", *serve], env=env)
-    try:
-        addr = f"127.0.0.1:{grpc_port}"
-        _wait_serving(addr)
-        _wait_idle(server.pid)
+    with grpc_server(url, log_level="error") as serving:
+        server = serving.process
+        wait_idle(server.pid)
         before = _rss_mib(server.pid)
         load = os.getloadavg()
         started = time.monotonic()
         sent = 0
-        with grpc.insecure_channel(addr) as channel:
+        with grpc.insecure_channel(serving.grpc_addr) as channel:
             stub = brain_pb2_grpc.BrainStub(channel)
             for i in range(args.reports):
                 if time.monotonic() - started > args.max_seconds:
@@ -86,11 +61,8 @@ def run(url: str, args: argparse.Namespace) -> int:
                 stub.persist_metrics(metrics, timeout=60)
                 sent += 1
         seconds = time.monotonic() - started
-        _wait_idle(server.pid)
+        wait_idle(server.pid)
         after = _rss_mib(server.pid)
-    finally:
-        server.terminate()
-        server.wait(timeout=120)
     print(
         f"{sent} distinct reports of {args.bytes} bytes over {args.jobs} jobs in {seconds:.0f} s; "
         f"machine load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
