@@ -116,19 +116,38 @@ def _in_session(work):
         engine.dispose()
 
 
+def _reporting(command: str):
+    """A handler whose refusal (a BrainError: an unknown name, a name taken) is printed as
+    ``brain token <command>: <message>`` with exit status 1."""
+
+    def wrap(handler):
+        def run(args) -> int:
+            try:
+                return handler(args)
+            except BrainError as exc:
+                print(f"brain token {command}: {exc.message}", file=sys.stderr)
+                return 1
+
+        return run
+
+    return wrap
+
+
+def _print_secret(secret: str, note: str) -> None:
+    """The secret alone on stdout (for scripts to capture), what it is on stderr."""
+    print(secret)
+    print(note, file=sys.stderr)
+
+
+@_reporting("create")
 def _create(args) -> int:
-    try:
-        new = _in_session(
-            lambda s: create_token(s, args.name, args.scope, args.namespaces, args.expires)
-        )
-    except BrainError as exc:
-        print(f"brain token create: {exc.message}", file=sys.stderr)
-        return 1
-    print(new.secret)
-    print(
+    new = _in_session(
+        lambda s: create_token(s, args.name, args.scope, args.namespaces, args.expires)
+    )
+    _print_secret(
+        new.secret,
         f"token {args.name!r} created ({_describe(new.token)}); the line above is its secret, "
         "shown this once: send it as `Authorization: Bearer <secret>`",
-        file=sys.stderr,
     )
     return 0
 
@@ -148,37 +167,27 @@ def _list(_args) -> int:
     return 0
 
 
+@_reporting("rotate")
 def _rotate(args) -> int:
-    try:
-        new = _in_session(lambda s: rotate_token(s, args.name))
-    except BrainError as exc:
-        print(f"brain token rotate: {exc.message}", file=sys.stderr)
-        return 1
-    print(new.secret)
-    print(
+    new = _in_session(lambda s: rotate_token(s, args.name))
+    _print_secret(
+        new.secret,
         f"token {args.name!r} has a new secret ({_describe(new.token)}); the line above is "
         "the secret, shown this once; the old one no longer works",
-        file=sys.stderr,
     )
     return 0
 
 
+@_reporting("delete")
 def _delete(args) -> int:
-    try:
-        _in_session(lambda s: delete_token(s, args.name))
-    except BrainError as exc:
-        print(f"brain token delete: {exc.message}", file=sys.stderr)
-        return 1
+    _in_session(lambda s: delete_token(s, args.name))
     print(f"token {args.name!r} deleted")
     return 0
 
 
+@_reporting("revoke")
 def _revoke(args) -> int:
-    try:
-        token = _in_session(lambda s: revoke_token(s, args.name))
-    except BrainError as exc:
-        print(f"brain token revoke: {exc.message}", file=sys.stderr)
-        return 1
+    token = _in_session(lambda s: revoke_token(s, args.name))
     print(f"token {token.name!r} revoked at {token.revoked_at.isoformat()}")
     return 0
 
