@@ -92,6 +92,11 @@ def _spans_every_namespace(request: Request, principal: Principal, what: str):
     return page(request, "error.html", principal, 403, title="Not for this token", message=message)
 
 
+def _filled(**fields: str | None) -> dict[str, str]:
+    """The form's fields that were filled in, trimmed (blank ones are no filter)."""
+    return {key: value.strip() for key, value in fields.items() if value and value.strip()}
+
+
 @router.get("/", response_class=HTMLResponse)
 def overview(
     request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
@@ -146,16 +151,15 @@ def job_list(
     sort: Filter = "newest",
     page_number: Annotated[int, Query(alias="page", ge=1, le=100_000)] = 1,
 ) -> Response:
-    given = {
-        "user": user,
-        "group": group,
-        "namespace": namespace,
-        "status": status,
-        "name": name,
-        "dataset": dataset,
-        "gpu_type": gpu_type,
-    }
-    given = {k: v.strip() for k, v in given.items() if v and v.strip()}
+    given = _filled(
+        user=user,
+        group=group,
+        namespace=namespace,
+        status=status,
+        name=name,
+        dataset=dataset,
+        gpu_type=gpu_type,
+    )
     problems = []
     if "status" in given and given["status"] not in {s.value for s in JobStatus}:
         problems.append(f"status {given['status']!r} is not one of the job statuses")
@@ -163,16 +167,9 @@ def job_list(
     if sort not in SORTS:
         problems.append(f"sort {sort!r} is not one of {', '.join(SORTS)}")
         sort = "newest"
-    filters = JobTableFilters(
-        user=given.get("user"),
-        group_key=given.get("group"),
-        namespace=given.get("namespace"),
-        status=given.get("status"),
-        name=given.get("name"),
-        dataset=given.get("dataset"),
-        gpu_type=given.get("gpu_type"),
-        namespaces=principal.namespaces,
-    )
+    # The form says "group" where the table says group_key.
+    columns = {("group_key" if key == "group" else key): value for key, value in given.items()}
+    filters = JobTableFilters(**columns, namespaces=principal.namespaces)
     offset = (page_number - 1) * PAGE_SIZE
     rows, total = job_table(session, filters, sort, PAGE_SIZE, offset)
     pages = max(1, -(-total // PAGE_SIZE))
@@ -277,8 +274,7 @@ def suggestion_page(
     refused = _spans_every_namespace(request, principal, "a suggestion (it learns from every run)")
     if refused is not None:
         return refused
-    asked = {"user": user, "name": name, "dataset": dataset, "gpu_type": gpu_type}
-    asked = {k: v.strip() for k, v in asked.items() if v and v.strip()}
+    asked = _filled(user=user, name=name, dataset=dataset, gpu_type=gpu_type)
     suggestion = blocks = None
     problem = None
     if asked:
