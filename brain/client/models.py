@@ -6,6 +6,14 @@ Every model the client sends forbids fields the API does not take, so a misspelt
 unsupported field fails at once in the job master instead of being dropped on the way.
 This package imports only pydantic and httpx: it is also the ``brain-client``
 distribution (``client/``), which a job master installs without the server.
+
+So the API's schemas and enums are written again here, by hand, rather than imported or
+generated. Generating them would add a code generator and a build step to keep in step,
+and would lose what is meant to differ: the client's defaults (a registration is
+``running``), its docstrings for job masters, and ``extra="forbid"`` on what it sends.
+The copies cannot drift unnoticed: ``tests/client/test_openapi_match.py`` compares every
+model with the server's OpenAPI document (property names, JSON types, enum values,
+required properties) for each operation it is sent to or read from.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 # The server's own enums live in brain.domain; these copies keep the client free of the
-# server's packages (a test checks that both spell the same values).
+# server's packages.
 
 
 class JobStatus(StrEnum):
