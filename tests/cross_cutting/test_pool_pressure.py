@@ -1,10 +1,10 @@
 """More requests than threads and connections: they queue, none waits for the pool's timeout.
 
-Before api.routing.OffloadedRoute, a finished handler kept its connection (the request's
-transaction commits after the response is validated) while it waited for a thread to
-validate its response on, and the threads were all handlers waiting for a connection:
-with 2 threads and 1 connection, concurrent registrations ended in 503 `overloaded`
-once the pool's timeout ran out.
+A handler whose response were validated in a second trip to the thread pool would keep
+its connection (the request's transaction commits after that validation) while it
+waited for a thread, and the threads could all be handlers waiting for a connection:
+with 2 threads and 1 connection, concurrent registrations would end in 503 `overloaded`
+once the pool's timeout ran out. api.routing.OffloadedRoute is what this holds to.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Concurrent calls for one job keep the promises sequential calls keep (issue 12, 4a),
-on PostgreSQL and on the SQLite default: 20 parallel optimize calls leave one plan
-proposed, 20 parallel OOM optimizes store one plan and answer all with it, and 20
-parallel status reports agree with each other."""
+"""Concurrent calls for one job keep the promises sequential calls keep, on PostgreSQL
+and on the SQLite default: 20 parallel optimize calls leave one plan proposed, 20
+parallel OOM optimizes store one plan and answer all with it, and 20 parallel status
+reports agree with each other."""
 
 from __future__ import annotations
 
