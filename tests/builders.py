@@ -1,9 +1,11 @@
 """The one place tests build jobs: request bodies for the API (``job_body``,
-``node_point``), and jobs with nodes, samples, events and plans written through the
-services (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``)."""
+``node_point``), runs recorded through the API (``record_run``), and jobs with nodes,
+samples, events and plans written through the services (``make_job`` and the ``add_*``
+helpers, ``hand_job``, ``flat_job``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -43,6 +45,37 @@ def node_point(name: str, ts: str, cpu: float, memory_mib: float, **extra: Any) 
         "memory_mib": memory_mib,
         **extra,
     }
+
+
+def record_run(
+    client: Any,
+    uid: str,
+    body: dict[str, Any],
+    usage: dict[str, tuple[float, float]],
+    *,
+    start: datetime,
+    sample_minutes: Iterable[float],
+    finished_minutes: float,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """A run recorded through the API as a job master records it: the job ``body``
+    registered running from ``start``, each node of ``usage`` (pod name -> cpu cores,
+    memory MiB) sampled at each of ``sample_minutes``, then succeeded at
+    ``finished_minutes``. Each call must succeed."""
+    running = {**body, "status": "running", "started_at": start.isoformat()}
+    response = client.put(f"/api/v1/jobs/{uid}", json=running, headers=headers)
+    assert response.status_code == 201, response.text
+    points = [
+        node_point(name, (start + timedelta(minutes=m)).isoformat(), cpu, memory_mib)
+        for name, (cpu, memory_mib) in usage.items()
+        for m in sample_minutes
+    ]
+    response = client.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": points}, headers=headers)
+    assert response.status_code == 200, response.text
+    end = start + timedelta(minutes=finished_minutes)
+    finish = {"status": "succeeded", "finished_at": end.isoformat()}
+    response = client.patch(f"/api/v1/jobs/{uid}", json=finish, headers=headers)
+    assert response.status_code == 200, response.text
 
 
 def recent_hour(days_ago: float = 3) -> datetime:

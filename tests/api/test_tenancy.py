@@ -18,7 +18,7 @@ from api.app import create_app
 from brain.db.engine import make_session_factory
 from brain.domain import utcnow
 from brain.services.tokens import TokenScope, create_token
-from tests.builders import job_body, node_point
+from tests.builders import job_body, node_point, record_run
 
 A, B = "team-a", "team-b"
 # B's runs: a worker asks 16 cores / 65536 MiB and uses about 12 cores / 50,000 MiB.
@@ -44,27 +44,23 @@ def teams(settings, db) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]
 def _finished_run(client, headers, uid, namespace, *, cpu, memory_mib, days_ago, roles=None):
     """A succeeded run of user bob on dataset clicks: its worker-0 and ps-0 used ``cpu``
     cores and ``memory_mib`` MiB for an hour, sampled every 15 minutes."""
-    start = (utcnow() - timedelta(days=days_ago)).replace(microsecond=0)
-    end = start + timedelta(hours=1)
     body = job_body(
         name="ctr",
         user="bob",
         dataset="clicks",
         namespace=namespace,
         roles=roles or {"ps": B_PS, "worker": B_WORKER},
-        status="running",
-        started_at=start.isoformat(),
     )
-    assert client.put(f"/api/v1/jobs/{uid}", json=body, headers=headers).status_code == 201
-    points = [
-        node_point(node, (start + timedelta(minutes=m)).isoformat(), cpu, memory_mib)
-        for node in ("x-edljob-worker-0", "x-edljob-ps-0")
-        for m in range(0, 61, 15)
-    ]
-    response = client.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": points}, headers=headers)
-    assert response.status_code == 200, response.text
-    patch = {"status": "succeeded", "finished_at": end.isoformat()}
-    assert client.patch(f"/api/v1/jobs/{uid}", json=patch, headers=headers).status_code == 200
+    record_run(
+        client,
+        uid,
+        body,
+        {node: (cpu, memory_mib) for node in ("x-edljob-worker-0", "x-edljob-ps-0")},
+        start=(utcnow() - timedelta(days=days_ago)).replace(microsecond=0),
+        sample_minutes=range(0, 61, 15),
+        finished_minutes=60,
+        headers=headers,
+    )
 
 
 def _create_plan(client, headers, uid, namespace) -> dict:
