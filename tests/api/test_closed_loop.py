@@ -1,6 +1,7 @@
 """A job master's loop through the API on PostgreSQL: what it applies, Brain builds on.
 
-Each test reproduces a defect of issue 10 seen when plans were applied and reported.
+Each test follows plans through being applied and reported, and checks what the next
+plan is built on.
 """
 
 from __future__ import annotations

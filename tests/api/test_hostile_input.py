@@ -1,5 +1,5 @@
-"""Every input that used to reach the database and come back as a bare 500 (issue 12,
-section 2) gets a 422 envelope naming the field, and stores nothing."""
+"""Input the database would refuse (and answer with a bare 500) gets a 422 envelope naming
+the field, and stores nothing."""
 
 from __future__ import annotations
 

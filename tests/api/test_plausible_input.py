@@ -1,6 +1,6 @@
-"""Values that were accepted and then poisoned later reads (issue 12, section 3): non-finite
-numbers, implausible quantities and timestamps before the floor are refused at the edge,
-and what a site configures moves the bounds."""
+"""Values that would poison later reads once stored: non-finite numbers, implausible
+quantities and timestamps before the floor are refused at the edge, and what a site
+configures moves the bounds."""
 
 from __future__ import annotations
 
