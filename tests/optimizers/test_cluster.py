@@ -13,7 +13,7 @@ from brain.optimizing import NodeChange, OptimizerContext, PlanView, Proposal
 from brain.optimizing.cluster import ClusterView, ElasticJob, marginal_gain
 from brain.optimizing.guard import enforce_bounds
 from optimizers.cluster_shortage import ClusterShortageOptimizer, ClusterShortageSettings
-from tests.optimizers.builders import NOW, job, speeds
+from tests.builders.views import NOW, job, speeds
 
 NODE_MAX = Resources(cpu=64, memory_mib=524288, gpu=8)
 WORKER = RoleSpec(count=4, cpu=4, memory_mib=8192)

@@ -3,7 +3,7 @@ from datetime import timedelta
 from brain.domain import Limits, RoleSpec, Stage
 from brain.optimizing import SpeedSample
 from optimizers.estimate import EstimateSettings, ResourceEstimateOptimizer
-from tests.optimizers.builders import NOW, context, job, node, plan, series
+from tests.builders.views import NOW, context, job, node, plan, series
 
 # factor 1.2, growth threshold 10 %; ready after 120 s and 3 samples (these series: 3
 # samples 60 s apart)

@@ -5,7 +5,7 @@ from optimizers.gpu_cpu import (
     RunUsage,
     suggest_role,
 )
-from tests.optimizers.builders import context, job, past_run, usage
+from tests.builders.views import context, job, past_run, usage
 
 SETTINGS = GpuCpuSettings()
 

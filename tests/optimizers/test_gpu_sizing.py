@@ -13,7 +13,7 @@ from brain.optimizing import HistoricalJob, NodeUsage, load_registry
 from brain.optimizing.pipeline import run_stage
 from optimizers.gpu_cpu import GpuCpuSettings, GpuCpuSuggestionOptimizer
 from optimizers.learned_margin import LearnedMarginOptimizer, LearnedMarginSettings
-from tests.optimizers.builders import context, job
+from tests.builders.views import context, job
 
 CARD_MIB = 16384.0
 

@@ -1,7 +1,7 @@
 from brain.domain import Limits, Resources, RoleSpec
 from brain.optimizing import NodeChange, Proposal, Reason
 from brain.optimizing.guard import combine, enforce_bounds
-from tests.optimizers.builders import job, node
+from tests.builders.views import job, node
 
 NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)
 ROLES = {

@@ -1,7 +1,7 @@
 from brain.domain import Resources, Stage
 from brain.optimizing import NodeChange
 from optimizers.hot_ps import HotPsOptimizer, HotPsSettings
-from tests.optimizers.builders import context, node, plan, series
+from tests.builders.views import context, node, plan, series
 
 # hot at >= 80 % in each of the last 3 samples and 1.5 x the others' median, sized for 60 %
 SETTINGS = HotPsSettings(hot_samples=3)

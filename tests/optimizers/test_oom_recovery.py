@@ -1,7 +1,7 @@
 from brain.domain import PlanStatus, Resources, Stage
 from brain.optimizing import NodeChange
 from optimizers.oom_recovery import OomRecoveryOptimizer, OomRecoverySettings
-from tests.optimizers.builders import context, node, oom, plan
+from tests.builders.views import context, node, oom, plan
 
 SETTINGS = OomRecoverySettings()  # x2, at most +32768 MiB, give up after 3 OOMs
 WORKER = node("worker-1", "worker", cpu=4, memory_mib=4096)

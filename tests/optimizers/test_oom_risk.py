@@ -3,7 +3,7 @@ from datetime import timedelta
 from brain.domain import Resources, Stage
 from brain.optimizing import NodeChange
 from optimizers.oom_risk import OomRiskOptimizer, OomRiskSettings
-from tests.optimizers.builders import NOW, context, node, plan, series
+from tests.builders.views import NOW, context, node, plan, series
 
 SETTINGS = OomRiskSettings()  # risk at 90 %, horizon 600 s, margin 1.2
 WORKER = node("worker-0", "worker", cpu=4, memory_mib=10000)

@@ -3,50 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel, Field
 
 from brain.config import Settings
 from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.errors import InvalidInput
-from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal, Reason
+from brain.optimizing import OptimizerContext, Reason
 from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
-from tests.optimizers.builders import NOW, job
+from tests.builders.optimizers import registry
+from tests.builders.views import NOW, job
 
 NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)
-
-
-class WorkerSize:
-    """Proposes workers of ``cpu`` cores (and 1000 MiB)."""
-
-    name = "worker_size"
-    stages = frozenset({Stage.create, Stage.running})
-
-    class Settings(BaseModel):
-        cpu: float = Field(4, ge=0, le=1000, description="Cores per worker.")
-
-    def propose(self, context, settings):
-        return Proposal(
-            roles={"worker": RoleSpec(cpu=settings.cpu, memory_mib=1000)},
-            reasons=[Reason(self.name, f"workers get {settings.cpu} cores")],
-        )
-
-
-class Broken:
-    """Always fails."""
-
-    name = "broken"
-    stages = frozenset({Stage.create})
-
-    class Settings(BaseModel):
-        pass
-
-    def propose(self, context, settings):
-        raise RuntimeError("boom")
-
-
-def registry() -> OptimizerRegistry:
-    return OptimizerRegistry([WorkerSize(), Broken()])
 
 
 def context(stage: Stage = Stage.create, limits: Limits | None = None) -> OptimizerContext:

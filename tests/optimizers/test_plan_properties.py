@@ -38,7 +38,7 @@ from brain.optimizing import (
 )
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.roles import EPSILON, SIZE_FIELDS, effective_roles, node_level_totals
-from tests.optimizers.builders import NOW, job
+from tests.builders.views import NOW, job
 
 REGISTRY = load_registry()
 SETTINGS = Settings()

@@ -2,7 +2,7 @@
 
 from brain.domain import Limits, RoleSpec, Stage
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
-from tests.optimizers.builders import context, job, node, plan, series, speeds
+from tests.builders.views import context, job, node, plan, series, speeds
 
 # tier >= 80 %, trainers <= 70 %, 8 samples, 6 speed samples stalled below +5 %, 60 % target
 SETTINGS = PsScalingSettings()

@@ -4,7 +4,7 @@ gives elastic workers up first and adds them last, and names the nodes a role gi
 from brain.domain import Limits, Resources, RoleBounds, RoleSpec
 from brain.optimizing import NodeChange, Proposal
 from brain.optimizing.guard import enforce_bounds
-from tests.optimizers.builders import job, node
+from tests.builders.views import job, node
 
 NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)
 # chief 4 + 5 workers x 4 + 2 PS x 8 = 40 cores

@@ -13,7 +13,7 @@ from datetime import timedelta
 from brain.domain import PlanStatus, RoleSpec, Stage
 from brain.optimizing import EventView, NodeChange, NodeSample, PlanView
 from optimizers.slow_node import SlowNodeOptimizer, SlowNodeSettings
-from tests.optimizers.builders import NOW, context, node
+from tests.builders.views import NOW, context, node
 
 SETTINGS = SlowNodeSettings()
 

@@ -1,6 +1,6 @@
 from brain.domain import RoleSpec, Stage, Strategy
 from optimizers.startup import StartupOptimizer, StartupSettings
-from tests.optimizers.builders import context, job, past_run, usage
+from tests.builders.views import context, job, past_run, usage
 
 SETTINGS = StartupSettings()  # ps_memory_margin 1.2, cpu_step 0.1
 

@@ -6,7 +6,7 @@ from brain.domain import Resources, RoleSpec
 from brain.optimizing import Proposal
 from brain.optimizing.guard import enforce_bounds
 from brain.optimizing.roles import effective_roles, role_totals
-from tests.optimizers.builders import job, node
+from tests.builders.views import job, node
 
 NODE_MAX = Resources(cpu=64, memory_mib=512 * 1024, gpu=8)
 # 1 PS + 2 workers, 12 cores, no limits

@@ -1,6 +1,6 @@
 from brain.domain import Limits, PlanStatus, RoleBounds, RoleSpec, Stage
 from optimizers.worker_tuning import WorkerTuningOptimizer, WorkerTuningSettings
-from tests.optimizers.builders import context, job, node, plan, series, speeds
+from tests.builders.views import context, job, node, plan, series, speeds
 
 SETTINGS = WorkerTuningSettings()  # PS < 80 %, +2 workers, gain >= 5 %, 3 speed samples, 600 s
 PS = node("ps-0", "ps", cpu=8, memory_mib=8192)

@@ -11,7 +11,7 @@ from brain.services.optimizer_context import build_context
 from brain.summaries import summarize_job
 from brain.summaries.suggestions import SuggestionQuery, suggest
 from tests.builders import flat_job, make_job, recent_hour
-from tests.optimizers.test_pipeline import registry
+from tests.builders.optimizers import registry
 
 SETTINGS = Settings(stage_optimizers={"create": []})
 

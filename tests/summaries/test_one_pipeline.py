@@ -8,7 +8,7 @@ from brain.optimizing import Reason
 from brain.services.plans import optimize
 from brain.summaries.suggestions import SuggestionQuery, suggest
 from tests.builders import make_job, recent_hour
-from tests.optimizers.test_pipeline import registry
+from tests.builders.optimizers import registry
 
 SETTINGS = Settings(
     stage_optimizers={"create": ["broken", "worker_size"]},

@@ -1,7 +1,9 @@
-"""The one place tests build jobs: request bodies for the API (``job_body``,
-``node_point``), runs recorded through the API (``record_run``), and jobs with nodes,
-samples, events and plans written through the services (``make_job`` and the ``add_*``
-helpers, ``hand_job``, ``flat_job``)."""
+"""Where tests build their data, one package: this module builds jobs, as request bodies
+for the API (``job_body``, ``node_point``), as runs recorded through the API
+(``record_run``), and stored through the services with nodes, samples, events and plans
+(``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``); ``views`` builds
+what optimizers see (jobs, nodes, samples, plans, contexts); ``optimizers`` holds
+stand-in optimizers."""
 
 from __future__ import annotations
 
