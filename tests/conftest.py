@@ -10,6 +10,7 @@ tests (``db``).
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import tempfile
@@ -29,6 +30,7 @@ from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import Base
+from tests.builders import token_secret
 from tests.throwaway_pg import throwaway_postgres
 
 # Property tests: in CI the same examples every run (a landing must not fail on an
@@ -144,6 +146,12 @@ def session(session_factory) -> Iterator[Session]:
     """A session on the emptied, migrated PostgreSQL database."""
     with session_factory() as session:
         yield session
+
+
+@pytest.fixture
+def make_token(db):
+    """Create a token in the test database; returns its secret."""
+    return functools.partial(token_secret, db)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from brain.db.models import NodeSampleRow
 from brain.domain import utcnow
-from tests.api.test_auth import bearer, make_token, secured, start, tokens  # noqa: F401
+from tests.api.test_auth import bearer, secured, start, tokens  # noqa: F401
 from tests.builders import add_node, add_points, make_job
 
 

@@ -18,22 +18,8 @@ from brain.config import Settings
 from brain.db.engine import make_session_factory
 from brain.db.models import JobRow
 from brain.domain import utcnow
-from brain.services.tokens import TokenScope, create_token, revoke_token
+from brain.services.tokens import revoke_token
 from tests.builders import job_body, node_point
-
-
-@pytest.fixture
-def make_token(db):
-    """Create a token in the test database; returns its secret."""
-    factory = make_session_factory(db)
-
-    def make(name: str, scope: str, namespaces=None, expires_at=None, now=None) -> str:
-        with factory() as session:
-            new = create_token(session, name, TokenScope(scope), namespaces, expires_at, now)
-            session.commit()
-            return new.secret
-
-    return make
 
 
 @pytest.fixture

@@ -15,10 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from brain.db.engine import make_session_factory
 from brain.domain import utcnow
-from brain.services.tokens import TokenScope, create_token
-from tests.builders import job_body, node_point, record_run
+from tests.builders import job_body, node_point, record_run, token_secret
 
 A, B = "team-a", "team-b"
 # B's runs: a worker asks 16 cores / 65536 MiB and uses about 12 cores / 50,000 MiB.
@@ -29,14 +27,11 @@ B_PS = {"count": 1, "cpu": 4, "memory_mib": 8192}
 @pytest.fixture
 def teams(settings, db) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
     """A server with an admin token and one write token per team."""
-    factory = make_session_factory(db)
     headers = {}
-    with factory() as session:
-        for name, namespaces in (("admin", None), (A, [A]), (B, [B])):
-            scope = TokenScope.admin if namespaces is None else TokenScope.write
-            secret = create_token(session, name, scope, namespaces).secret
-            headers[name] = {"Authorization": f"Bearer {secret}"}
-        session.commit()
+    for name, namespaces in (("admin", None), (A, [A]), (B, [B])):
+        scope = "admin" if namespaces is None else "write"
+        secret = token_secret(db, name, scope, namespaces)
+        headers[name] = {"Authorization": f"Bearer {secret}"}
     with TestClient(create_app(settings)) as client:
         yield client, headers
 

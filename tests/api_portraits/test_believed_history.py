@@ -13,11 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from brain.db.engine import make_session_factory
 from brain.domain import utcnow
-from brain.services.tokens import TokenScope, create_token
 from brain.summaries import summarize_job
-from tests.builders import add_node, add_points, flat_job, make_job, recent_hour
+from tests.builders import add_node, add_points, flat_job, make_job, recent_hour, token_secret
 
 
 def _efficient_runs(session, namespace: str) -> None:
@@ -122,9 +120,7 @@ def test_a_namespace_limited_token_reads_its_namespaces_owners_only(settings, se
     _efficient_runs(session, "team-b")
     _efficient_runs(session, "team-a")
     session.commit()
-    with make_session_factory(db)() as tokens:
-        secret = create_token(tokens, "a", TokenScope.read, ["team-a"]).secret
-        tokens.commit()
+    secret = token_secret(db, "a", "read", ["team-a"])
     headers = {"Authorization": f"Bearer {secret}"}
     with TestClient(create_app(settings)) as client:
         mine = client.get("/api/v1/portraits/users/alice?namespace=team-a", headers=headers)

@@ -8,13 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from brain.db.engine import make_session_factory
 from brain.db.models import ScalePlanRow
 from brain.domain import RoleSpec
 from brain.optimizing.proposal import PlanBody
-from brain.services.tokens import TokenScope, create_token
 from brain.summaries import summarize_job
-from tests.builders import add_node, add_points, make_job, recent_hour
+from tests.builders import add_node, add_points, make_job, recent_hour, token_secret
 
 approx = pytest.approx
 WORKER = {"worker": RoleSpec(count=1, cpu=16, memory_mib=16384)}
@@ -88,10 +86,8 @@ def test_savings_by_namespace_replay_brain_and_count_applied_plans(client, histo
 
 
 def test_a_namespace_limited_token_sees_only_its_namespaces(settings, db, history):
-    with make_session_factory(db)() as session:
-        secret = create_token(session, "a-only", TokenScope.read, ["team-a"], None).secret
-        other = create_token(session, "admin", TokenScope.admin, None, None).secret
-        session.commit()
+    secret = token_secret(db, "a-only", "read", ["team-a"])
+    other = token_secret(db, "admin", "admin")
     with TestClient(create_app(settings)) as secured:
         answer = secured.get("/api/v1/savings", headers={"Authorization": f"Bearer {secret}"})
         assert answer.status_code == 200

@@ -1,7 +1,8 @@
 """Where tests build their data, one package: this module builds jobs, as request bodies
 for the API (``job_body``, ``node_point``), as runs recorded through the API
 (``record_run``), and stored through the services with nodes, samples, events and plans
-(``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``); ``views`` builds
+(``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``), and API tokens
+(``token_secret``); ``views`` builds
 what optimizers see (jobs, nodes, samples, plans, contexts); ``optimizers`` holds
 stand-in optimizers."""
 
@@ -11,12 +12,15 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from brain.db.engine import make_session_factory
 from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import RoleSpec, utcnow
 from brain.optimizing.proposal import PlanBody
 from brain.services import events, jobs, nodes, samples
+from brain.services.tokens import TokenScope, create_token
 
 
 def job_body(**overrides: Any) -> dict[str, Any]:
@@ -317,3 +321,18 @@ def flat_job(
         ],
     )
     return job
+
+
+def token_secret(
+    db: Engine,
+    name: str,
+    scope: str,
+    namespaces: list[str] | None = None,
+    expires_at: datetime | None = None,
+    now: datetime | None = None,
+) -> str:
+    """A token created (and committed) in the database of ``db``; its secret."""
+    with make_session_factory(db)() as session:
+        new = create_token(session, name, TokenScope(scope), namespaces, expires_at, now)
+        session.commit()
+        return new.secret

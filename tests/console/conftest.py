@@ -4,24 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from brain.db.engine import make_session_factory
-from brain.services.tokens import TokenScope, create_token
 from brain.summaries import summarize_job
 from tests.builders import flat_job, hand_job, recent_hour
-
-
-@pytest.fixture
-def make_token(db):
-    """Create a token in the test database; returns its secret."""
-    factory = make_session_factory(db)
-
-    def make(name: str, scope: str, namespaces=None) -> str:
-        with factory() as session:
-            new = create_token(session, name, TokenScope(scope), namespaces)
-            session.commit()
-            return new.secret
-
-    return make
 
 
 @pytest.fixture
