@@ -15,7 +15,7 @@ from brain.retraining.service import ModelHolder
 from brain.summaries import summarize_job
 from optimizers.startup import StartupSettings
 from tests.builders import add_node, add_points, at, make_job, recent_hour
-from tests.optimizers.test_learned_peak import synthetic
+from tests.builders.traces import random_runs
 
 ROLES = {
     "ps": RoleSpec(count=2, cpu=8, memory_mib=16384, gpu=0),
@@ -287,7 +287,7 @@ def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, thre
     from brain.lab.backtest.learned import fit
     from brain.optimizing.sizing import role_history
 
-    table = synthetic(workloads=30, runs=10)
+    table = random_runs(workloads=30, runs=10)
     model = fit(table, table["workload"].notna().to_numpy()).model
     server_state(default_client.app).sizing_models = ModelHolder(model)
     body = default_client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})

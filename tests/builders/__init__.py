@@ -1,10 +1,10 @@
-"""Where tests build their data, one package: this module builds jobs, as request bodies
-for the API (``job_body``, ``node_point``), as runs recorded through the API
-(``record_run``), and stored through the services with nodes, samples, events and plans
+"""Where tests build their data, one package. This module builds jobs: request bodies
+for the API (``job_body``, ``node_point``), runs recorded through the API
+(``record_run``), jobs stored through the services with nodes, samples, events and plans
 (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``), and API tokens
-(``token_secret``); ``views`` builds
-what optimizers see (jobs, nodes, samples, plans, contexts); ``optimizers`` holds
-stand-in optimizers."""
+(``token_secret``). ``views`` builds what optimizers see (jobs, nodes, samples, plans,
+contexts), ``optimizers`` holds stand-in optimizers, ``traces`` builds traces of daily
+runs for the learned models."""
 
 from __future__ import annotations
 

@@ -15,40 +15,15 @@ from brain.lab.training.command import add_parser
 from brain.recommending import store
 from brain.replay import adapters
 from brain.replay.runs import runs_of
-from brain.replay.trace import normalize
 from brain.retraining.service import load
 from optimizers.learned_margin import LearnedMarginOptimizer
 from optimizers.learned_peak import LearnedPeakOptimizer, LearnedPeakSettings
-
-
-def synthetic(workloads: int = 40, runs: int = 12, seed: int = 7) -> pd.DataFrame:
-    """Each workload has its own scale; memory and CPU peaks vary around it."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for w in range(workloads):
-        memory, cpu = rng.uniform(500, 4000), rng.uniform(0.2, 3.0)
-        for d in range(runs):
-            m, c = memory * rng.lognormal(0, 0.3), cpu * rng.lognormal(0, 0.3)
-            rows.append(
-                {
-                    "workload": f"w{w}",
-                    "day": str((pd.Timestamp("2024-01-01") + pd.Timedelta(days=d)).date()),
-                    "samples": 288,
-                    "req_cpu": 4.0,
-                    "req_memory_mib": 8192.0,
-                    "cpu_mean": c / 3,
-                    "cpu_p95": c,
-                    "cpu_max": c * 1.2,
-                    "mem_mean": m / 2,
-                    "mem_max": m,
-                }
-            )
-    return normalize(pd.DataFrame(rows))
+from tests.builders.traces import random_runs
 
 
 @pytest.fixture(scope="module")
 def trained() -> tuple[pd.DataFrame, Learned]:
-    table = synthetic()
+    table = random_runs()
     return table, fit_learned(table, np.ones(len(table), dtype=bool))
 
 
@@ -101,7 +76,7 @@ def test_a_lower_risk_never_gives_a_smaller_size(trained):
 
 def test_brain_train_stores_a_version_that_serve_loads(tmp_path, capsys):
     trace = tmp_path / "runs.csv"
-    synthetic(workloads=10, runs=8).assign(day=lambda t: t["start"].dt.strftime("%Y-%m-%d")).drop(
+    random_runs(workloads=10, runs=8).assign(day=lambda t: t["start"].dt.strftime("%Y-%m-%d")).drop(
         columns=["start", "seq", "duration_h"]
     ).assign(samples=288).to_csv(trace, index=False)
     parser = argparse.ArgumentParser(prog="brain")

@@ -8,7 +8,6 @@ import math
 from datetime import UTC, datetime
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from brain.optimizing.sizing import ResourceHistory
@@ -17,7 +16,7 @@ from brain.recommending import store
 from brain.recommending.model import LEVELS, Forecast, OverRequest, _over_request
 from brain.recommending.sizing import size_for
 from brain.recommending.training import runs_with_history, train
-from brain.replay.trace import normalize
+from tests.builders.traces import daily_runs, random_memory_runs
 
 
 def history(peaks, request=1000.0) -> ResourceHistory:
@@ -51,28 +50,8 @@ def test_features_are_relative_to_the_largest_recent_peak():
     assert feat.features(history([], request=None), floor=0.0) is None
 
 
-def table(peaks_by_workload: dict[str, list[float]]) -> pd.DataFrame:
-    rows = [
-        {
-            "workload": w,
-            "day": str((pd.Timestamp("2024-01-01") + pd.Timedelta(days=d)).date()),
-            "samples": 288,
-            "req_cpu": 2.0,
-            "req_memory_mib": 5000.0,
-            "cpu_mean": 0.1,
-            "cpu_p95": 0.5,
-            "cpu_max": 0.6,
-            "mem_mean": p / 2,
-            "mem_max": p,
-        }
-        for w, peaks in peaks_by_workload.items()
-        for d, p in enumerate(peaks)
-    ]
-    return normalize(pd.DataFrame(rows))
-
-
 def test_a_run_is_sized_only_from_earlier_runs_of_its_workload():
-    runs = table({"a": [10.0, 20.0, 30.0, 40.0], "b": [1.0, 2.0]})
+    runs = daily_runs({"a": [10.0, 20.0, 30.0, 40.0], "b": [1.0, 2.0]})
     seen = {(r.index, tuple(r.history.peaks)) for r in runs_with_history(runs, "memory")}
     assert seen == {
         (0, ()),
@@ -83,7 +62,7 @@ def test_a_run_is_sized_only_from_earlier_runs_of_its_workload():
         (5, (1.0,)),
     }
     # changing a run and everything after it changes nothing its forecast is built from
-    changed = table({"a": [10.0, 20.0, 999.0, 999.0], "b": [1.0, 2.0]})
+    changed = daily_runs({"a": [10.0, 20.0, 999.0, 999.0], "b": [1.0, 2.0]})
     before = {r.index: r.history for r in runs_with_history(runs, "memory")}
     after = {r.index: r.history for r in runs_with_history(changed, "memory")}
     assert all(before[i] == after[i] for i in (0, 1, 2))
@@ -108,20 +87,9 @@ def test_size_and_risk_follow_the_calibration_errors():
     assert size_for(forecast, 0.1, request=500.0, cap_at_request=True, step=1.0).size == 500.0
 
 
-def synthetic(workloads: int, runs: int, seed: int) -> pd.DataFrame:
-    """Each workload has its own scale; peaks are that scale x a lognormal(0, 0.3) draw."""
-    rng = np.random.default_rng(seed)
-    return table(
-        {
-            f"w{seed}-{w}": list(rng.uniform(500, 4000) * rng.lognormal(0, 0.3, runs))
-            for w in range(workloads)
-        }
-    )
-
-
 def test_the_stated_risk_holds_on_runs_the_model_never_saw():
-    model = train(synthetic(150, 20, seed=1), now=datetime(2026, 1, 1, tzinfo=UTC))
-    fresh = synthetic(150, 20, seed=2)
+    model = train(random_memory_runs(150, 20, seed=1), now=datetime(2026, 1, 1, tzinfo=UTC))
+    fresh = random_memory_runs(150, 20, seed=2)
     runs = [r for r in runs_with_history(fresh, "memory") if len(r.history.peaks) >= 3]
     forecasts = model.forecasts("memory", [r.history for r in runs])
     peaks = np.array([r.peak for r in runs])
@@ -133,7 +101,7 @@ def test_the_stated_risk_holds_on_runs_the_model_never_saw():
 
 
 def test_models_are_versioned_and_the_newest_is_loaded(tmp_path):
-    runs = synthetic(40, 10, seed=3)
+    runs = random_memory_runs(40, 10, seed=3)
     older = train(runs, now=datetime(2026, 1, 1, tzinfo=UTC))
     newer = train(runs, now=datetime(2026, 1, 2, tzinfo=UTC))
     store.save(newer, tmp_path)
@@ -156,7 +124,7 @@ def test_models_are_versioned_and_the_newest_is_loaded(tmp_path):
 
 
 def test_a_model_file_of_another_format_is_skipped(tmp_path):
-    model = train(synthetic(40, 10, seed=3), now=datetime(2026, 1, 1, tzinfo=UTC))
+    model = train(random_memory_runs(40, 10, seed=3), now=datetime(2026, 1, 1, tzinfo=UTC))
     stored = store.save(model, tmp_path)
     meta_path = stored.model_path.with_suffix(".json")
     meta = json.loads(meta_path.read_text())

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from brain.recommending import store
 from brain.recommending.training import train
 from brain.retraining.service import ModelHolder, ModelWatch
-from tests.recommending.test_model import synthetic
+from tests.builders.traces import random_memory_runs
 
 
 def test_a_newer_model_in_the_directory_is_loaded_once(tmp_path):
-    runs = synthetic(40, 10, seed=3)
+    runs = random_memory_runs(40, 10, seed=3)
     first = train(runs, now=datetime(2026, 1, 1, tzinfo=UTC))
     second = train(runs, now=datetime(2026, 1, 2, tzinfo=UTC))
     holder = ModelHolder(None)
