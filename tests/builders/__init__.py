@@ -3,8 +3,8 @@ for the API (``job_body``, ``node_point``), runs recorded through the API
 (``record_run``), jobs stored through the services with nodes, samples, events and plans
 (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``), and API tokens
 (``token_secret``). ``views`` builds what optimizers see (jobs, nodes, samples, plans,
-contexts), ``optimizers`` holds stand-in optimizers, ``traces`` builds traces of daily
-runs for the learned models."""
+contexts), ``optimizers`` holds stand-in optimizers, ``traces`` builds traces of runs
+for the backtest and the learned models."""
 
 from __future__ import annotations
 

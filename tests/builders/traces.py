@@ -1,5 +1,6 @@
-"""Traces of daily runs, as ``brain.replay.trace.normalize`` reads a site's (one row per
-workload and day): from given peaks, or drawn at random around a scale per workload."""
+"""Traces of runs, as ``brain.replay.trace.normalize`` reads a site's (one row per run):
+written out row by row so the expected figures can be worked out by hand, daily runs
+from given peaks, or daily runs drawn at random around a scale per workload."""
 
 from __future__ import annotations
 
@@ -7,6 +8,25 @@ import numpy as np
 import pandas as pd
 
 from brain.replay.trace import normalize
+
+
+def trace(rows: list[dict]) -> pd.DataFrame:
+    """A normalized run table from Bitbrains-shaped rows; missing usage is filled in."""
+    filled = [
+        {
+            "samples": 288,
+            "req_cpu": 2.0,
+            "req_memory_mib": 1000.0,
+            "cpu_mean": 0.1,
+            "cpu_p95": 0.5,
+            "cpu_max": 0.6,
+            "mem_mean": 50.0,
+            "mem_max": 100.0,
+        }
+        | row
+        for row in rows
+    ]
+    return normalize(pd.DataFrame(filled))
 
 
 def daily_runs(

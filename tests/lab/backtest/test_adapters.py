@@ -16,7 +16,7 @@ from brain.replay import adapters
 from brain.replay.adapters import OptimizerRecommender
 from brain.replay.runs import runs_of
 from brain.replay.trace import normalize
-from tests.lab.backtest.builders import trace
+from tests.builders.traces import trace
 
 
 class Recording:

@@ -13,7 +13,7 @@ from brain.lab.backtest.engine import replay
 from brain.lab.backtest.runner import Options, backtest
 from brain.optimizing import load_registry
 from brain.replay.runs import Run, Submission
-from tests.lab.backtest.builders import trace
+from tests.builders.traces import trace
 
 # Input order deliberately not time order; workloads interleave; a and b each have two
 # runs on one day, which must follow the input order. The request carries the input

@@ -27,7 +27,7 @@ from brain.replay.harness import Allocation, HarnessSettings, run_samples, simul
 from brain.replay.runs import runs_of
 from brain.replay.screen import candidates
 from brain.replay.series import attach
-from tests.lab.backtest.builders import trace
+from tests.builders.traces import trace
 
 DAY = 86400
 START = int(pd.Timestamp("2024-01-01", tz="UTC").timestamp())

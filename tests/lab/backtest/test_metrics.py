@@ -8,7 +8,7 @@ import pytest
 from brain.lab.backtest.baselines import LastRunsRule, RequestAsGiven
 from brain.lab.backtest.engine import replay
 from brain.lab.backtest.metrics import evaluate, figures
-from tests.lab.backtest.builders import trace
+from tests.builders.traces import trace
 
 # One workload, requests 1000 MiB and 2 cores. Days 1-4 last 24 h (288 x 5 min), day 5
 # lasts 12 h (144 samples).

@@ -12,7 +12,7 @@ from brain.lab.backtest.periods import PeriodError, parse_period
 from brain.lab.backtest.runner import Options, backtest
 from brain.lab.backtest.tuning import choose, dominance
 from brain.optimizing import OptimizerRegistry
-from tests.lab.backtest.builders import trace
+from tests.builders.traces import trace
 from tests.lab.backtest.test_command import backtest as backtest_cli
 
 
