@@ -98,22 +98,43 @@ class Scenario:
         return replace(self.throughput, ps_cpu_per_step=self.throughput.ps_cpu_per_step * growth)
 
 
+# The PS scenarios' workers: 30 steps/s each alone, at the 4 cores each needs.
 _PS_MODEL = ThroughputModel(
     per_worker_steps_per_sec=30.0, beta=BETA_PS_NCF, worker_cpu_needed=4.0, ps_cpu_per_step=0.04
 )
 
 
-def _slow_worker(factor: float) -> Scenario:
+def _ps_job(
+    name: str,
+    description: str,
+    ps: RoleStart,
+    worker: RoleStart,
+    *,
+    ps_base_mib: float,
+    ps_cpu_per_step: float = _PS_MODEL.ps_cpu_per_step,
+    ps_mib_per_step: float = 0.0,
+    worker_mib: float = 3000,
+    **rest,
+) -> Scenario:
+    """A PS job of the workers of ``_PS_MODEL``; what differs between scenarios is given."""
     return Scenario(
-        name=f"slow-worker-{factor:g}x",
-        description=f"2 PS and 6 workers under a 48-core limit; 30-35 minutes in, worker "
-        f"0's host turns {factor:g}x slower until the worker moves (slow_node's delay).",
-        roles={
-            "ps": RoleStart(2, cpu=8, memory_mib=8192),
-            "worker": RoleStart(6, cpu=4, memory_mib=8192),
-        },
-        throughput=_PS_MODEL,
-        memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+        name=name,
+        description=description,
+        roles={"ps": ps, "worker": worker},
+        throughput=replace(_PS_MODEL, ps_cpu_per_step=ps_cpu_per_step),
+        memory=MemoryModel(worker_mib, ps_base_mib, ps_mib_per_step),
+        **rest,
+    )
+
+
+def _slow_worker(factor: float) -> Scenario:
+    return _ps_job(
+        f"slow-worker-{factor:g}x",
+        f"2 PS and 6 workers under a 48-core limit; 30-35 minutes in, worker 0's host turns "
+        f"{factor:g}x slower until the worker moves (slow_node's delay).",
+        RoleStart(2, cpu=8, memory_mib=8192),
+        RoleStart(6, cpu=4, memory_mib=8192),
+        ps_base_mib=3000,
         limit_cpu=48,
         slow_worker=SlowWorker(factor),
     )
@@ -122,103 +143,76 @@ def _slow_worker(factor: float) -> Scenario:
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
-        Scenario(
-            name="ps-steady",
-            description="The design's example: 1 PS and 1 worker under a 32-core limit; "
-            "~30 steps/s at the start.",
-            roles={
-                "ps": RoleStart(1, cpu=2, memory_mib=4096),
-                "worker": RoleStart(1, cpu=4, memory_mib=8192),
-            },
-            throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500),
+        _ps_job(
+            "ps-steady",
+            "The design's example: 1 PS and 1 worker under a 32-core limit; ~30 steps/s at the "
+            "start.",
+            RoleStart(1, cpu=2, memory_mib=4096),
+            RoleStart(1, cpu=4, memory_mib=8192),
+            ps_base_mib=1500,
             limit_cpu=32,
         ),
-        Scenario(
-            name="design-example",
-            description="The design's worked example with its numbers: a DeepFM job under a "
-            "15-core limit, registered as 1 PS and 1 worker of 8 cores (over the limit as "
-            "registered); ~30 steps/s at the start, ~100 once Brain has added workers.",
-            roles={
-                "ps": RoleStart(1, cpu=8, memory_mib=8192),
-                "worker": RoleStart(1, cpu=8, memory_mib=8192),
-            },
-            throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500),
+        _ps_job(
+            "design-example",
+            "The design's worked example with its numbers: a DeepFM job under a 15-core limit, "
+            "registered as 1 PS and 1 worker of 8 cores (over the limit as registered); ~30 "
+            "steps/s at the start, ~100 once Brain has added workers.",
+            RoleStart(1, cpu=8, memory_mib=8192),
+            RoleStart(1, cpu=8, memory_mib=8192),
+            ps_base_mib=1500,
             limit_cpu=15,
             horizon_s=3600,
         ),
-        Scenario(
-            name="ps-growing-memory",
-            description="Sparse embeddings: PS memory grows with every step and outgrows "
-            "its 4 GiB request after about 1.5 hours.",
-            roles={
-                "ps": RoleStart(1, cpu=4, memory_mib=4096),
-                "worker": RoleStart(1, cpu=4, memory_mib=8192),
-            },
-            throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=1500, ps_mib_per_step=0.005),
+        _ps_job(
+            "ps-growing-memory",
+            "Sparse embeddings: PS memory grows with every step and outgrows its 4 GiB request "
+            "after about 1.5 hours.",
+            RoleStart(1, cpu=4, memory_mib=4096),
+            RoleStart(1, cpu=4, memory_mib=8192),
+            ps_base_mib=1500,
+            ps_mib_per_step=0.005,
             limit_cpu=32,
             total_steps=1_000_000,
         ),
-        Scenario(
-            name="oom-storm",
-            description="Workers use 10 GiB, more than Brain's 8 GiB cold-start default: every "
-            "worker is OOM-killed as soon as it starts.",
-            roles={
-                "ps": RoleStart(2, cpu=4, memory_mib=8192),
-                "worker": RoleStart(4, cpu=4, memory_mib=4096),
-            },
-            throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=10240, ps_base_mib=3000),
+        _ps_job(
+            "oom-storm",
+            "Workers use 10 GiB, more than Brain's 8 GiB cold-start default: every worker is "
+            "OOM-killed as soon as it starts.",
+            RoleStart(2, cpu=4, memory_mib=8192),
+            RoleStart(4, cpu=4, memory_mib=4096),
+            ps_base_mib=3000,
+            worker_mib=10240,
             limit_cpu=48,
         ),
-        Scenario(
-            name="hot-ps",
-            description="3 PS of 4 cores, PS 0 carries half the traffic (a hot embedding "
-            "shard): it saturates while the others idle.",
-            roles={
-                "ps": RoleStart(3, cpu=4, memory_mib=8192),
-                "worker": RoleStart(6, cpu=4, memory_mib=8192),
-            },
-            throughput=ThroughputModel(
-                per_worker_steps_per_sec=30.0,
-                beta=BETA_PS_NCF,
-                worker_cpu_needed=4.0,
-                ps_cpu_per_step=0.1,
-            ),
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=6000),
+        _ps_job(
+            "hot-ps",
+            "3 PS of 4 cores, PS 0 carries half the traffic (a hot embedding shard): it "
+            "saturates while the others idle.",
+            RoleStart(3, cpu=4, memory_mib=8192),
+            RoleStart(6, cpu=4, memory_mib=8192),
+            ps_base_mib=6000,
+            ps_cpu_per_step=0.1,
             ps_weights=(2.0, 1.0, 1.0),
             limit_cpu=48,
         ),
-        Scenario(
-            name="limit-bound",
-            description="At its 20-core limit from the start (1 PS of 8 cores, 3 workers of "
-            "4): the PS is busy, nothing may grow past the limit.",
-            roles={
-                "ps": RoleStart(1, cpu=8, memory_mib=8192),
-                "worker": RoleStart(3, cpu=4, memory_mib=8192),
-            },
-            throughput=ThroughputModel(
-                per_worker_steps_per_sec=30.0,
-                beta=BETA_PS_NCF,
-                worker_cpu_needed=4.0,
-                ps_cpu_per_step=0.12,
-            ),
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+        _ps_job(
+            "limit-bound",
+            "At its 20-core limit from the start (1 PS of 8 cores, 3 workers of 4): the PS is "
+            "busy, nothing may grow past the limit.",
+            RoleStart(1, cpu=8, memory_mib=8192),
+            RoleStart(3, cpu=4, memory_mib=8192),
+            ps_base_mib=3000,
+            ps_cpu_per_step=0.12,
             limit_cpu=20,
         ),
-        Scenario(
-            name="ps-growing-load",
-            description="Growing sparse features (DeepRec): each step costs the PS more as "
-            "the embedding tables grow (+100 % every 150,000 steps); within the hour the PS "
-            "saturate and the workers wait on them.",
-            roles={
-                "ps": RoleStart(1, cpu=4, memory_mib=8192),
-                "worker": RoleStart(1, cpu=4, memory_mib=8192),
-            },
-            throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+        _ps_job(
+            "ps-growing-load",
+            "Growing sparse features (DeepRec): each step costs the PS more as the embedding "
+            "tables grow (+100 % every 150,000 steps); within the hour the PS saturate and the "
+            "workers wait on them.",
+            RoleStart(1, cpu=4, memory_mib=8192),
+            RoleStart(1, cpu=4, memory_mib=8192),
+            ps_base_mib=3000,
             ps_cpu_growth_per_step=1 / 150_000,
             limit_cpu=48,
             horizon_s=3 * 3600,
@@ -237,16 +231,13 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         _slow_worker(1.5),
         _slow_worker(2.0),
-        Scenario(
-            name="cluster-short",
-            description="2 PS and 6 elastic workers (min 2, max 8) under an 80-core limit; "
-            "the cluster is idle but short of 12 cores from 20 to 45 minutes in.",
-            roles={
-                "ps": RoleStart(2, cpu=8, memory_mib=8192),
-                "worker": RoleStart(6, cpu=4, memory_mib=8192, min_count=2, max_count=8),
-            },
-            throughput=_PS_MODEL,
-            memory=MemoryModel(worker_mib=3000, ps_base_mib=3000),
+        _ps_job(
+            "cluster-short",
+            "2 PS and 6 elastic workers (min 2, max 8) under an 80-core limit; the cluster is "
+            "idle but short of 12 cores from 20 to 45 minutes in.",
+            RoleStart(2, cpu=8, memory_mib=8192),
+            RoleStart(6, cpu=4, memory_mib=8192, min_count=2, max_count=8),
+            ps_base_mib=3000,
             limit_cpu=80,
             cluster=ClusterSqueeze(),
             horizon_s=3600,
