@@ -26,9 +26,9 @@ import logging
 from fastapi import FastAPI
 
 from api.app import Part, create_app
-from api.grpc.auth import TokenInterceptor
-from api.grpc.server import elastic_job_lookup
-from api.grpc.server import start as start_grpc
+from api.dlrover.auth import TokenInterceptor
+from api.dlrover.server import elastic_job_lookup
+from api.dlrover.server import start as start_grpc
 from api.state import ServerState
 from brain.config import Settings
 from brain.plugins import APP_HOOKS_GROUP, load_callables
@@ -54,7 +54,7 @@ def dlrover_grpc(state: ServerState) -> None:
         state.registry,
         state.telemetry,
         settings.grpc_port,
-        # The REST API's token rules (api/grpc/auth.py), on the call metadata, unless
+        # The REST API's token rules (api/dlrover/auth.py), on the call metadata, unless
         # BRAIN_GRPC_AUTH=false (DLRover 0.6.1 masters send no metadata).
         interceptors=[TokenInterceptor(state.auth_policy)] if settings.grpc_auth else [],
         # The model the REST API uses, read at each call: both protocols give the same

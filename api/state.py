@@ -23,7 +23,7 @@ from brain.services.tokens import AuthPolicy
 from brain.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from api.grpc.server import RunningServer
+    from api.dlrover.server import RunningServer
     from api.plan_watch import PlanWatch
     from api.schema_guard import SchemaGate
     from brain.retraining.service import ModelHolder

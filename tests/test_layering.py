@@ -124,7 +124,7 @@ COMPOSITION_ROOT = "api/server.py"
 PART_STARTERS = {
     "brain.summaries.refresher": {"start_refresher"},
     "brain.retraining.service": {"start_learned_models"},
-    "api.grpc.server": {"start"},
+    "api.dlrover.server": {"start"},
     "collectors.service": {"CollectorService"},
 }
 # `brain collect` runs the collector on its own.

@@ -21,6 +21,7 @@ from api.console.session import (
 )
 from api.console.views import chart_data, plan_timeline, resources_blocks
 from api.deps import RarelyWritingSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
+from api.dlrover.scaleplan import to_k8s
 from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
@@ -29,7 +30,6 @@ from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import JobStatus, utcnow
 from brain.errors import Unauthorized
-from brain.scaleplan_k8s import to_k8s
 from brain.services import events, jobs, nodes, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal

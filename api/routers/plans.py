@@ -12,6 +12,8 @@ from starlette.concurrency import run_in_threadpool
 
 from api.auth import CurrentPrincipal
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
+from api.dlrover.ps_hosts import ps_hosts_of
+from api.dlrover.scaleplan import k8s_name_problem, to_k8s
 from api.errors import ERROR_RESPONSES
 from api.paging import within_page_bytes
 from api.params import JobUid, PlanId
@@ -22,7 +24,6 @@ from api.state import server_state
 from brain.bounds import INT32_MAX
 from brain.domain import utcnow
 from brain.errors import Conflict
-from brain.scaleplan_k8s import k8s_name_problem, to_k8s
 from brain.services import jobs, nodes, plans
 from brain.services.clock import reject_future
 
@@ -71,6 +72,7 @@ def optimize(
         node=body.node,
         sizing_model=sizing_model,
         readable=principal.namespaces,
+        ps_hosts=ps_hosts_of,
     ).plan
     return PlanOut.of(plan, uid)
 

@@ -16,20 +16,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
-from brain.db.models import EventRow, JobRow, NodeRow, ScalePlanRow
-from brain.domain import ROLE_PS, EventKind, PlanStatus, Stage, utcnow
+from brain.db.models import EventRow, JobRow, ScalePlanRow
+from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal
 from brain.optimizing.guard import effective_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.sizing import SizingModel
-from brain.scaleplan_k8s import PsNode, ps_hosts
 from brain.services import plan_size
 from brain.services.desired_state import apply_plan
 from brain.services.locks import lock_job
-from brain.services.nodes import GONE_NODE_STATUSES
 from brain.services.optimizer_context import build_context
+from brain.services.ps_tier import PsHosts, ps_tier
 
 # Status changes a job master may report; superseded is Brain's own.
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
@@ -58,13 +57,15 @@ def optimize(
     node: str | None = None,
     sizing_model: SizingModel | None = None,
     readable: frozenset[str] | None = None,
+    ps_hosts: PsHosts | None = None,
 ) -> Optimized:
     """Propose, bound and store a plan for ``job`` at ``stage`` (``sizing_model``: the
     learned recommender, when the caller has one loaded); one at a time per job, so
     concurrent calls leave one plan proposed and answer an OOM event once. The context
     comes back too, so a caller needing the job's history or roles does not query them
     again. ``readable``: the namespaces the caller may read (``None``: every one), the
-    most other jobs' runs the plan may learn from (see ``brain.history.scope``)."""
+    most other jobs' runs the plan may learn from (see ``brain.history.scope``);
+    ``ps_hosts``: names the PS addresses of a plan whose optimizers named none."""
     lock_job(session, job)
     if stage == Stage.oom:
         if not node:
@@ -92,8 +93,8 @@ def optimize(
         if existing is not None:  # this event already has its answer
             return Optimized(existing, context)
     body = plan_body(bounded, result.optimizers, context)
-    if not body.ps_hosts:
-        body.ps_hosts = _ps_hosts(session, job, body)
+    if not body.ps_hosts and ps_hosts is not None:
+        body.ps_hosts = ps_hosts(ps_tier(session, job), body)
     body = plan_size.bounded(body)
     plan = _store(session, job, stage, body, bounded.source_event_id, not bounded.is_empty)
     return Optimized(plan, context)
@@ -127,19 +128,6 @@ def _plan_for_latest_oom(session: Session, job: JobRow, node: str) -> ScalePlanR
         .scalar_subquery()
     )
     return session.scalar(select(ScalePlanRow).where(ScalePlanRow.source_event_id == latest_oom))
-
-
-def _ps_hosts(session: Session, job: JobRow, body: PlanBody) -> list[str]:
-    """Where the job's PS will be once the plan is applied (DLRover's ``psHosts``)."""
-    rows = session.execute(
-        select(NodeRow.name, NodeRow.index, NodeRow.status).where(
-            NodeRow.job_id == job.id, NodeRow.role == ROLE_PS
-        )
-    )
-    nodes = [PsNode(r.name, r.index, r.status not in GONE_NODE_STATUSES) for r in rows]
-    declared = (job.roles or {}).get(ROLE_PS)
-    count = declared.count if declared is not None else None
-    return ps_hosts(job.name, job.namespace, nodes, body, count)
 
 
 def plan_body(proposal: Proposal, optimizer_names: list[str], context) -> PlanBody:

@@ -12,13 +12,13 @@ from dlrover.python.common.constants import NodeType, OptimizeMode
 from dlrover.python.common.node import NodeGroupResource, NodeResource
 from dlrover.python.master.resource.job import JobResource, PSJobResourceOptimizer
 
-from api.grpc import server
+from api.dlrover import server
+from api.dlrover.elasticjobs import ElasticJob, ElasticJobLookup, quantity, requested_roles
 from brain.bounds import InputBounds
 from brain.config import Settings
 from brain.domain import RoleSpec
-from brain.elasticjobs import ElasticJob, ElasticJobLookup, quantity, requested_roles
-from tests.dlrover.builders import JOB_NAME, JOB_UID, MIB, job_body
-from tests.dlrover.conftest import serve_brain
+from tests.api.dlrover.builders import JOB_NAME, JOB_UID, MIB, job_body
+from tests.api.dlrover.conftest import serve_brain
 
 
 def elastic_job(uid: str, replicas: dict[str, tuple[int, dict]]) -> dict:

@@ -11,10 +11,10 @@ from dlrover.proto import brain_pb2, brain_pb2_grpc
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api.grpc.writer import ReportWriter
+from api.dlrover.writer import ReportWriter
 from api.state import server_state
 from brain.db.models import MasterReportRow
-from tests.dlrover.builders import JOB_UID
+from tests.api.dlrover.builders import JOB_UID
 
 
 def test_what_queues_during_a_write_is_written_as_one_batch():

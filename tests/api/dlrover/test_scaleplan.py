@@ -8,12 +8,14 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from api.dlrover.ps_hosts import ps_hosts
+from api.dlrover.scaleplan import CPU_LIMITS_ANNOTATION, to_k8s
 from brain.domain import RoleSpec
 from brain.optimizing.proposal import NodeChange, PlanBody
-from brain.scaleplan_k8s import CPU_LIMITS_ANNOTATION, PsNode, ps_hosts, to_k8s
+from brain.services.ps_tier import PsNode
 
 # DLRover's ScalePlan CRD (Apache-2.0; provenance in tests/fixtures/README.md).
-CRD = Path(__file__).resolve().parent / "fixtures" / "scaleplan-crd.yaml"
+CRD = Path(__file__).resolve().parents[2] / "fixtures" / "scaleplan-crd.yaml"
 # ps-0 and ps-2 run; ps-1 failed earlier (its id stays used).
 NODES = [PsNode("dropin-edljob-ps-0", 0, True), PsNode("dropin-edljob-ps-1", 1, False)]
 NODES.append(PsNode("dropin-edljob-ps-2", 2, True))

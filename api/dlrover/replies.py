@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from api.grpc.stages import OomPod, Reply
+from api.dlrover.stages import OomPod, Reply
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec
 from brain.optimizing.proposal import NodeChange, PlanBody
 

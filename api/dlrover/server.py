@@ -18,9 +18,9 @@ from dlrover.proto import brain_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.grpc.servicer import BrainServicer
+from api.dlrover.elasticjobs import ElasticJobLookup, custom_objects_api
+from api.dlrover.servicer import BrainServicer
 from brain.config import Settings
-from brain.elasticjobs import ElasticJobLookup, custom_objects_api
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.sizing import SizingModel
 from brain.summaries.store import summarize_uids

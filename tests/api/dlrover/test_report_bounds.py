@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from api.state import server_state
 from brain.db.models import MasterReportRow
 from brain.services import master_reports
-from tests.dlrover.conftest import serve_brain
+from tests.api.dlrover.conftest import serve_brain
 
 
 def _report(stub, uid: str, **field) -> None:

@@ -7,7 +7,7 @@ import pytest
 from dlrover.python.common.constants import JobOptStage, NodeType
 
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
-from tests.dlrover.builders import (
+from tests.api.dlrover.builders import (
     JOB_UID,
     ElasticJobArgs,
     finished_run,

@@ -25,14 +25,15 @@ from dlrover.proto import brain_pb2, brain_pb2_grpc
 from google.protobuf import empty_pb2
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.grpc.replies import DLRoverPlan, to_dlrover
-from api.grpc.stages import WORKER_PHASE_KEY, BrainCall, Reply, UnknownRequest, translate
-from api.grpc.writer import ReportWriter
+from api.dlrover.elasticjobs import ElasticJobLookup
+from api.dlrover.ps_hosts import ps_hosts_of
+from api.dlrover.replies import DLRoverPlan, to_dlrover
+from api.dlrover.stages import WORKER_PHASE_KEY, BrainCall, Reply, UnknownRequest, translate
+from api.dlrover.writer import ReportWriter
 from api.schemas.jobs import EXIT_REASON_CHARS, JobOut
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import K8S_NAME_MAX, Stage, Strategy, as_utc, utcnow
-from brain.elasticjobs import ElasticJobLookup
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.proposal import PlanBody
@@ -151,7 +152,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         return self._served("persist_metrics", handle, empty_pb2.Empty())
 
     def _persist(self, metrics) -> str:
-        """Check and queue one report; the writer stores it (see api.grpc.writer)."""
+        """Check and queue one report; the writer stores it (see api.dlrover.writer)."""
         uid = metrics.job_meta.uuid
         kind = metrics.WhichOneof("metrics")
         if not uid:
@@ -425,6 +426,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             optimizer_names=names,
             node=node,
             sizing_model=self._sizing_model(),
+            ps_hosts=ps_hosts_of,
         )
 
     def _reusable_estimate(

@@ -5,10 +5,11 @@ consumes). Quantities follow Kubernetes: CPU as cores ("4") or millicores ("1500
 memory in Mi, GPUs as whole ``nvidia.com/gpu`` (fractions are rounded up).
 
 ``psHosts`` are the PS addresses once the plan is applied, as DLRover's master writes
-them (``ps_hosts``). The CRD has no field for a CPU limit: a replica's ``resource`` is
-one quantity list, which the operator gives the pods as their request; role CPU limits
-therefore travel in the ``CPU_LIMITS_ANNOTATION`` annotation (JSON, role -> quantity)
-for whoever sets pod limits (an admission hook, a human).
+them (the plan's ``ps_hosts``, named by ``api.dlrover.ps_hosts``). The CRD has no field
+for a CPU limit: a replica's ``resource`` is one quantity list, which the operator gives
+the pods as their request; role CPU limits therefore travel in the
+``CPU_LIMITS_ANNOTATION`` annotation (JSON, role -> quantity) for whoever sets pod limits
+(an admission hook, a human).
 """
 
 from __future__ import annotations
@@ -16,11 +17,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from brain.domain import ROLE_PS
 from brain.optimizing.proposal import NodeChange, PlanBody
 
 API_VERSION = "elastic.iml.github.io/v1alpha1"
@@ -119,58 +117,3 @@ def to_k8s(
             "psHosts": list(body.ps_hosts),
         },
     }
-
-
-# The PS service port and address form of DLRover's masters (the psHosts they write).
-PS_PORT = 2222
-DEFAULT_NAMESPACE = "default"
-
-
-@dataclass(frozen=True)
-class PsNode:
-    """A PS pod the job had: its name, its id (the name's suffix) and whether it runs."""
-
-    name: str
-    index: int
-    live: bool
-
-
-def ps_hosts(
-    job_name: str,
-    namespace: str | None,
-    nodes: Sequence[PsNode],
-    body: PlanBody,
-    declared_count: int | None = None,
-) -> list[str]:
-    """The PS addresses the job has once ``body`` is applied, in rank order, as DLRover's
-    ``psHosts`` lists them (``<pod>.<namespace>.svc:2222``); empty for a job without PS.
-
-    Live PS keep their place; a migrated PS is replaced in place by a new pod; the PS
-    count is the plan's, else the live count (the job's ``declared_count`` before any PS
-    runs) plus launches, less removals: missing PS
-    are appended, surplus ones taken from the end. A new pod is named as DLRover's master
-    names it, ``<job>-edljob-ps-<id>``, ids continuing after the largest the job ever
-    had (the master picks the names: the list holds as long as it follows that rule).
-    """
-    removed = {c.name for c in body.remove if c.role == ROLE_PS}
-    migrated = {c.name for c in body.migrate if c.role == ROLE_PS}
-    kept = sorted((n for n in nodes if n.live and n.name not in removed), key=lambda n: n.index)
-    planned = body.roles.get(ROLE_PS)
-    if planned is not None and planned.count is not None:
-        count = int(planned.count)
-    else:
-        running = len(kept) if any(n.live for n in nodes) else (declared_count or 0)
-        count = running + sum(1 for c in body.launch if c.role == ROLE_PS)
-    prefix = nodes[0].name.rsplit("-", 1)[0] if nodes else f"{job_name}-edljob-{ROLE_PS}"
-    next_id = max((n.index for n in nodes), default=-1) + 1
-    names = []
-    for node in kept[:count]:
-        if node.name in migrated:
-            names.append(f"{prefix}-{next_id}")
-            next_id += 1
-        else:
-            names.append(node.name)
-    while len(names) < count:
-        names.append(f"{prefix}-{next_id}")
-        next_id += 1
-    return [f"{name}.{namespace or DEFAULT_NAMESPACE}.svc:{PS_PORT}" for name in names]
