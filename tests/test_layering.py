@@ -226,16 +226,20 @@ def test_the_wiring_check_finds_a_part_started_elsewhere(tmp_path):
     ]
 
 
-# --- routers run no queries --------------------------------------------------------------
+# --- routers and the gRPC servicer run no queries ----------------------------------------
 
-# A router may name the request's session as a type; statements belong to brain.services.
-ROUTER_SQLALCHEMY_NAMES = {"Session"}
+# A handler may name the session (and its factory) as a type; statements belong to
+# brain.services.
+HANDLER_SQLALCHEMY_NAMES = {"Session", "sessionmaker"}
+# The gRPC servicer is as thin as a router: it reads a request, calls a service, answers.
+HANDLERS = ("api/routers/*.py", "api/dlrover/servicer.py")
 
 
-def queries_in_routers(root: Path) -> list[str]:
-    """Imports in ``api/routers`` of SQLAlchemy statement constructs or ORM tables."""
+def queries_in_handlers(root: Path) -> list[str]:
+    """Imports in the routers and the gRPC servicer of SQLAlchemy statement constructs or
+    ORM tables."""
     found = []
-    for path in sorted((root / "api" / "routers").glob("*.py")):
+    for path in sorted(p for pattern in HANDLERS for p in root.glob(pattern)):
         where = path.relative_to(root).as_posix()
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
@@ -245,28 +249,84 @@ def queries_in_routers(root: Path) -> list[str]:
                 if node.module.split(".")[0] == "sqlalchemy":
                     found += [
                         f"{where}: {name} from {node.module}"
-                        for name in sorted(names - ROUTER_SQLALCHEMY_NAMES)
+                        for name in sorted(names - HANDLER_SQLALCHEMY_NAMES)
                     ]
                 elif node.module == "brain.db.models":
                     found += [f"{where}: {name} from brain.db.models" for name in sorted(names)]
     return found
 
 
-def test_routers_run_no_queries():
-    assert queries_in_routers(ROOT) == []
+def test_routers_and_the_servicer_run_no_queries():
+    assert queries_in_handlers(ROOT) == []
 
 
-def test_the_router_check_finds_a_query(tmp_path):
+def test_the_handler_check_finds_a_query(tmp_path):
     (tmp_path / "api" / "routers").mkdir(parents=True)
+    (tmp_path / "api" / "dlrover").mkdir(parents=True)
     (tmp_path / "api" / "routers" / "plans.py").write_text(
         "from sqlalchemy import select, text\n"
         "from sqlalchemy.orm import Session\n"
         "from brain.db.models import NodeRow\n"
     )
-    assert queries_in_routers(tmp_path) == [
+    (tmp_path / "api" / "dlrover" / "servicer.py").write_text(
+        "from sqlalchemy.orm import Session, sessionmaker\n"
+        "from brain.db.models import ScalePlanRow\n"
+    )
+    assert queries_in_handlers(tmp_path) == [
+        "api/dlrover/servicer.py: ScalePlanRow from brain.db.models",
         "api/routers/plans.py: select from sqlalchemy",
         "api/routers/plans.py: text from sqlalchemy",
         "api/routers/plans.py: NodeRow from brain.db.models",
+    ]
+
+
+# --- DLRover lives in its adapter --------------------------------------------------------
+
+ADAPTER = "api/dlrover"
+# DLRover's generated stubs, the gRPC runtime that serves them and the Kubernetes client
+# that reads its ElasticJobs.
+DLROVER_PACKAGES = {"dlrover", "grpc", "grpc_health", "kubernetes"}
+# Who uses the adapter: the composition root starts it (and the state types it), and the
+# plan pages render the ScalePlan object through it.
+ADAPTER_USERS = {"api/server.py", "api/state.py", "api/routers/plans.py", "api/console/pages.py"}
+
+
+def dlrover_outside_its_adapter(root: Path) -> list[str]:
+    """Imports of DLRover's packages outside the adapter, and of the adapter by anyone
+    but its users (``brain``, ``collectors`` and ``optimizers`` never)."""
+    found = []
+    for package in OWN_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if where.startswith(f"{ADAPTER}/"):
+                continue
+            for module in sorted(_imported_modules(path)):
+                dlrover_package = module.split(".")[0] in DLROVER_PACKAGES
+                adapter = module == "api.dlrover" or module.startswith("api.dlrover.")
+                if dlrover_package or (adapter and where not in ADAPTER_USERS):
+                    found.append(f"{where} imports {module}")
+    return found
+
+
+def test_dlrover_lives_in_its_adapter():
+    assert dlrover_outside_its_adapter(ROOT) == []
+
+
+def test_the_adapter_check_finds_dlrover_elsewhere(tmp_path):
+    for module, source in {
+        "api/dlrover/servicer.py": "import grpc\nfrom dlrover.proto import brain_pb2\n",
+        "api/routers/plans.py": "from api.dlrover.scaleplan import scaleplan\n",
+        "api/routers/jobs.py": "from api.dlrover.stages import translate\n",
+        "brain/services/plans.py": "from api.dlrover.ps_hosts import ps_hosts\n",
+        "collectors/service.py": "import grpc\n",
+    }.items():
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(source)
+    (tmp_path / "optimizers").mkdir()
+    assert dlrover_outside_its_adapter(tmp_path) == [
+        "api/routers/jobs.py imports api.dlrover.stages",
+        "brain/services/plans.py imports api.dlrover.ps_hosts",
+        "collectors/service.py imports grpc",
     ]
 
 

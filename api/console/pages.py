@@ -21,7 +21,7 @@ from api.console.session import (
 )
 from api.console.views import chart_data, plan_timeline, resources_blocks
 from api.deps import RarelyWritingSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
-from api.dlrover.scaleplan import to_k8s
+from api.dlrover.scaleplan import scaleplans
 from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
@@ -30,7 +30,7 @@ from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import JobStatus, utcnow
 from brain.errors import Unauthorized
-from brain.services import events, jobs, nodes, plans, pods
+from brain.services import events, jobs, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
 from brain.summaries import portraits
@@ -200,10 +200,9 @@ def job_page(
         message = f"No job with uid {uid!r}."
         return page(request, "error.html", principal, 404, title="No such job", message=message)
     portrait = JobPortraitOut.of(portraits.job_portrait_of(session, uid, 200), settings.prices)
-    ranks = nodes.ranks_by_name(session, job)
     node_roles = pods.roles_by_name(session, job)
     stored = plans.list_plans(session, job, TIMELINE_PLANS, None)
-    manifests = {p.id: to_k8s(p.id, p.body, job.name, job.namespace, ranks) for p in stored}
+    manifests = scaleplans(session, job, stored)
     timeline = plan_timeline(
         [PlanOut.of(p, uid) for p in stored], portrait.summary.plans, manifests
     )

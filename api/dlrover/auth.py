@@ -4,7 +4,8 @@
 ``get_job_metrics`` reads (scope ``read``); the other calls write (``write``). The gRPC
 calls name jobs by DLRover's uid without a namespace check, so a namespace-restricted
 token is refused here (PERMISSION_DENIED) rather than trusted with every namespace. The
-standard health service stays open, like /healthz.
+standard health service stays open, like /healthz. Refusals take their status from
+``api.dlrover.errors``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import grpc
 from sqlalchemy.exc import SQLAlchemyError
 
-from brain.errors import Unauthorized
-from brain.services.tokens import AuthPolicy, TokenScope
+from api.dlrover.errors import status_of
+from brain.errors import BrainError, Forbidden
+from brain.services.tokens import AuthPolicy, Principal, TokenScope
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 READ_METHODS = frozenset({"get_job_metrics"})
@@ -30,24 +32,23 @@ class TokenInterceptor(grpc.ServerInterceptor):
         secret = _bearer_secret(handler_call_details.invocation_metadata or ())
         try:
             principal = self.policy.authenticate(secret)
-        except Unauthorized as exc:
-            return _refuse(grpc.StatusCode.UNAUTHENTICATED, exc.message)
-        except SQLAlchemyError:
-            return _refuse(grpc.StatusCode.UNAVAILABLE, "the database cannot be reached")
-        name = method.rsplit("/", 1)[-1]
-        needed = TokenScope.read if name in READ_METHODS else TokenScope.write
-        if not principal.allows(needed):
-            return _refuse(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"token {principal.name!r} has scope {principal.scope}; {name} needs {needed}",
-            )
-        if principal.namespaces is not None:
-            return _refuse(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"token {principal.name!r} is limited to namespaces; the gRPC service needs "
-                "a token for every namespace",
-            )
+            _check_allowed(principal, method.rsplit("/", 1)[-1])
+        except (BrainError, SQLAlchemyError) as exc:
+            return _refuse(*status_of(exc))
         return continuation(handler_call_details)
+
+
+def _check_allowed(principal: Principal, name: str) -> None:
+    needed = TokenScope.read if name in READ_METHODS else TokenScope.write
+    if not principal.allows(needed):
+        raise Forbidden(
+            f"token {principal.name!r} has scope {principal.scope}; {name} needs {needed}"
+        )
+    if principal.namespaces is not None:
+        raise Forbidden(
+            f"token {principal.name!r} is limited to namespaces; the gRPC service needs "
+            "a token for every namespace"
+        )
 
 
 def _bearer_secret(metadata) -> str | None:

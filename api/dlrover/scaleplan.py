@@ -19,7 +19,12 @@ import math
 import re
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from brain.db.models import JobRow, ScalePlanRow
+from brain.errors import Conflict
 from brain.optimizing.proposal import NodeChange, PlanBody
+from brain.services import nodes
 
 API_VERSION = "elastic.iml.github.io/v1alpha1"
 KIND = "ScalePlan"
@@ -117,3 +122,21 @@ def to_k8s(
             "psHosts": list(body.ps_hosts),
         },
     }
+
+
+def scaleplan(session: Session, job: JobRow, plan: ScalePlanRow) -> dict[str, Any]:
+    """The ScalePlan object of a stored plan; Conflict (``field: format``) when the job's
+    name or namespace is one Kubernetes would refuse."""
+    problem = k8s_name_problem(plan.id, job.name, job.namespace)
+    if problem is not None:
+        raise Conflict(f"{problem}: no ScalePlan can be rendered", field="format")
+    return scaleplans(session, job, [plan])[plan.id]
+
+
+def scaleplans(
+    session: Session, job: JobRow, plans: list[ScalePlanRow]
+) -> dict[int, dict[str, Any]]:
+    """The ScalePlan objects of a job's stored plans, by plan id (the job's pods' ranks
+    read once for all)."""
+    ranks = nodes.ranks_by_name(session, job)
+    return {p.id: to_k8s(p.id, p.body, job.name, job.namespace, ranks) for p in plans}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from brain.domain import ROLE_PS, ROLE_WORKER, Stage
+from brain.errors import InvalidInput
 
 WORKER_PHASE_KEY = "optimizer.worker.optimize-phase"
 # DLRover names pods <job>-edljob-<role>-<id>; the master itself parses them this way.
@@ -60,7 +61,7 @@ class BrainCall:
     oom_pod: OomPod | None = None
 
 
-class UnknownRequest(ValueError):
+class UnknownRequest(InvalidInput):
     """A request Brain has no plan for (unknown stage, no job, unparseable pod); the
     message says why."""
 

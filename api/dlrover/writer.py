@@ -6,7 +6,7 @@ DLRover calls ``persist_metrics`` without a deadline from inside its own RPC han
 keeps each job's reports in order. It takes everything queued at once (up to
 ``BATCH``) and hands it over as one batch, so that under a burst the reports of a job
 are stored together and a cumulative report superseded within the batch is never
-written (see ``BrainServicer._write_batch``): writing is what costs the process CPU
+written (see ``api.dlrover.report_store``): writing is what costs the process CPU
 (and, in Python, the lock every handler thread needs). A full queue, by count or by
 the bytes its reports hold (``max_bytes``), makes the caller write its report itself
 (backpressure, nothing dropped), so what waits in memory stays bounded.

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import CurrentPrincipal
 from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.dlrover.ps_hosts import ps_hosts_of
-from api.dlrover.scaleplan import k8s_name_problem, to_k8s
+from api.dlrover.scaleplan import scaleplan
 from api.errors import ERROR_RESPONSES
 from api.paging import within_page_bytes
 from api.params import JobUid, PlanId
@@ -23,8 +23,7 @@ from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatus
 from api.state import server_state
 from brain.bounds import INT32_MAX
 from brain.domain import utcnow
-from brain.errors import Conflict
-from brain.services import jobs, nodes, plans
+from brain.services import jobs, plans
 from brain.services.clock import reject_future
 
 router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES, route_class=InputRoute)
@@ -157,11 +156,7 @@ def get_plan(
     plan = plans.get_plan(session, job, plan_id)
     if format == "json":
         return PlanOut.of(plan, uid)
-    problem = k8s_name_problem(plan.id, job.name, job.namespace)
-    if problem is not None:
-        raise Conflict(f"{problem}: no ScalePlan can be rendered", field="format")
-    ranks = nodes.ranks_by_name(session, job)
-    manifest = to_k8s(plan.id, plan.body, job.name, job.namespace, ranks)
+    manifest = scaleplan(session, job, plan)
     return Response(yaml.safe_dump(manifest, sort_keys=False), media_type="application/yaml")
 
 

@@ -43,7 +43,7 @@ def test_the_dedupe_remembers_digests_not_payloads(brain):
         for i in range(5):
             _report(stub, "j", customized_data=json.dumps({f"k{i}": "x" * 10_000}))
     brain.settle()
-    seen = list(server_state(brain.rest.app).grpc_server.servicer._seen)
+    seen = list(server_state(brain.rest.app).grpc_server.servicer.reports.seen)
     assert len(seen) == 5
     # a SHA-256 digest (32 bytes) per report, not its 10,000-byte payload
     assert {len(key[2]) for key in seen} == {32}

@@ -92,9 +92,9 @@ def _custom(data: dict):
 
 
 def test_a_burst_of_reports_is_stored_in_one_transaction_as_if_one_by_one(brain, db):
-    servicer = server_state(brain.rest.app).grpc_server.servicer
+    store = server_state(brain.rest.app).grpc_server.servicer.reports.store
     release, calls = threading.Event(), []
-    write_job = servicer._write_job
+    write_job = store.write_job
 
     def held_write_job(uid, reports):
         calls.append(len(reports))
@@ -102,7 +102,7 @@ def test_a_burst_of_reports_is_stored_in_one_transaction_as_if_one_by_one(brain,
             assert release.wait(10)
         write_job(uid, reports)
 
-    servicer._write_job = held_write_job
+    store.write_job = held_write_job
     with grpc.insecure_channel(brain.addr) as channel:
         stub = brain_pb2_grpc.BrainStub(channel)
         stub.persist_metrics(_custom({"rdzv_round": 0}))

@@ -1,0 +1,28 @@
+"""``get_job_metrics``: what Brain knows of a job, as the JSON text DLRover's client reads:
+the job as REST shows it, and the reports its master sent."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.dlrover.report_checks import UID_CHARS, storable_uid
+from api.dlrover.transaction import transaction
+from api.schemas.jobs import JobOut
+from brain.errors import InvalidInput, job_not_found
+from brain.services import jobs, master_reports
+
+
+def job_metrics(session_factory: sessionmaker[Session], uid: str) -> str:
+    if not storable_uid(uid):
+        raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
+    with transaction(session_factory) as session:
+        job = jobs.find_job(session, uid)
+        if job is None:
+            raise job_not_found(uid)
+        body = {
+            "job": JobOut.of(job).model_dump(mode="json"),
+            "reports": master_reports.reports(session, job),
+        }
+    return json.dumps(body)

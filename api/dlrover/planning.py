@@ -1,0 +1,154 @@
+"""``optimize``: a DLRover request, answered with a stored Brain plan within its deadline.
+
+The request is translated into a Brain call (``api.dlrover.stages``), the stage's
+optimizers run and store a plan as REST's ``optimize`` does, and the plan is written the
+way the master reads it (``api.dlrover.replies``). A request Brain cannot serve raises a
+domain error (``api.dlrover.errors`` says how it is answered).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.dlrover.elasticjob_request import learn_request
+from api.dlrover.elasticjobs import ElasticJobLookup
+from api.dlrover.estimate_reuse import reusable_estimate
+from api.dlrover.messages import Answer, OptimizeAsk
+from api.dlrover.no_history import body_to_send
+from api.dlrover.ps_hosts import ps_hosts_of
+from api.dlrover.replies import to_dlrover
+from api.dlrover.report_checks import UID_CHARS, storable_uid
+from api.dlrover.stages import BrainCall, translate
+from api.dlrover.transaction import transaction
+from brain.config import Settings
+from brain.db.models import JobRow
+from brain.domain import Stage
+from brain.errors import InvalidInput, NotFound
+from brain.optimizing import OptimizerRegistry
+from brain.optimizing.sizing import SizingModel
+from brain.services import jobs, master_reports, plans
+from brain.services.nodes import NodeRef
+from brain.services.optimizer_context import current_roles, roles_in
+
+log = logging.getLogger(__name__)
+LATE = "computed after the gRPC deadline; the master got no plan"
+
+
+class Planner:
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        registry: OptimizerRegistry,
+        settings: Settings,
+        sizing_model: Callable[[], SizingModel | None],
+        elastic_jobs: ElasticJobLookup | None,
+    ) -> None:
+        self._sessions = session_factory
+        self._registry = registry
+        self._settings = settings
+        self._sizing_model = sizing_model
+        self._elastic_jobs = elastic_jobs
+        # Plans are made here so that the handler can stop waiting at the deadline.
+        self._workers = ThreadPoolExecutor(
+            settings.grpc_optimize_workers, thread_name_prefix="brain-grpc-optimize"
+        )
+
+    def close(self) -> None:
+        self._workers.shutdown(wait=True)
+
+    def answer_in_time(self, ask: OptimizeAsk) -> Answer:
+        """The answer to ``ask``, or an empty one after ``BRAIN_GRPC_OPTIMIZE_TIMEOUT_S``."""
+        expired = threading.Event()
+        future = self._workers.submit(self._answer, ask, expired)
+        timeout_s = self._settings.grpc_optimize_timeout_s
+        try:
+            answer = future.result(timeout=timeout_s)
+        except FutureTimeout:
+            # Not started yet (all optimize workers busy): never started, so the queue
+            # behind it is not kept waiting for an answer nobody reads. Started: it stores
+            # its plan and marks it as computed too late.
+            future.cancel()
+            expired.set()
+            log.warning(
+                "optimize %s for %s took over %.1f s: answered with no plan",
+                ask.stage,
+                ask.uid or "?",
+                timeout_s,
+            )
+            return Answer(None, "Brain did not answer in time; no plan", outcome="timeout")
+        if answer.plan is None or answer.plan.is_empty:
+            answer.outcome = "no_plan" if answer.plan_id is not None else "invalid"
+        return answer
+
+    def _answer(self, ask: OptimizeAsk, expired: threading.Event) -> Answer:
+        if not ask.uid:
+            log.warning("optimize %r without a job uid: no plan", ask.stage)
+            return Answer(None, "no job uid in the request")
+        if not storable_uid(ask.uid):
+            # As REST bounds the path: one line, never the store's traceback per call.
+            raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
+        call = translate(ask.stage, ask.phase, ask.oom_pods)
+        with transaction(self._sessions) as session:
+            answer, plan = self._plan(session, ask.uid, call)
+            if expired.is_set() and plan is not None:
+                plan.status_message = LATE
+            return answer
+
+    def _plan(self, session: Session, uid: str, call: BrainCall):
+        """The answer, and the stored plan it is made of (None: no plan was made)."""
+        if call.stage == Stage.create:
+            job = master_reports.ensure_running_job(session, uid, None)
+            learn_request(session, job, self._elastic_jobs)
+        else:
+            job = jobs.find_job(session, uid)
+            if job is None:
+                raise NotFound(f"Brain has never seen job {uid}")
+        node = None
+        if call.oom_pod is not None:
+            # Recorded before asking: the oom stage refuses (409 over REST) a node with no
+            # recorded OOM; were it ever refused here, the answer is empty and names the
+            # reason, as for any domain error.
+            pod = call.oom_pod
+            master_reports.record_node_oom(session, job, NodeRef(pod.name, pod.role, pod.index))
+            node = pod.name
+        reused = reusable_estimate(session, job, call)
+        optimized = (
+            plans.Optimized(reused, None) if reused else self._optimize(session, job, call, node)
+        )
+        if optimized is None:
+            reason = f"no {call.stage.value} optimizer configured for this request"
+            return Answer(None, reason), None
+        plan, context = optimized.plan, optimized.context
+        body = body_to_send(plan, call, context)
+        roles = current_roles(session, job) if context is None else roles_in(context)
+        dlrover_plan = to_dlrover(body, call.reply, roles, call.oom_pod)
+        reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]
+        log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
+        return Answer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons), plan
+
+    def _optimize(
+        self, session: Session, job: JobRow, call: BrainCall, node: str | None
+    ) -> plans.Optimized | None:
+        names = None
+        if call.optimizers is not None:
+            configured = self._settings.stage_optimizers.get(call.stage.value, [])
+            names = [name for name in configured if name in call.optimizers]
+            if not names:
+                return None
+        return plans.optimize(
+            session,
+            job,
+            self._registry,
+            self._settings,
+            call.stage,
+            optimizer_names=names,
+            node=node,
+            sizing_model=self._sizing_model(),
+            ps_hosts=ps_hosts_of,
+        )

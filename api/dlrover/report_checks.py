@@ -1,0 +1,81 @@
+"""What of a master's ``persist_metrics`` report Brain keeps, checked before it is queued.
+
+Bounds are the REST schema's: a uid the jobs table can store, free text without NUL
+(PostgreSQL refuses it) and cut to the column, JSON numbers finite (PostgreSQL's json
+refuses NaN and infinities, and so does REST).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from api.dlrover.messages import as_dict
+from brain.domain import K8S_NAME_MAX
+
+# The report kinds Brain stores; runtime samples and dataset features never arrive from
+# 0.6.1 (client bugs), and node load comes from the Prometheus collector instead.
+REPORT_KINDS = frozenset(
+    {"type", "training_hyper_params", "model_feature", "customized_data", "job_exit_reason"}
+)
+# What the jobs table stores (as the REST schema bounds them).
+UID_CHARS = K8S_NAME_MAX
+USER_CHARS = 128
+TRUNCATED = " [truncated by Brain]"
+
+
+def storable_uid(uid: str) -> bool:
+    return len(uid) <= UID_CHARS and "\x00" not in uid
+
+
+def storable_text(text: str, limit: int) -> str:
+    """A master's free text as the store keeps it: no NUL (PostgreSQL refuses it), at most
+    ``limit`` characters (a reason is still worth keeping when it is too long)."""
+    text = text.replace("\x00", "")
+    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+def user_hint(job_meta) -> str | None:
+    """The user a report names, if the store can keep it (a hint only: the job keeps the
+    user it has otherwise)."""
+    # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
+    # bug); a fixed master would send the user.
+    user = job_meta.user or job_meta.cluster or None
+    if user is not None and (len(user) > USER_CHARS or "\x00" in user):
+        return None
+    return user
+
+
+def report_body(kind: str, payload, reason_chars: int) -> dict | None:
+    """The report as plain values, or None when it holds what the store must refuse."""
+    if kind == "customized_data":
+        return json_object(payload)
+    if kind in ("training_hyper_params", "model_feature"):
+        body = as_dict(payload)
+        return body if finite(body) else None
+    return {kind: storable_text(payload, reason_chars)}
+
+
+def json_object(text: str) -> dict | None:
+    """The JSON object ``text`` holds, or None: not JSON, not an object, or holding NaN
+    or an infinity (Python's parser takes them)."""
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+        return value if isinstance(value, dict) and finite(value) else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def finite(value) -> bool:
+    """Whether every number in a JSON-like value is finite (1e999 parses as inf)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(finite(v) for v in value)
+    return True
