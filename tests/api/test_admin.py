@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from api.app import create_app
 from brain.db.models import NodeSampleRow
 from brain.domain import utcnow
-from tests.api.test_auth import bearer, secured, start, tokens  # noqa: F401
-from tests.builders import add_node, add_points, make_job
+from tests.builders import add_node, add_points, bearer, make_job
 
 
-def test_only_an_unrestricted_admin_token_manages_tokens(secured, tokens, make_token):  # noqa: F811
+def test_only_an_unrestricted_admin_token_manages_tokens(secured, tokens, make_token):
     ml_admin = make_token("ml-admin", "admin", namespaces=["ml"])
     for secret in (tokens["read"], tokens["write"], ml_admin):
         listed = secured.get("/api/v1/tokens", headers=bearer(secret))
@@ -29,7 +30,7 @@ def test_only_an_unrestricted_admin_token_manages_tokens(secured, tokens, make_t
     assert names == ["read-token", "write-token", "admin-token", "ml-admin"]
 
 
-def test_a_token_made_over_http_works_and_stops_when_revoked(secured, tokens):  # noqa: F811
+def test_a_token_made_over_http_works_and_stops_when_revoked(secured, tokens):
     admin = bearer(tokens["admin"])
     body = {"name": "master-7", "scope": "write", "namespaces": ["ml"]}
     made = secured.post("/api/v1/tokens", json=body, headers=admin)
@@ -58,16 +59,15 @@ def test_a_token_made_over_http_works_and_stops_when_revoked(secured, tokens):  
     assert secured.delete("/api/v1/tokens/nobody", headers=admin).status_code == 404
 
 
-def test_the_first_token_made_over_loopback_turns_authentication_on(settings):
-    with start(settings) as client:
-        assert client.get("/api/v1/jobs").status_code == 200  # open: no token exists
-        made = client.post("/api/v1/tokens", json={"name": "first", "scope": "admin"})
-        assert made.status_code == 201
-        assert client.get("/api/v1/jobs").status_code == 401
-        assert client.get("/api/v1/jobs", headers=bearer(made.json()["secret"])).status_code == 200
+def test_the_first_token_made_over_loopback_turns_authentication_on(client):
+    assert client.get("/api/v1/jobs").status_code == 200  # open: no token exists
+    made = client.post("/api/v1/tokens", json={"name": "first", "scope": "admin"})
+    assert made.status_code == 201
+    assert client.get("/api/v1/jobs").status_code == 401
+    assert client.get("/api/v1/jobs", headers=bearer(made.json()["secret"])).status_code == 200
 
 
-def test_token_input_is_bounded(secured, tokens):  # noqa: F811
+def test_token_input_is_bounded(secured, tokens):
     admin = bearer(tokens["admin"])
     cases = [
         ({"name": "", "scope": "read"}, "name"),
@@ -102,7 +102,7 @@ def test_retention_deletes_old_samples_of_summarized_jobs_only(client, session, 
     # 50 days keeps both the 40-day-old and the 2-day-old samples.
     kept = client.post("/api/v1/retention", json={"older_than_days": 50})
     assert kept.json() == {"older_than_days": 50, "deleted_samples": 0}
-    with start(settings, retention_days=30) as configured:
+    with TestClient(create_app(settings.model_copy(update={"retention_days": 30}))) as configured:
         answer = configured.post("/api/v1/retention")
     assert answer.status_code == 200
     # Only the 40-day-old sample of the summarized job goes: 4 samples, 1 deleted.

@@ -4,7 +4,6 @@ jobs), the loopback default, public paths, and the OpenAPI security scheme."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -19,27 +18,11 @@ from brain.db.engine import make_session_factory
 from brain.db.models import JobRow
 from brain.domain import utcnow
 from brain.services.tokens import revoke_token
-from tests.builders import job_body, node_point
-
-
-@pytest.fixture
-def tokens(make_token) -> dict[str, str]:
-    return {scope: make_token(f"{scope}-token", scope) for scope in ("read", "write", "admin")}
+from tests.builders import bearer, job_body, node_point
 
 
 def start(settings: Settings, **overrides) -> TestClient:
     return TestClient(create_app(settings.model_copy(update=overrides)))
-
-
-@pytest.fixture
-def secured(settings, tokens) -> Iterator[TestClient]:
-    """A loopback server with tokens: enforced."""
-    with start(settings) as client:
-        yield client
-
-
-def bearer(secret: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {secret}"}
 
 
 CLUSTER_PUSH = {"source": "volcano", "nodes": 40, "free_cpu": 12.5, "pending_cpu": 48}

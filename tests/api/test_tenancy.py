@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from brain.domain import utcnow
-from tests.builders import job_body, node_point, record_run, token_secret
+from tests.builders import bearer, job_body, node_point, record_run, token_secret
 
 A, B = "team-a", "team-b"
 # B's runs: a worker asks 16 cores / 65536 MiB and uses about 12 cores / 50,000 MiB.
@@ -31,7 +31,7 @@ def teams(settings, db) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]
     for name, namespaces in (("admin", None), (A, [A]), (B, [B])):
         scope = "admin" if namespaces is None else "write"
         secret = token_secret(db, name, scope, namespaces)
-        headers[name] = {"Authorization": f"Bearer {secret}"}
+        headers[name] = bearer(secret)
     with TestClient(create_app(settings)) as client:
         yield client, headers
 

@@ -15,7 +15,15 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from brain.domain import utcnow
 from brain.summaries import summarize_job
-from tests.builders import add_node, add_points, flat_job, make_job, recent_hour, token_secret
+from tests.builders import (
+    add_node,
+    add_points,
+    bearer,
+    flat_job,
+    make_job,
+    recent_hour,
+    token_secret,
+)
 
 
 def _efficient_runs(session, namespace: str) -> None:
@@ -121,7 +129,7 @@ def test_a_namespace_limited_token_reads_its_namespaces_owners_only(settings, se
     _efficient_runs(session, "team-a")
     session.commit()
     secret = token_secret(db, "a", "read", ["team-a"])
-    headers = {"Authorization": f"Bearer {secret}"}
+    headers = bearer(secret)
     with TestClient(create_app(settings)) as client:
         mine = client.get("/api/v1/portraits/users/alice?namespace=team-a", headers=headers)
         assert mine.status_code == 200

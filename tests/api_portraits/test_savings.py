@@ -12,7 +12,7 @@ from brain.db.models import ScalePlanRow
 from brain.domain import RoleSpec
 from brain.optimizing.proposal import PlanBody
 from brain.summaries import summarize_job
-from tests.builders import add_node, add_points, make_job, recent_hour, token_secret
+from tests.builders import add_node, add_points, bearer, make_job, recent_hour, token_secret
 
 approx = pytest.approx
 WORKER = {"worker": RoleSpec(count=1, cpu=16, memory_mib=16384)}
@@ -89,10 +89,10 @@ def test_a_namespace_limited_token_sees_only_its_namespaces(settings, db, histor
     secret = token_secret(db, "a-only", "read", ["team-a"])
     other = token_secret(db, "admin", "admin")
     with TestClient(create_app(settings)) as secured:
-        answer = secured.get("/api/v1/savings", headers={"Authorization": f"Bearer {secret}"})
+        answer = secured.get("/api/v1/savings", headers=bearer(secret))
         assert answer.status_code == 200
         assert [row["key"] for row in answer.json()["rows"]] == ["team-a"]
-        everything = secured.get("/api/v1/savings", headers={"Authorization": f"Bearer {other}"})
+        everything = secured.get("/api/v1/savings", headers=bearer(other))
         assert {row["key"] for row in everything.json()["rows"]} == {"team-a", "team-b"}
 
 

@@ -1,10 +1,10 @@
 """Where tests build their data, one package. This module builds jobs: request bodies
 for the API (``job_body``, ``node_point``), runs recorded through the API
 (``record_run``), jobs stored through the services with nodes, samples, events and plans
-(``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``), and API tokens
-(``token_secret``). ``views`` builds what optimizers see (jobs, nodes, samples, plans,
-contexts), ``optimizers`` holds stand-in optimizers, ``traces`` builds traces of runs
-for the backtest and the learned models."""
+(``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``); and API tokens
+(``token_secret``) with the header that presents one (``bearer``). ``views`` builds what
+optimizers see (jobs, nodes, samples, plans, contexts), ``optimizers`` holds stand-in
+optimizers, ``traces`` builds traces of runs for the backtest and the learned models."""
 
 from __future__ import annotations
 
@@ -336,3 +336,8 @@ def token_secret(
         new = create_token(session, name, TokenScope(scope), namespaces, expires_at, now)
         session.commit()
         return new.secret
+
+
+def bearer(secret: str) -> dict[str, str]:
+    """The request headers that present a token's secret."""
+    return {"Authorization": f"Bearer {secret}"}
