@@ -114,10 +114,10 @@ def test_the_command_prints_the_same_report(settings, history, capsys, monkeypat
 
 
 def test_the_replay_reads_runs_and_series_from_the_database(settings, history, capsys, monkeypatch):
-    from tests.lab.backtest.test_command import backtest
+    from tests.commands import run_command
 
     monkeypatch.setenv("BRAIN_DATABASE_URL", settings.database_url)
-    assert backtest(["--replay", "--from-db", "--json", "--quiet"]) == 0
+    assert run_command("backtest", ["--replay", "--from-db", "--json", "--quiet"]) == 0
     body = __import__("json").loads(capsys.readouterr().out)
     rows = {row["name"]: row for row in body["recommenders"]}
     # Three runs of 13 five-minute samples (13/12 h each) asking 16 GiB; Brain keeps
@@ -126,5 +126,5 @@ def test_the_replay_reads_runs_and_series_from_the_database(settings, history, c
     assert rows["request"]["memory_gib_h"] == approx(3 * 16 * 13 / 12)
     assert rows["brain"]["memory_gib_h"] == approx((32 + 3124 / 1024) * 13 / 12)
     assert rows["brain"]["ooms"] == 0
-    assert backtest(["--replay", "--from-db", "--user", "x"]) == 2
+    assert run_command("backtest", ["--replay", "--from-db", "--user", "x"]) == 2
     assert "takes --group but not --user" in capsys.readouterr().err

@@ -43,7 +43,6 @@ to 4. Statistics of the ingested series therefore differ from the file's by up t
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -52,11 +51,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from brain.lab.backtest.command import add_parser
 from brain.replay.db_source import DatabaseRuns
 from brain.replay.resources import CPU, MEMORY
 from brain.replay.trace import TraceFile
 from brain.services.jobs import JobFilters
+from tests.commands import run_command
 
 # The rows of shared/data/bitbrains/ for the slice below, kept with the tests so any clone
 # runs this (tests/fixtures/README.md says where they come from).
@@ -175,10 +174,7 @@ def ingest(client, series: pd.DataFrame) -> tuple[int, int]:
 
 
 def backtest_json(argv: list[str], capsys) -> dict:
-    parser = argparse.ArgumentParser(prog="brain")
-    add_parser(parser.add_subparsers())
-    args = parser.parse_args(["backtest", *argv, "--json", "--quiet"])
-    assert args.handler(args) == 0, capsys.readouterr().err
+    assert run_command("backtest", [*argv, "--json", "--quiet"]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 

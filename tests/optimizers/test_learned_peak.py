@@ -3,15 +3,12 @@ the backtest measures, and learned_margin's without a model."""
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from brain.lab.backtest.learned import Learned
 from brain.lab.backtest.learned import fit as fit_learned
-from brain.lab.training.command import add_parser
 from brain.recommending import store
 from brain.replay import adapters
 from brain.replay.runs import runs_of
@@ -19,6 +16,7 @@ from brain.retraining.service import load
 from optimizers.learned_margin import LearnedMarginOptimizer
 from optimizers.learned_peak import LearnedPeakOptimizer, LearnedPeakSettings
 from tests.builders.traces import random_runs
+from tests.commands import run_command
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +77,7 @@ def test_brain_train_stores_a_version_that_serve_loads(tmp_path, capsys):
     random_runs(workloads=10, runs=8).assign(day=lambda t: t["start"].dt.strftime("%Y-%m-%d")).drop(
         columns=["start", "seq", "duration_h"]
     ).assign(samples=288).to_csv(trace, index=False)
-    parser = argparse.ArgumentParser(prog="brain")
-    add_parser(parser.add_subparsers())
-    args = parser.parse_args(["train", "--trace", str(trace), "--model-dir", str(tmp_path / "m")])
-    assert args.handler(args) == 0
+    assert run_command("train", ["--trace", str(trace), "--model-dir", str(tmp_path / "m")]) == 0
     assert "stored" in capsys.readouterr().out
     stored = store.newest(tmp_path / "m")
     assert stored.meta["runs"] == 80

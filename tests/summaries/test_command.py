@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 from sqlalchemy import select
 
 from brain.db.models import JobRow, JobSummaryRow
-from brain.summaries.command import add_parser
 from tests.builders import flat_job, recent_hour
+from tests.commands import run_command
 
 
 def _run(monkeypatch, pg_url, *argv: str) -> int:
     monkeypatch.setenv("BRAIN_DATABASE_URL", pg_url)
-    parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers())
-    args = parser.parse_args(["summarize", *argv])
-    return args.handler(args)
+    return run_command("summarize", list(argv))
 
 
 def _summarized(session) -> dict[str, bool]:

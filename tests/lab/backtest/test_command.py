@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 
 import pytest
 
-from brain.lab.backtest.command import add_parser
 from brain.progress import ProgressBar
-
-
-def backtest(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="brain")
-    add_parser(parser.add_subparsers())
-    args = parser.parse_args(["backtest", *argv])
-    return args.handler(args)
+from tests.commands import run_command
 
 
 @pytest.fixture
@@ -32,7 +24,7 @@ def trace_file(tmp_path):
 
 
 def test_the_table_lists_every_recommender_per_resource(trace_file, capsys):
-    assert backtest(["--trace", str(trace_file), "--quiet"]) == 0
+    assert run_command("backtest", ["--trace", str(trace_file), "--quiet"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
     lines = out.splitlines()
@@ -49,7 +41,12 @@ def test_the_table_lists_every_recommender_per_resource(trace_file, capsys):
 
 
 def test_json_has_the_figures_of_every_recommender_and_resource(trace_file, capsys):
-    assert backtest(["--trace", str(trace_file), "--json", "--quiet", "--min-history", "2"]) == 0
+    assert (
+        run_command(
+            "backtest", ["--trace", str(trace_file), "--json", "--quiet", "--min-history", "2"]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["runs"] == 14 and report["workloads"] == 2 and report["min_history"] == 2
     entry = next(
@@ -63,7 +60,7 @@ def test_json_has_the_figures_of_every_recommender_and_resource(trace_file, caps
 
 def test_a_chart_is_written_and_timing_reported(trace_file, tmp_path, capsys):
     chart = tmp_path / "chart.png"
-    assert backtest(["--trace", str(trace_file), "--chart", str(chart)]) == 0
+    assert run_command("backtest", ["--trace", str(trace_file), "--chart", str(chart)]) == 0
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "14 runs of 2 workloads replayed in" in capsys.readouterr().err
 
@@ -71,15 +68,15 @@ def test_a_chart_is_written_and_timing_reported(trace_file, tmp_path, capsys):
 def test_an_unreadable_trace_exits_with_2(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("day,samples\n2024-01-01,3\n")
-    assert backtest(["--trace", str(bad)]) == 2
+    assert run_command("backtest", ["--trace", str(bad)]) == 2
     assert "workload" in capsys.readouterr().err
-    assert backtest(["--trace", str(tmp_path / "missing.csv")]) == 2
+    assert run_command("backtest", ["--trace", str(tmp_path / "missing.csv")]) == 2
 
 
 def test_a_trace_without_any_resource_exits_with_2(tmp_path, capsys):
     empty = tmp_path / "empty.csv"
     empty.write_text("workload,day,samples\nw,2024-01-01,3\n")
-    assert backtest(["--trace", str(empty)]) == 2
+    assert run_command("backtest", ["--trace", str(empty)]) == 2
     assert "no resource" in capsys.readouterr().err
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -14,13 +13,13 @@ import pytest
 from sqlalchemy.orm import Session
 
 from brain.domain import JobStatus, RoleSpec
-from brain.lab.backtest.command import add_parser
 from brain.replay.db_source import DatabaseRuns
 from brain.replay.trace import RUN_COLUMNS, TraceError
 from brain.services.jobs import JobFilters
 from brain.services.samples import NodePoint, ingest
 from brain.summaries import summarize_job
 from tests.builders import make_job
+from tests.commands import run_command
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 PS_JOB_ROLES = {
@@ -198,17 +197,10 @@ def test_an_unreachable_database_is_a_trace_error():
     assert "secret" not in source.name and "status=succeeded" in source.name
 
 
-def backtest(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="brain")
-    add_parser(parser.add_subparsers())
-    args = parser.parse_args(["backtest", *argv])
-    return args.handler(args)
-
-
 def test_job_filters_need_from_db(tmp_path, capsys):
     trace = tmp_path / "t.csv"
     trace.write_text("workload,day,samples,req_memory_mib,mem_max\nw,2024-01-01,3,10,5\n")
-    assert backtest(["--trace", str(trace), "--user", "alice"]) == 2
+    assert run_command("backtest", ["--trace", str(trace), "--user", "alice"]) == 2
     assert "--user need --from-db" in capsys.readouterr().err
 
 
@@ -238,9 +230,9 @@ def test_cli_backtests_the_database_as_json(db):
 def test_an_empty_selection_exits_with_2(db, monkeypatch, capsys):
     ps_job(db, "ctr-1")
     monkeypatch.setenv("BRAIN_DATABASE_URL", database_url(db))
-    assert backtest(["--from-db", "--group", "none/such"]) == 2
+    assert run_command("backtest", ["--from-db", "--group", "none/such"]) == 2
     assert "no summarized finished job" in capsys.readouterr().err
-    assert backtest(["--from-db", "--group", "alice/ctr", "--json", "--quiet"]) == 0
+    assert run_command("backtest", ["--from-db", "--group", "alice/ctr", "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == 1
 
 

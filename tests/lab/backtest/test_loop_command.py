@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.lab.backtest.test_command import backtest
+from tests.commands import run_command
 
 DAY0 = 1704067200  # 2024-01-01T00:00:00Z
 
@@ -35,7 +35,7 @@ def files(tmp_path):
 def test_the_replay_reports_time_integrated_figures_per_recommender(files, capsys):
     trace, series = files
     argv = ["--replay", "--trace", str(trace), "--series", str(series), "--json", "--quiet"]
-    assert backtest(argv) == 0
+    assert run_command("backtest", argv) == 0
     out, err = capsys.readouterr()
     assert err == ""
     body = json.loads(out)
@@ -72,12 +72,12 @@ def test_the_replay_reports_time_integrated_figures_per_recommender(files, capsy
 
 def test_replay_options_are_checked(files, capsys):
     trace, series = files
-    assert backtest(["--replay", "--trace", str(trace)]) == 2
+    assert run_command("backtest", ["--replay", "--trace", str(trace)]) == 2
     assert "--replay needs --series" in capsys.readouterr().err
-    assert backtest(["--trace", str(trace), "--series", str(series)]) == 2
+    assert run_command("backtest", ["--trace", str(trace), "--series", str(series)]) == 2
     assert "--series need --replay" in capsys.readouterr().err
     argv = ["--replay", "--trace", str(trace), "--series", str(series), "--cadence-min", "0"]
-    assert backtest(argv) == 2
+    assert run_command("backtest", argv) == 2
     assert "--cadence-min" in capsys.readouterr().err
 
 
@@ -85,7 +85,7 @@ def test_knobs_are_chosen_on_the_tuning_period_and_reported_on_the_scored_one(fi
     trace, series = files
     argv = ["--replay", "--trace", str(trace), "--series", str(series), "--json", "--quiet"]
     argv += ["--tune-on", "2024-01-01..2024-01-03", "--score-on", "2024-01-03.."]
-    assert backtest(argv) == 0
+    assert run_command("backtest", argv) == 0
     body = json.loads(capsys.readouterr().out)
     # Runs 3 and 4 are scored: 2 h; run 4's kill is the request's only one.
     request = next(r for r in body["recommenders"] if r["name"] == "request")
@@ -105,7 +105,7 @@ def test_the_table_shows_the_choices_and_the_curves(files, capsys):
     trace, series = files
     argv = ["--replay", "--trace", str(trace), "--series", str(series), "--quiet"]
     argv += ["--tune-on", "2024-01-01..2024-01-03", "--score-on", "2024-01-03.."]
-    assert backtest(argv) == 0
+    assert run_command("backtest", argv) == 0
     out = capsys.readouterr().out
     assert "figures on 2 runs: runs of 2024-01-03.., knobs tuned on 2024-01-01..2024-01-03" in out
     assert "Knobs chosen on the tuning period" in out

@@ -13,7 +13,7 @@ from brain.lab.backtest.runner import Options, backtest
 from brain.lab.backtest.tuning import choose, dominance
 from brain.optimizing import OptimizerRegistry
 from tests.builders.traces import trace
-from tests.lab.backtest.test_command import backtest as backtest_cli
+from tests.commands import run_command
 
 
 def test_periods_are_ranges_months_or_days_with_the_end_excluded():
@@ -109,19 +109,19 @@ def test_the_cli_labels_its_scope_and_refuses_overlapping_periods(tmp_path, caps
     ):
         rows.append(f"a,{day},288,2,1000,0.1,0.5,0.6,50,{peak}")
     path.write_text("\n".join(rows) + "\n")
-    assert backtest_cli(["--trace", str(path), "--quiet", "--min-history", "1"]) == 0
+    assert run_command("backtest", ["--trace", str(path), "--quiet", "--min-history", "1"]) == 0
     assert capsys.readouterr().out.startswith("in-sample: all runs")
     argv = ["--trace", str(path), "--quiet", "--min-history", "1", "--tune-on", "2024-01"]
-    assert backtest_cli([*argv, "--score-on", "2024-02"]) == 0
+    assert run_command("backtest", [*argv, "--score-on", "2024-02"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("out of time: knobs tuned on 2024-01, scored on 2024-02")
     assert "knobs chosen on the tuning period" in out
-    assert backtest_cli([*argv, "--score-on", "2024-02", "--json"]) == 0
+    assert run_command("backtest", [*argv, "--score-on", "2024-02", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["in_sample"] is False and report["scored_runs"] == 3
     assert {c["family"] for c in report["choices"]} >= {"max_last7", "p90_last7"}
-    assert backtest_cli([*argv, "--score-on", "2024-01-15..2024-03"]) == 2
+    assert run_command("backtest", [*argv, "--score-on", "2024-01-15..2024-03"]) == 2
     assert "overlaps" in capsys.readouterr().err
-    assert backtest_cli(argv) == 2
+    assert run_command("backtest", argv) == 2
     assert "--tune-on needs --score-on" in capsys.readouterr().err
-    assert backtest_cli([*argv, "--score-on", "2024-02", "--target", "disk=0.1"]) == 2
+    assert run_command("backtest", [*argv, "--score-on", "2024-02", "--target", "disk=0.1"]) == 2
