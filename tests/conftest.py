@@ -31,6 +31,7 @@ from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import Base
 from tests.builders import token_secret
+from tests.builders.tenancy import team_headers
 from tests.throwaway_pg import throwaway_postgres
 
 # Property tests: in CI the same examples every run (a landing must not fail on an
@@ -164,6 +165,14 @@ def settings(pg_url, db, tmp_path) -> Settings:
 def client(settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def teams(settings, db) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
+    """A server with an admin token and one write token per team (tests.builders.tenancy)."""
+    headers = team_headers(db)
+    with TestClient(create_app(settings)) as client:
+        yield client, headers
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ read the cluster's jobs through the cluster state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -16,61 +15,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from brain.domain import utcnow
-from tests.builders import bearer, job_body, node_point, record_run, token_secret
-
-A, B = "team-a", "team-b"
-# B's runs: a worker asks 16 cores / 65536 MiB and uses about 12 cores / 50,000 MiB.
-B_WORKER = {"count": 2, "cpu": 16, "memory_mib": 65536}
-B_PS = {"count": 1, "cpu": 4, "memory_mib": 8192}
-
-
-@pytest.fixture
-def teams(settings, db) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
-    """A server with an admin token and one write token per team."""
-    headers = {}
-    for name, namespaces in (("admin", None), (A, [A]), (B, [B])):
-        scope = "admin" if namespaces is None else "write"
-        secret = token_secret(db, name, scope, namespaces)
-        headers[name] = bearer(secret)
-    with TestClient(create_app(settings)) as client:
-        yield client, headers
-
-
-def _finished_run(client, headers, uid, namespace, *, cpu, memory_mib, days_ago, roles=None):
-    """A succeeded run of user bob on dataset clicks: its worker-0 and ps-0 used ``cpu``
-    cores and ``memory_mib`` MiB for an hour, sampled every 15 minutes."""
-    body = job_body(
-        name="ctr",
-        user="bob",
-        dataset="clicks",
-        namespace=namespace,
-        roles=roles or {"ps": B_PS, "worker": B_WORKER},
-    )
-    record_run(
-        client,
-        uid,
-        body,
-        {node: (cpu, memory_mib) for node in ("x-edljob-worker-0", "x-edljob-ps-0")},
-        start=(utcnow() - timedelta(days=days_ago)).replace(microsecond=0),
-        sample_minutes=range(0, 61, 15),
-        finished_minutes=60,
-        headers=headers,
-    )
-
-
-def _create_plan(client, headers, uid, namespace) -> dict:
-    body = job_body(
-        name="ctr",
-        user="bob",
-        dataset="clicks",
-        namespace=namespace,
-        roles={"ps": B_PS, "worker": B_WORKER},
-    )
-    assert client.put(f"/api/v1/jobs/{uid}", json=body, headers=headers).status_code in (200, 201)
-    optimize = {"stage": "create"}
-    response = client.post(f"/api/v1/jobs/{uid}/optimize", json=optimize, headers=headers)
-    assert response.status_code == 200, response.text
-    return response.json()
+from tests.builders import job_body, node_point
+from tests.builders.tenancy import A, B, create_plan, finished_run
 
 
 def _cited_uids(plan: dict) -> set[str]:
@@ -87,21 +33,21 @@ def _cited_uids(plan: dict) -> set[str]:
 def test_another_namespaces_runs_under_my_user_and_dataset_leave_my_create_plan_unchanged(teams):
     client, tokens = teams
     for i in range(3):
-        _finished_run(client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i)
-    before = _create_plan(client, tokens[B], "b-next", B)
+        finished_run(client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i)
+    before = create_plan(client, tokens[B], "b-next", B)
     # B's runs size B's worker: from the 12 cores used, not the 16 asked.
     assert 12 <= before["roles"]["worker"]["cpu"] < 16
     assert _cited_uids(before) == {"b-run-0", "b-run-1", "b-run-2"}
 
     # A registers ten tiny succeeded runs under B's user and dataset, newer than B's.
     for i in range(10):
-        _finished_run(client, tokens[A], f"a-fake-{i}", A, cpu=0.1, memory_mib=100, days_ago=1)
-    after = _create_plan(client, tokens[B], "b-next", B)
+        finished_run(client, tokens[A], f"a-fake-{i}", A, cpu=0.1, memory_mib=100, days_ago=1)
+    after = create_plan(client, tokens[B], "b-next", B)
     assert after["roles"] == before["roles"]
     assert _cited_uids(after) == {"b-run-0", "b-run-1", "b-run-2"}
 
     # And A's own create plan learns from A's runs only, naming none of B's.
-    mine = _create_plan(client, tokens[A], "a-next", A)
+    mine = create_plan(client, tokens[A], "a-next", A)
     assert _cited_uids(mine) <= {f"a-fake-{i}" for i in range(10)}
     # sized from A's 0.1-core runs: down from the 16 cores asked as far as one plan may
     # go (max_change_factor 8: 2 cores)
@@ -113,10 +59,10 @@ def test_pooled_history_uses_other_namespaces_runs_without_naming_them(settings,
     pooled = settings.model_copy(update={"history_across_namespaces": True})
     with TestClient(create_app(pooled)) as client:
         for i in range(3):
-            _finished_run(
+            finished_run(
                 client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i
             )
-        plan = _create_plan(client, tokens["admin"], "a-next", A)
+        plan = create_plan(client, tokens["admin"], "a-next", A)
     # B's three runs sized it (12 cores used, not the 16 asked)...
     assert 12 <= plan["roles"]["worker"]["cpu"] < 16
     # ...but A's plan never names them.
@@ -132,10 +78,10 @@ def test_a_restricted_caller_pools_only_the_namespaces_it_may_read(settings, tea
     pooled = settings.model_copy(update={"history_across_namespaces": True})
     with TestClient(create_app(pooled)) as client:
         for i in range(3):
-            _finished_run(
+            finished_run(
                 client, tokens[B], f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i
             )
-        plan = _create_plan(client, tokens[A], "a-next", A)
+        plan = create_plan(client, tokens[A], "a-next", A)
     # Token A may not read B's runs: no history, so the registered request stands.
     assert _cited_uids(plan) == set()
     assert all(r["evidence"].get("related_jobs") in (None, 0) for r in plan["reasons"]), plan[
@@ -148,7 +94,7 @@ def test_a_restricted_token_reads_the_cluster_state_as_totals_only(teams):
     push = {"source": "volcano", "nodes": 40, "free_cpu": 12.5, "pending_cpu": 48}
     pushed = client.post("/api/v1/cluster/state", json=push, headers=tokens["admin"])
     assert pushed.status_code == 200
-    _finished_run(client, tokens[B], "b-run-0", B, cpu=12, memory_mib=50_000, days_ago=3)
+    finished_run(client, tokens[B], "b-run-0", B, cpu=12, memory_mib=50_000, days_ago=3)
     state = client.get("/api/v1/cluster/state", headers=tokens[A])
     assert state.status_code == 200
     assert "b-run-0" not in state.text

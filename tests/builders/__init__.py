@@ -4,7 +4,8 @@ for the API (``job_body``, ``node_point``), runs recorded through the API
 (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``); and API tokens
 (``token_secret``) with the header that presents one (``bearer``). ``views`` builds what
 optimizers see (jobs, nodes, samples, plans, contexts), ``optimizers`` holds stand-in
-optimizers, ``traces`` builds traces of runs for the backtest and the learned models."""
+optimizers, ``traces`` builds traces of runs for the backtest and the learned models,
+``tenancy`` two teams' tokens, runs and plans."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from datetime import timedelta
 from api.app import create_app
 from brain.config import Settings
 from brain.domain import utcnow
-from tests.api.test_tenancy import A, B, _finished_run, teams  # noqa: F401
 from tests.builders import job_body, node_point
+from tests.builders.tenancy import A, B, finished_run
 
 B_MIB, A_MIB = 54_321, 11_111
 # B's number as a JSON number of its own (not digits inside another number's decimals).
@@ -128,8 +128,8 @@ def test_team_a_reads_nothing_of_team_b_and_changes_nothing_of_it(teams):  # noq
     state["ts"] = (utcnow() - timedelta(seconds=30)).isoformat()
     assert client.post("/api/v1/cluster/state", json=state, headers=admin).status_code == 200
     for i in range(3):
-        _finished_run(client, tokens[B], f"b-run-{i}", B, cpu=3, memory_mib=B_MIB, days_ago=2 + i)
-        _finished_run(client, tokens[A], f"a-run-{i}", A, cpu=3, memory_mib=A_MIB, days_ago=2 + i)
+        finished_run(client, tokens[B], f"b-run-{i}", B, cpu=3, memory_mib=B_MIB, days_ago=2 + i)
+        finished_run(client, tokens[A], f"a-run-{i}", A, cpu=3, memory_mib=A_MIB, days_ago=2 + i)
     b = _live_job(client, tokens[B], B, "b-live", B_MIB)
     a = _live_job(client, tokens[A], A, "a-live", A_MIB)
     before = _snapshot(client, tokens[B], "b-live")

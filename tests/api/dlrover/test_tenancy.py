@@ -7,7 +7,7 @@ from __future__ import annotations
 import grpc
 from dlrover.proto import brain_pb2, brain_pb2_grpc
 
-from tests.api.test_tenancy import A, B, _create_plan, _finished_run
+from tests.builders.tenancy import A, B, create_plan, finished_run
 
 
 def _create_answer(stub, uid: str) -> dict[str, tuple[int, float, int]]:
@@ -24,13 +24,13 @@ def _create_answer(stub, uid: str) -> dict[str, tuple[int, float, int]]:
 
 def test_another_namespaces_runs_leave_the_grpc_create_answer_unchanged(brain):
     for i in range(3):
-        _finished_run(brain.rest, {}, f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i)
-    _create_plan(brain.rest, {}, "b-next", B)
+        finished_run(brain.rest, {}, f"b-run-{i}", B, cpu=12, memory_mib=50_000, days_ago=3 + i)
+    create_plan(brain.rest, {}, "b-next", B)
     with grpc.insecure_channel(brain.addr) as channel:
         stub = brain_pb2_grpc.BrainStub(channel)
         before = _create_answer(stub, "b-next")
         for i in range(10):
-            _finished_run(brain.rest, {}, f"a-fake-{i}", A, cpu=0.1, memory_mib=100, days_ago=1)
+            finished_run(brain.rest, {}, f"a-fake-{i}", A, cpu=0.1, memory_mib=100, days_ago=1)
         after = _create_answer(stub, "b-next")
     # B's worker, sized from B's 12 cores used: the same before and after A's runs.
     assert 12 <= before["worker"][1] < 16
