@@ -5,7 +5,8 @@ for the API (``job_body``, ``node_point``), runs recorded through the API
 (``token_secret``) with the header that presents one (``bearer``). ``views`` builds what
 optimizers see (jobs, nodes, samples, plans, contexts), ``optimizers`` holds stand-in
 optimizers, ``traces`` builds traces of runs for the backtest and the learned models,
-``tenancy`` two teams' tokens, runs and plans."""
+``tenancy`` two teams' tokens, runs and plans, ``dlrover`` DLRover's master objects and
+the jobs the drop-in tests give it."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from api.app import create_app
 from api.server import dlrover_grpc
 from api.state import server_state
 from brain.config import Settings
-from tests.api.dlrover.builders import JOB_NAME, JOB_UID
+from tests.builders.dlrover import JOB_NAME, JOB_UID
 from tests.ports import free_port
 
 

@@ -12,7 +12,7 @@ from api.app import create_app
 from api.server import dlrover_grpc
 from brain.db.engine import make_session_factory
 from brain.services.tokens import TokenScope, create_token
-from tests.api.dlrover.builders import JOB_UID
+from tests.builders.dlrover import JOB_UID
 from tests.ports import free_port
 
 

@@ -13,7 +13,7 @@ from dlrover.python.master.resource.job import JobResource, PSJobResourceOptimiz
 from google.protobuf import empty_pb2
 
 from brain.services import master_reports
-from tests.api.dlrover.builders import JOB_UID, job_body, pod
+from tests.builders.dlrover import JOB_UID, job_body, pod
 
 
 def _optimize(stub, stage: str, uid: str | None = JOB_UID, oom: str | None = None):

@@ -17,8 +17,8 @@ from api.dlrover.elasticjobs import ElasticJob, ElasticJobLookup, quantity, requ
 from brain.bounds import InputBounds
 from brain.config import Settings
 from brain.domain import RoleSpec
-from tests.api.dlrover.builders import JOB_NAME, JOB_UID, MIB, job_body
 from tests.api.dlrover.conftest import serve_brain
+from tests.builders.dlrover import JOB_NAME, JOB_UID, MIB, job_body
 
 
 def elastic_job(uid: str, replicas: dict[str, tuple[int, dict]]) -> dict:

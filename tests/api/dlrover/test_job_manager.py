@@ -7,13 +7,13 @@ import pytest
 from dlrover.python.common.constants import JobOptStage, NodeType
 
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
-from tests.api.dlrover.builders import (
+from tests.builders import node_point
+from tests.builders.dlrover import (
     JOB_UID,
     ElasticJobArgs,
     finished_run,
     job_body,
     pod,
-    point,
     sized_scale_plan,
     start_master,
     ts,
@@ -67,7 +67,7 @@ def test_a_hot_ps_becomes_a_migration_the_master_performs(brain, fake_k8s, dlrov
     # ps-0 ran at 7.4-7.6 of its 8 cores (>= 80%) in its last 8 samples (hot_ps needs 8);
     # ps-1 idles.
     points = [
-        point(pod("ps", index), ts(minutes), cpu, 9000)
+        node_point(pod("ps", index), ts(minutes), cpu, 9000)
         for index, load in ((0, (7.4,) * 5 + (7.4, 7.6, 7.5)), (1, (2.0,) * 5 + (2.0, 2.1, 1.9)))
         for minutes, cpu in zip((8, 7, 6, 5, 4, 3, 2, 1), load, strict=True)
     ]

@@ -12,7 +12,7 @@ from api.state import server_state
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
 from brain.optimizing.sizing import ResourceHistory
 from brain.retraining.service import ModelHolder
-from tests.api.dlrover.builders import (
+from tests.builders.dlrover import (
     JOB_UID,
     ElasticJobArgs,
     finished_run,

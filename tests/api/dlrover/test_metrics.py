@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from brain.db.models import JobSummaryRow, MasterReportRow
-from tests.api.dlrover.builders import JOB_UID
+from tests.builders.dlrover import JOB_UID
 
 
 def _collector() -> JobMetricCollector:

@@ -9,7 +9,7 @@ from dlrover.python.common.node import Node, NodeGroupResource, NodeResource
 from dlrover.python.master.resource.job import PSJobResourceOptimizer
 
 from brain.config import Settings
-from tests.api.dlrover.builders import JOB_UID, MIB, job_body, pod
+from tests.builders.dlrover import JOB_UID, MIB, job_body, pod
 
 
 @pytest.fixture

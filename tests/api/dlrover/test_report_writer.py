@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from api.dlrover.writer import ReportWriter
 from api.state import server_state
 from brain.db.models import MasterReportRow
-from tests.api.dlrover.builders import JOB_UID
+from tests.builders.dlrover import JOB_UID
 
 
 def test_what_queues_during_a_write_is_written_as_one_batch():

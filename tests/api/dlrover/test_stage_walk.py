@@ -16,7 +16,7 @@ from dlrover.python.master.resource.job import (
 from dlrover.python.master.resource.local_optimizer import PSLocalOptimizer
 from dlrover.python.scheduler.job import ResourceLimits
 
-from tests.api.dlrover.builders import JOB_UID, MIB, job_body
+from tests.builders.dlrover import JOB_UID, MIB, job_body
 
 PHASE = "optimizer.worker.optimize-phase"
 

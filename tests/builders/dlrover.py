@@ -1,4 +1,5 @@
-"""Jobs, histories and DLRover master objects for the drop-in tests."""
+"""Jobs, histories and DLRover master objects for the drop-in tests (the DLRover adapter's,
+under tests/api/dlrover)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from dlrover.python.master.monitor.perf_monitor import PerfMonitor
 from dlrover.python.master.node.dist_job_manager import create_job_manager
 from dlrover.python.scheduler.job import JobArgs, NodeArgs
 from fastapi.testclient import TestClient
+
+from tests.builders import record_run
 
 MIB = 2**20
 JOB_NAME = "dropin"
@@ -88,32 +91,17 @@ def ts(minutes_ago: float) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def point(name: str, at: str, cpu: float, memory_mib: float) -> dict[str, Any]:
-    role, index = name.rsplit("-", 2)[-2:]
-    return {
-        "name": name,
-        "role": role,
-        "index": int(index),
-        "ts": at,
-        "cpu": cpu,
-        "memory_mib": memory_mib,
-    }
-
-
 def finished_run(
     rest: TestClient, uid: str, days_ago: int, ps_use: list[tuple[float, float]], worker_use
 ) -> None:
     """A succeeded ``ctr-train`` run of alice: per PS and worker node one (cpu, memory_mib)
     load held over ten one-minute samples; it is summarized when it finishes."""
+    usage = {
+        pod(role, index, uid): use
+        for role, uses in (("ps", ps_use), ("worker", worker_use))
+        for index, use in enumerate(uses)
+    }
     start = datetime.now(UTC) - timedelta(days=days_ago)
-    body = job_body(status="running", started_at=start.isoformat())
-    assert rest.put(f"/api/v1/jobs/{uid}", json=body).status_code == 201
-    points = []
-    for role, use in (("ps", ps_use), ("worker", worker_use)):
-        for index, (cpu, memory) in enumerate(use):
-            for minute in range(10):
-                at = (start + timedelta(minutes=minute)).isoformat()
-                points.append(point(pod(role, index, uid), at, cpu, memory))
-    assert rest.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": points}).status_code == 200
-    finish = {"status": "succeeded", "finished_at": (start + timedelta(minutes=10)).isoformat()}
-    assert rest.patch(f"/api/v1/jobs/{uid}", json=finish).status_code == 200
+    record_run(
+        rest, uid, job_body(), usage, start=start, sample_minutes=range(10), finished_minutes=10
+    )
