@@ -12,6 +12,7 @@ from pydantic import Field
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage, Strategy
 from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal, Reason
 from brain.optimizing.guard import effective_roles, exceeded_limits, role_totals
+from optimizers import allreduce_estimate
 from optimizers._common import (
     CpuStepSettings,
     ceil_mib,
@@ -108,7 +109,8 @@ class _PsMemoryFit:
 
 
 class ResourceEstimateOptimizer:
-    """Sizes workers and PS of a PS job from the usage of its chief and PS, once.
+    """Sizes workers and PS of a PS job from the usage of its chief and PS, once; an
+    all-reduce job's workers from their own usage (``optimizers.allreduce_estimate``).
 
     It is ready after ``ready_after_s`` of training with ``min_samples`` samples of the
     trainer and every live PS (failed nodes do not count); until then, and after an
@@ -137,8 +139,6 @@ class ResourceEstimateOptimizer:
     Settings: ClassVar[type[EstimateSettings]] = EstimateSettings
 
     def propose(self, context: OptimizerContext, settings: EstimateSettings) -> Proposal:
-        if context.job.strategy != Strategy.ps:
-            return no_change(NAME, "not a PS job: nothing to estimate")
         applied = [
             p.id
             for p in context.plans
@@ -151,6 +151,8 @@ class ResourceEstimateOptimizer:
                 "running stage's",
                 {"plan": applied[-1]},
             )
+        if context.job.strategy != Strategy.ps:
+            return allreduce_estimate.propose(context, settings)
         has_chief = ROLE_CHIEF in context.job.roles or bool(context.nodes_of(ROLE_CHIEF))
         trainer = _trainer(context, has_chief)
         ps_nodes = context.nodes_of(ROLE_PS)
