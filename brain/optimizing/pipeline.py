@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,6 +21,7 @@ from brain.optimizing.context import OptimizerContext
 from brain.optimizing.guard import combine, enforce_bounds
 from brain.optimizing.proposal import Proposal, Reason
 from brain.optimizing.registry import Optimizer, OptimizerRegistry
+from brain.optimizing.step_bounds import with_cpu_budget
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,10 @@ def run_stage(
     """
     optimizers = select_optimizers(registry, stage, requested, settings)
     resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
-    proposals = [(o.name, _propose(o, context, resolved[o.name])) for o in optimizers]
+    # The site's budget stands in for a missing CPU limit for the optimizers too, so they
+    # size within it (an estimate for the budget, not for max_workers cut down after).
+    budgeted = replace(context, job=with_cpu_budget(context.job, settings.default_job_cpu, []))
+    proposals = [(o.name, _propose(o, budgeted, resolved[o.name])) for o in optimizers]
     bounded = enforce_bounds(
         combine(proposals),
         context.job,

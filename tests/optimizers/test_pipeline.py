@@ -89,3 +89,36 @@ def test_overlay_takes_proposed_values_else_current_over_both_sides_roles():
         "worker": RoleSpec(count=4, cpu=3, gpu=0),  # a proposed 0 is a value, not "open"
         "chief": RoleSpec(cpu=1),
     }
+
+
+class SeesLimit:
+    """Proposes workers of the job's CPU limit over 4 (what it was shown)."""
+
+    name = "sees_limit"
+    stages = frozenset({Stage.create})
+
+    class Settings(BaseModel):
+        pass
+
+    def propose(self, context, settings):
+        cpu = context.job.limits.cpu
+        return Proposal(
+            roles={"worker": RoleSpec(cpu=cpu / 4)},
+            reasons=[Reason(self.name, f"the job's CPU limit is {cpu}")],
+        )
+
+
+def test_the_site_budget_stands_in_for_a_missing_limit_for_the_optimizers_too():
+    # No CPU limit, a 24-core site budget: the optimizer sizes within 24 cores (4 workers
+    # of 24 / 4 = 6), and the guard still says the budget stood in.
+    settings = Settings(default_job_cpu=24, stage_optimizers={"create": ["sees_limit"]})
+    result = run_stage(OptimizerRegistry([SeesLimit()]), Stage.create, context(), settings)
+    assert result.proposal.roles["worker"].cpu == 6
+    messages = [r.message for r in result.proposal.reasons]
+    assert "the job's CPU limit is 24.0" in messages
+    assert any("the site's budget of 24 cores per job stands in" in m for m in messages)
+    # with a limit of its own, the budget plays no part
+    limited = run_stage(
+        OptimizerRegistry([SeesLimit()]), Stage.create, context(limits=Limits(cpu=20)), settings
+    )
+    assert limited.proposal.roles["worker"].cpu == 5

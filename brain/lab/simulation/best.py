@@ -8,6 +8,10 @@ from brain.lab.simulation.model import ThroughputModel, normalized
 from brain.lab.simulation.scenarios import Scenario
 
 MAX_WORKERS = 64
+# The site's CPU budget for a job without a CPU limit (BRAIN_DEFAULT_JOB_CPU), which the
+# in-process Brain runs with: Brain holds such a job to it, so its best is judged within
+# it too.
+SITE_JOB_CPU = 64.0
 MAX_PS = 8
 # Worker CPU as a fraction of what a worker needs: a smaller worker may let one more fit.
 WORKER_CPU_FRACTIONS = (1.0, 0.9, 0.8, 0.75, 0.6, 0.5)
@@ -29,7 +33,8 @@ class Allocation:
 def best_allocation(s: Scenario, global_step: float = 0.0) -> Allocation:
     """The highest speed within the job's CPU and GPU limits (fewest cores on a tie), with
     the PS cost the job has after ``global_step`` steps (the scenarios whose cost grows
-    are judged on their last one).
+    are judged on their last one). A job without a CPU limit is held to the site's
+    budget, ``SITE_JOB_CPU``.
 
     PS get CPU in proportion to their traffic, each at most the largest node; every
     worker keeps its declared GPUs (an all-reduce job scales by whole workers).
@@ -38,13 +43,14 @@ def best_allocation(s: Scenario, global_step: float = 0.0) -> Allocation:
     gpu_each = s.roles["worker"].gpu
     best = Allocation(0.0, 0, 0.0, 0, 0.0)
     ps_counts = range(1, MAX_PS + 1) if s.strategy == "ps" else (0,)
+    limit_cpu = SITE_JOB_CPU if s.limit_cpu is None else s.limit_cpu
     for workers in range(1, MAX_WORKERS + 1):
         if s.limit_gpu is not None and workers * gpu_each > s.limit_gpu + 1e-9:
             break
         for fraction in WORKER_CPU_FRACTIONS:
             worker_cpu = model.worker_cpu_needed * fraction
             demand = model.worker_bound([worker_cpu] * workers)
-            budget = float("inf") if s.limit_cpu is None else s.limit_cpu - workers * worker_cpu
+            budget = limit_cpu - workers * worker_cpu
             if budget < 0:
                 continue
             for ps in ps_counts:

@@ -175,7 +175,11 @@ def _client(
     directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="brain-simulate-"))
     database_url = f"sqlite:///{directory}/brain.db"
     migrate.upgrade(database_url)
-    app = create_app(Settings(database_url=database_url, summary_interval_s=0))
+    from brain.lab.simulation.best import SITE_JOB_CPU
+
+    app = create_app(
+        Settings(database_url=database_url, summary_interval_s=0, default_job_cpu=SITE_JOB_CPU)
+    )
     http = stack.enter_context(TestClient(app, base_url="http://brain.local"))
     return BrainClient(http=http)
 

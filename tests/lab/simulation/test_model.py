@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain.lab.simulation.best import best_allocation
+from brain.lab.simulation.best import SITE_JOB_CPU, best_allocation
 from brain.lab.simulation.model import BETA_PS_NCF, MemoryModel, ThroughputModel, normalized
 from brain.lab.simulation.scenarios import SCENARIOS, RoleStart, Scenario
 
@@ -60,3 +60,22 @@ def test_ps_memory_grows_with_steps():
     memory = SCENARIOS["ps-growing-memory"].memory
     # 1500 MiB + 0.005 MiB/step x 600,000 steps
     assert memory.ps_total(600_000) == pytest.approx(4500.0)
+
+
+def test_best_allocation_without_a_limit_stays_within_the_site_budget():
+    # No CPU limit: the site's 64 cores (SITE_JOB_CPU, which the in-process Brain holds
+    # such a job to) bound the best. All-reduce workers needing 4 cores: at most 64 / 4 = 16
+    # effective workers, 10 x 16 / (1 + 0.1 x 15) = 64 steps/s, first reached by 16 whole
+    # workers (20 of 3.2 cores reach the same with as many cores).
+    scenario = Scenario(
+        name="t",
+        description="",
+        strategy="allreduce",
+        roles={"worker": RoleStart(2, 8, 32768, gpu=1)},
+        throughput=ThroughputModel(per_worker_steps_per_sec=10, beta=0.1, worker_cpu_needed=4),
+        memory=MemoryModel(worker_mib=20000),
+    )
+    assert SITE_JOB_CPU == 64
+    best = best_allocation(scenario)
+    assert (best.workers, best.worker_cpu) == (16, 4)
+    assert best.steps_per_sec == pytest.approx(64.0)
