@@ -67,6 +67,10 @@ HEADROOM_FIELDS = {
 }
 
 
+# Evidence key of a role's reason when its memory is below the newest run's peak (MiB).
+MEMORY_BELOW_PEAK = "memory_below_peak_mib"
+
+
 def _margin(default: float, what: str) -> Any:
     return Field(default, ge=1.0, le=10.0, description=f"Base factor on the {what} envelope.")
 
@@ -418,6 +422,15 @@ def _size_role(
             value = min(value, spec.memory_mib)
         memory_mib = ceil_mib(value)
         sized("memory", sizing, memory_mib, "MiB")
+    newest_peak = peaks.memory_mib[-1]
+    if memory_mib is not None and memory_mib < newest_peak:
+        # The request's cap, or an envelope of runs mostly smaller than the newest: what
+        # the newest run used no longer fits, which the plan must say.
+        evidence[MEMORY_BELOW_PEAK] = newest_peak
+        notes.append(
+            f"memory {memory_mib:g} MiB is below the newest run's peak {newest_peak:.0f} MiB: "
+            "it may be OOM-killed"
+        )
     if trusted("cpu", last.cpu, spec.cpu):
         sizing = size_from_peaks(peaks.cpu, resource_policy(settings, "cpu"), fits=peaks.cpu_p95)
         cpu = ceil_to(sizing.value, settings.cpu_step)

@@ -38,6 +38,7 @@ from brain.optimizing import (
 )
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.roles import EPSILON, SIZE_FIELDS, effective_roles, node_level_totals
+from optimizers.learned_margin import MEMORY_BELOW_PEAK
 from tests.builders.views import NOW, job
 
 REGISTRY = load_registry()
@@ -196,7 +197,7 @@ def assert_trusted(proposal, the_job, nodes):
 
 
 PROPERTY = settings(
-    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -206,6 +207,15 @@ def test_create_plans_are_trusted_deterministic_and_stable(shape):
     the_job, history = shape
     first = plan_for(Stage.create, the_job, history)
     assert_trusted(first, the_job, ())
+    if history:  # the newest run's peak per node; the PS tier's over its nodes
+        newest = history[0]
+        peaks = {
+            role: max(n.memory_max_mib for n in newest.role_nodes(role))
+            * ((the_job.roles[role].count or 0) if role == ROLE_PS else 1)
+            for role in the_job.roles
+            if newest.role_nodes(role)
+        }
+        assert_memory_kept(first, the_job, (), peaks)
     # the same input gives the same plan
     assert plan_for(Stage.create, the_job, history) == first
     for role, planned in first.roles.items():
@@ -248,12 +258,45 @@ def test_create_plans_are_trusted_deterministic_and_stable(shape):
 def test_estimate_running_and_oom_plans_are_trusted(data):
     the_job, _ = data.draw(job_shapes())
     nodes, samples, speed = data.draw(live_state(the_job))
+    peaks = {}  # this run's peak per node; the PS tier's in total
+    for n in nodes:
+        peak = max(s.memory_mib for s in samples if s.node == n.name)
+        peaks[n.role] = peaks.get(n.role, 0.0) + peak if n.role == ROLE_PS else max(
+            peaks.get(n.role, 0.0), peak
+        )
     for stage in (Stage.estimate, Stage.running):
         proposal = plan_for(stage, the_job, nodes=nodes, samples=samples, speed=speed)
         assert_trusted(proposal, the_job, nodes)
+        assert_memory_kept(proposal, the_job, nodes, peaks)
         assert plan_for(stage, the_job, nodes=nodes, samples=samples, speed=speed) == proposal
     if nodes:
         victim = data.draw(st.sampled_from(nodes))
         oom = (EventView(id=1, ts=NOW, kind="oom", node=victim.name),)
         proposal = plan_for(Stage.oom, the_job, nodes=nodes, samples=samples, events=oom)
         assert_trusted(proposal, the_job, nodes)
+
+
+def states_memory_risk(proposal, role):
+    """A reason that says the plan gives ``role`` less memory than it used: an optimizer's
+    (``MEMORY_BELOW_PEAK`` in the role's evidence) or the guard's cut to fit a limit."""
+    return any(
+        (r.evidence.get("role") == role and MEMORY_BELOW_PEAK in r.evidence)
+        or (r.optimizer == "guard" and "cut memory_mib" in r.message and f"{role} " in r.message)
+        for r in proposal.reasons
+    )
+
+
+def assert_memory_kept(proposal, the_job, nodes, peaks):
+    """Every role's planned memory at least ``peaks[role]`` (per node; the PS tier in
+    total, as it shards), unless the plan states the risk."""
+    for role, spec in effective_roles(proposal.roles, the_job, nodes).items():
+        peak = peaks.get(role)
+        if peak is None or (proposal.roles.get(role) or RoleSpec()).memory_mib is None:
+            continue
+        planned = (spec.memory_mib or 0.0) * ((spec.count or 0) if role == ROLE_PS else 1)
+        assert planned >= peak - 1e-6 or states_memory_risk(proposal, role), (
+            role,
+            planned,
+            peak,
+            proposal.reasons,
+        )
