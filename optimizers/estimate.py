@@ -120,7 +120,7 @@ class ResourceEstimateOptimizer:
     (the speed samples' count; 1, the chief, without them).
     ``workers = floor(cpu limit / (chief CPU + PS CPU per worker))`` counts the chief:
     with a chief role the proposal sets ``chief.count = 1`` and ``worker.count = workers
-    - 1``, without one ``worker.count = workers``. Workers get the chief's peak memory x
+    - 1``, without one ``worker.count = workers``. Workers get the trainers' peak memory x
     factor and its mean CPU: x factor when the chief or a PS is CPU-bound (uses at least
     ``cpu_bound_at`` of its request: what it uses understates what it needs), else as
     used, with the factor as their CPU limit. The PS serve ``workers x PS CPU per
@@ -162,6 +162,16 @@ class ResourceEstimateOptimizer:
         chief_samples = context.samples_of(trainer.name)
         chief_cpu = mean_cpu(chief_samples)
         chief_mem = max(s.memory_mib for s in chief_samples)
+        # Workers are sized for the most any trainer held, not only the one measured:
+        # a worker that already runs may hold more than the chief.
+        trainer_mem = max(
+            [chief_mem]
+            + [
+                s.memory_mib
+                for n in context.nodes_of(ROLE_WORKER) + context.nodes_of(ROLE_CHIEF)
+                for s in context.samples_of(n.name)
+            ]
+        )
         ps_cpus = {n.name: mean_cpu(context.samples_of(n.name)) for n in ps_nodes}
         ps_cpu_used = sum(ps_cpus.values())
         ps_mem_used = sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes)
@@ -188,7 +198,7 @@ class ResourceEstimateOptimizer:
         margin = settings.factor if chief_bound or ps_bound else 1.0
         worker = RoleSpec(
             cpu=ceil_to(chief_cpu * margin, settings.cpu_step),
-            memory_mib=ceil_mib(chief_mem * settings.factor),
+            memory_mib=ceil_mib(trainer_mem * settings.factor),
             cpu_limit=None
             if margin > 1
             else ceil_to(chief_cpu * settings.factor, settings.cpu_step),
@@ -245,6 +255,7 @@ class ResourceEstimateOptimizer:
             "trainer": trainer.name,
             "chief_cpu": round(chief_cpu, 3),
             "chief_memory_mib": round(chief_mem, 1),
+            "trainer_memory_peak_mib": round(trainer_mem, 1),
             "total_ps_cpu": round(ps_cpu_used, 3),
             "workers_training": trainers,
             "ps_cpu_per_worker": round(ps_cpu_per_worker, 3),

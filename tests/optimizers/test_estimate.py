@@ -264,3 +264,22 @@ def test_slowly_growing_ps_memory_is_sized_for_the_end_of_training():
     assert ahead.roles["ps"].memory_mib == 2136
     [why] = [r for r in ahead.reasons if "grows" in r.message]
     assert "3600 s ahead (36000 steps)" in why.message
+
+
+def test_workers_get_the_memory_any_trainer_held():
+    # A worker that already runs peaked at 6000 MiB, the chief at 4100: workers (and the
+    # chief, sized like one) get 6000 x 1.2 = 7200 MiB, not 4100 x 1.2 = 4920.
+    worker = node("worker-0", "worker", cpu=4, memory_mib=8192)
+    samples = [*STABLE_SAMPLES, *series("worker-0", cpu=[2.0] * 3, memory_mib=[5800, 6000, 5900])]
+    the_job = job(limits=Limits(cpu=40))
+    ctx = context(
+        Stage.estimate,
+        the_job,
+        nodes=[*NODES, worker],
+        samples=samples,
+        speed=speed_steps([0, 1000, 2000]),
+    )
+    proposal = ResourceEstimateOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles["worker"].memory_mib == 7200
+    assert proposal.roles["chief"].memory_mib == 7200
+    assert proposal.reasons[0].evidence["trainer_memory_peak_mib"] == 6000

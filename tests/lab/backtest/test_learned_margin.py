@@ -8,7 +8,11 @@ import pytest
 
 from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy
 from brain.optimizing import HistoricalJob, JobView, NodeUsage, OptimizerContext, load_registry
-from optimizers.learned_margin import LearnedMarginOptimizer, LearnedMarginSettings
+from optimizers.learned_margin import (
+    MEMORY_BELOW_PEAK,
+    LearnedMarginOptimizer,
+    LearnedMarginSettings,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 # Plain settings that make the arithmetic easy to follow: no early margin, no headroom,
@@ -136,6 +140,17 @@ def test_thin_histories_get_a_wider_margin():
 def test_memory_is_capped_by_the_request_unless_told_otherwise():
     assert memory_of([1000, 2000], settings(), memory_mib=1500) == 1500
     assert memory_of([1000, 2000], settings(cap_memory_at_request=False), memory_mib=1500) == 2200
+
+
+def test_memory_below_the_newest_peak_is_said():
+    # capped at the 1500 MiB request, below the newest run's 2000 MiB peak: said
+    history = [past(i, p, requested_mib=1500) for i, p in enumerate([1000, 2000])]
+    [why] = propose(history, settings(), memory_mib=1500).reasons
+    assert why.evidence[MEMORY_BELOW_PEAK] == 2000
+    assert "memory 1500 MiB is below the newest run's peak 2000 MiB" in why.message
+    # 2000 x 1.1 = 2200 holds it: nothing to say
+    [fits] = propose(history, settings(cap_memory_at_request=False), memory_mib=1500).reasons
+    assert MEMORY_BELOW_PEAK not in fits.evidence
 
 
 def test_a_changed_request_keeps_its_memory_but_cpu_is_still_sized():
