@@ -48,7 +48,7 @@ class PsChangeSettings(BaseModel):
     """The setting every optimizer that changes the PS tier shares."""
 
     ps_change_interval_s: float = Field(
-        600,
+        300,
         ge=0,
         le=7 * 86400,
         description="The PS tier's cooldown: no PS change within this many seconds of the "

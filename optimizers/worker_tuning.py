@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from itertools import groupby
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from brain.domain import ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
 from brain.optimizing import OptimizerContext, PlanView, Proposal, SpeedSample
-from brain.optimizing.guard import current_role, effective_roles, exceeded_limits, role_totals
+from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
 from optimizers._common import cooling_down, mean, no_change, reason
 
 NAME = "worker_tuning"
+GUARD = "guard"
+ESTIMATE = "estimate"
+# CPU granularity of workers made smaller to fit (cores).
+CPU_STEP = 0.1
 # Evidence key of a take-back: the count growth past which did not pay.
 TAKEN_BACK_TO = "taken_back_to"
+# Evidence key of an addition that made the workers smaller to fit: their CPU before.
+CPU_BEFORE = "worker_cpu_before"
+# Evidence key of a step towards the estimate's worker count: not judged by its gain.
+RESUMES_ESTIMATE = "resumes_estimate"
 
 
 class WorkerTuningSettings(BaseModel):
@@ -42,6 +52,13 @@ class WorkerTuningSettings(BaseModel):
         le=1000,
         description="Speed samples needed at the current worker count to judge it.",
     )
+    worker_samples: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="Recent samples per worker averaged for the CPU the workers use (when "
+        "one more worker is fitted by making them all smaller).",
+    )
     cooldown_s: float = Field(
         600,
         ge=0,
@@ -62,6 +79,13 @@ class WorkerTuningOptimizer:
     ``min_count``), and no later plan grows past it (a ceiling read from the applied
     plans, so it outlives the speed window). No change within ``cooldown_s`` of an
     applied worker change.
+
+    When the guard's step bound cut the applied estimate's worker count, it first asks
+    for the rest (as many as the limits hold), a step not judged by its gain per worker.
+    When one more worker of today's size would exceed the CPU limit, every worker is made
+    smaller to fit one more if that adds at least ``min_speed_gain`` to the CPU the
+    workers use (over their last ``worker_samples`` samples); a take-back of that
+    addition restores their size.
     """
 
     name: ClassVar[str] = NAME
@@ -89,9 +113,15 @@ class WorkerTuningOptimizer:
         speed_evidence = _speed_evidence(runs)
         gain = speed_evidence.get("speed_gain")
         per_worker = speed_evidence.get("speed_gain_per_worker")
-        if per_worker is not None and per_worker < settings.min_speed_gain:
+        last = _last_addition(context.plans)
+        judged = last is None or RESUMES_ESTIMATE not in last
+        if judged and per_worker is not None and per_worker < settings.min_speed_gain:
             minimum = context.job.bounds_of(ROLE_WORKER).min_count
-            return _take_back(workers, minimum, speed_evidence, per_worker, settings)
+            cpu_before = None if last is None else last.get(CPU_BEFORE)
+            return _take_back(workers, minimum, speed_evidence, per_worker, settings, cpu_before)
+        resumed = _resume_estimate(context, workers)
+        if resumed is not None:
+            return resumed
 
         ps_evidence: dict[str, object] = {}
         if context.nodes_of(ROLE_PS) or ROLE_PS in context.job.roles:
@@ -132,11 +162,7 @@ class WorkerTuningOptimizer:
             if not exceeded_limits(totals, context.job.limits):
                 break
         else:
-            return no_change(
-                NAME,
-                f"one more worker would exceed the job's limits ({workers} workers now)",
-                ps_evidence | {"workers": workers},
-            )
+            return _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings)
         return Proposal(
             roles=roles,
             reasons=[
@@ -168,6 +194,7 @@ def _take_back(
     speed_evidence: dict,
     per_worker: float,
     settings: WorkerTuningSettings,
+    cpu_before: float | None,
 ) -> Proposal:
     # Speed samples may count the chief too: take back what was added, from the role count.
     added = speed_evidence["workers"] - speed_evidence["previous_workers"]
@@ -186,14 +213,142 @@ def _take_back(
         )
     if previous < 1:
         return no_change(NAME, f"{message}: stop adding", speed_evidence, threshold)
+    # An addition that made the workers smaller to fit is taken back with their size.
+    resized = "" if cpu_before is None else f", back to {cpu_before:g} cores each"
     return Proposal(
-        roles={ROLE_WORKER: RoleSpec(count=previous)},
+        roles={ROLE_WORKER: RoleSpec(count=previous, cpu=cpu_before)},
         reasons=[
             reason(
                 NAME,
-                f"{message}: the added workers did not pay, workers {workers} -> {previous}",
+                f"{message}: the added workers did not pay, workers {workers} -> "
+                f"{previous}{resized}",
                 speed_evidence | {"worker_count": workers, TAKEN_BACK_TO: previous},
                 threshold,
+            )
+        ],
+    )
+
+
+def _last_addition(plans: Sequence[PlanView]) -> dict | None:
+    """The evidence of worker_tuning's reason in the newest applied plan that set the
+    worker count, if that plan added workers (None otherwise)."""
+    applied = [
+        p for p in plans if p.status == PlanStatus.applied and p.applied_at and _sets_workers(p)
+    ]
+    if not applied:
+        return None
+    newest = max(applied, key=lambda p: p.applied_at)
+    for r in newest.reasons:
+        if r.optimizer == NAME and "added" in r.evidence:
+            return r.evidence
+    return None
+
+
+def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None:
+    """The rest of the way to the worker count the applied estimate planned, when the
+    guard's step bound (``BRAIN_MAX_CHANGE_FACTOR``) cut it: the estimate sized the PS
+    for that count, and a gain per added worker this far along is too small to measure
+    against the speed's noise. As many as the limits hold; None when nothing is left."""
+    estimates = [
+        p
+        for p in context.plans
+        if p.stage == Stage.estimate and p.status == PlanStatus.applied and _sets_workers(p)
+    ]
+    if not estimates:
+        return None
+    estimate = max(estimates, key=lambda p: p.applied_at or p.created_at)
+    cut = any(
+        r.optimizer == GUARD and r.message.startswith(f"{ROLE_WORKER}: one plan changes")
+        for r in estimate.reasons
+    )
+    planned = next(
+        (
+            r.evidence["workers"]
+            for r in estimate.reasons
+            if r.optimizer == ESTIMATE and isinstance(r.evidence.get("workers"), int)
+        ),
+        None,
+    )
+    if not cut or planned is None:
+        return None
+    # The PS estimate counts the chief among its workers.
+    target = planned - (1 if ROLE_CHIEF in estimate.roles else 0)
+    maximum = context.job.bounds_of(ROLE_WORKER).max_count
+    if maximum is not None:
+        target = min(target, maximum)
+    for count in range(target, workers, -1):
+        roles = {ROLE_WORKER: RoleSpec(count=count)}
+        if not exceeded_limits(
+            role_totals(effective_roles(roles, context.job, context.nodes)), context.job.limits
+        ):
+            return Proposal(
+                roles=roles,
+                reasons=[
+                    reason(
+                        NAME,
+                        f"the estimate (plan {estimate.id}) planned {target} workers and the "
+                        f"step bound let {estimate.roles[ROLE_WORKER].count} through: workers "
+                        f"{workers} -> {count}",
+                        {
+                            "worker_count": workers,
+                            "added": count - workers,
+                            RESUMES_ESTIMATE: target,
+                        },
+                    )
+                ],
+            )
+    return None
+
+
+def _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings) -> Proposal:
+    """One more worker, every worker made smaller so that they fit the CPU limit, when
+    that adds at least ``min_speed_gain`` to the CPU the workers use (a worker that uses
+    less than its request loses nothing); else no change."""
+    now = current_role(ROLE_WORKER, context.job, context.nodes)
+    limit = context.job.limits.cpu
+    nodes = [n for n in context.nodes_of(ROLE_WORKER) if n.cpu > 0]
+    recent = [context.samples_of(n.name)[-settings.worker_samples :] for n in nodes]
+    no_room = no_change(
+        NAME,
+        f"one more worker would exceed the job's limits ({workers} workers now)",
+        ps_evidence | {"workers": workers},
+    )
+    if limit is None or not now.cpu or not nodes or not all(recent):
+        return no_room
+    used = mean([mean([s.cpu for s in samples]) for samples in recent])
+    others = role_totals(
+        {
+            r: s
+            for r, s in effective_roles({}, context.job, context.nodes).items()
+            if r != ROLE_WORKER
+        }
+    )
+    cpu = math.floor((limit - others.cpu) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
+    cpu = round(min(cpu, now.cpu), 6)
+    gain = (workers + 1) * min(cpu, used) / (workers * used) - 1 if used > 0 else 0.0
+    roles = {ROLE_WORKER: RoleSpec(count=workers + 1, cpu=cpu)}
+    if gain < settings.min_speed_gain or exceeded_limits(
+        role_totals(effective_roles(roles, context.job, context.nodes)), context.job.limits
+    ):
+        return no_room
+    return Proposal(
+        roles=roles,
+        reasons=[
+            reason(
+                NAME,
+                f"speed {speed_evidence['steps_per_sec']:.2f} steps/s; one more worker of "
+                f"{now.cpu:g} cores would exceed the CPU limit {limit:g}, so the workers, "
+                f"using {used:.2f} cores each, get {cpu:g}: workers {workers} -> "
+                f"{workers + 1}, {gain:+.0%} CPU in use",
+                ps_evidence
+                | speed_evidence
+                | {
+                    "worker_count": workers,
+                    "added": 1,
+                    "worker_cpu_used": round(used, 3),
+                    CPU_BEFORE: now.cpu,
+                },
+                {"min_speed_gain": settings.min_speed_gain, "cpu_limit": limit},
             )
         ],
     )

@@ -68,13 +68,13 @@ def test_all_ps_equally_busy_are_not_migrated():
 
 def test_no_migration_within_the_ps_tier_cooldown():
     # any applied change of the PS tier counts: here a migration of the other hot PS
-    moved = plan(seconds_ago=500, migrate=(NodeChange(role="ps", name="ps-1", cpu=8),))
+    moved = plan(seconds_ago=250, migrate=(NodeChange(role="ps", name="ps-1", cpu=8),))
     ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[moved])
     proposal = HotPsOptimizer().propose(ctx, SETTINGS)
     assert proposal.migrate == []
-    assert "at most one PS change per 600 s" in proposal.reasons[0].message
-    assert proposal.reasons[0].evidence == {"seconds_since_ps_change": 500.0, "plan": 1}
-    later = plan(seconds_ago=601, migrate=(NodeChange(role="ps", name="ps-1", cpu=8),))
+    assert "at most one PS change per 300 s" in proposal.reasons[0].message
+    assert proposal.reasons[0].evidence == {"seconds_since_ps_change": 250.0, "plan": 1}
+    later = plan(seconds_ago=301, migrate=(NodeChange(role="ps", name="ps-1", cpu=8),))
     ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[later])
     assert HotPsOptimizer().propose(ctx, SETTINGS).migrate
     # an OOM fix is not an elective change: it starts no interval

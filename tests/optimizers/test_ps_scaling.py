@@ -110,11 +110,11 @@ def test_a_rising_speed_is_not_a_stall():
 
 
 def test_no_ps_change_within_the_tier_cooldown():
-    estimated = plan(seconds_ago=599, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate)
+    estimated = plan(seconds_ago=299, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate)
     proposal = propose(plans=[estimated])
     assert proposal.is_empty
-    assert proposal.reasons[0].threshold == {"ps_change_interval_s": 600}
-    assert propose(plans=[plan(seconds_ago=600, roles={"ps": RoleSpec(count=2)})]).roles
+    assert proposal.reasons[0].threshold == {"ps_change_interval_s": 300}
+    assert propose(plans=[plan(seconds_ago=300, roles={"ps": RoleSpec(count=2)})]).roles
     hourly = PsScalingSettings(ps_change_interval_s=3600)
     assert propose(plans=[estimated], settings=hourly).is_empty
     assert propose(plans=[plan(seconds_ago=3599)], settings=hourly).roles

@@ -1,4 +1,5 @@
 from brain.domain import Limits, PlanStatus, RoleBounds, RoleSpec, Stage
+from brain.optimizing import Reason
 from optimizers.worker_tuning import WorkerTuningOptimizer, WorkerTuningSettings
 from tests.builders.views import context, job, node, plan, series, speeds
 
@@ -136,3 +137,96 @@ def test_growth_stops_at_max_count():
     at_max = propose(tuning_context(2, speed, bounds={"worker": RoleBounds(max_count=2)}))
     assert at_max.is_empty
     assert at_max.reasons[0].threshold == {"max_count": 2}
+
+
+def sized_context(worker_cpu_used, limit_cpu, workers=2, worker_cpu=9.0, plans=(), speed=None):
+    """PS of 4 cores at 50 %, ``workers`` workers of ``worker_cpu`` cores using
+    ``worker_cpu_used`` each, no chief."""
+    roles = {
+        "worker": RoleSpec(count=workers, cpu=worker_cpu, memory_mib=8192),
+        "ps": RoleSpec(count=1, cpu=4, memory_mib=8192),
+    }
+    nodes = [node("ps-0", "ps", cpu=4, memory_mib=8192)] + [
+        node(f"worker-{i}", "worker", cpu=worker_cpu, memory_mib=8192, index=i)
+        for i in range(workers)
+    ]
+    samples = series("ps-0", cpu=[2, 2, 2]) + [
+        s for i in range(workers) for s in series(f"worker-{i}", cpu=[worker_cpu_used] * 3)
+    ]
+    the_job = job(roles=roles, limits=Limits(cpu=limit_cpu))
+    speed = speed or speeds([(workers, 20.0)] * 3)
+    return context(Stage.running, the_job, nodes=nodes, samples=samples, speed=speed, plans=plans)
+
+
+def test_one_more_worker_fits_when_every_worker_gets_a_little_less():
+    # 4 + 3 x 9 = 31 > 30 cores; (30 - 4) / 3 = 8.67 -> 8.6 cores each, more than the 7.5
+    # they use: 3 x 7.5 / (2 x 7.5) = +50 % CPU in use >= 5 %
+    proposal = propose(sized_context(7.5, 30))
+    assert proposal.roles == {"worker": RoleSpec(count=3, cpu=8.6)}
+    evidence = proposal.reasons[0].evidence
+    assert (evidence["worker_cpu_before"], evidence["worker_cpu_used"]) == (9.0, 7.5)
+    assert "+50% CPU in use" in proposal.reasons[0].message
+
+
+def test_no_smaller_workers_when_that_adds_too_little():
+    # CPU-bound workers (8 of 8 cores): (29 - 4) / 4 = 6.25 -> 6.2 cores each,
+    # 4 x 6.2 / (3 x 8) = +3.3 % < 5 %; under 30 cores: 6.5 each, +8.3 %
+    used_up = dict(workers=3, worker_cpu=8.0)
+    assert propose(sized_context(8.0, 29, **used_up)).is_empty
+    assert propose(sized_context(8.0, 30, **used_up)).roles == {
+        "worker": RoleSpec(count=4, cpu=6.5)
+    }
+
+
+def test_smaller_workers_that_did_not_pay_are_taken_back_with_their_size():
+    added = Reason("worker_tuning", "3 workers of 8.6", {"added": 1, "worker_cpu_before": 9.0})
+    shrunk = plan(seconds_ago=700, roles={"worker": RoleSpec(count=3, cpu=8.6)}, reasons=(added,))
+    # 20.0 -> 20.2 steps/s: +1 % for 1 added worker < 5 %
+    speed = speeds([(2, 20.0)] * 3 + [(3, 20.2)] * 3)
+    ctx = sized_context(7.5, 30, workers=3, worker_cpu=8.6, plans=[shrunk], speed=speed)
+    proposal = propose(ctx)
+    assert proposal.roles == {"worker": RoleSpec(count=2, cpu=9.0)}
+    assert "back to 9 cores each" in proposal.reasons[0].message
+
+
+def estimated(workers_planned, workers_applied):
+    """An estimate planned ``workers_planned`` trainers (chief included) and the guard's
+    step bound let ``workers_applied`` workers through."""
+    return plan(
+        seconds_ago=1200,
+        stage=Stage.estimate,
+        roles={"chief": RoleSpec(count=1), "worker": RoleSpec(count=workers_applied)},
+        reasons=(
+            Reason("estimate", "17 workers (chief included)", {"workers": workers_planned}),
+            Reason(
+                "guard",
+                "worker: one plan changes a count or size at most 8x: count 1 -> 16 cut to 8",
+            ),
+        ),
+    )
+
+
+def test_the_rest_of_the_way_to_the_estimate_after_the_step_bound():
+    # 17 trainers planned, the chief among them: 16 workers; 7 got through
+    proposal = propose(tuning_context(7, speeds([(8, 10.0)] * 3), plans=[estimated(17, 7)]))
+    assert proposal.roles == {"worker": RoleSpec(count=16)}
+    assert proposal.reasons[0].evidence["resumes_estimate"] == 16
+    # within a 70-core limit: 4 (chief) + 8 (PS) + 4 n <= 70 -> 14 workers
+    limited = tuning_context(
+        7, speeds([(8, 10.0)] * 3), plans=[estimated(17, 7)], limits=Limits(cpu=70)
+    )
+    assert propose(limited).roles == {"worker": RoleSpec(count=14)}
+
+
+def test_the_estimates_count_is_not_taken_back_for_a_small_gain_per_worker():
+    resumed = plan(
+        seconds_ago=700,
+        roles={"worker": RoleSpec(count=16)},
+        reasons=(Reason("worker_tuning", "", {"added": 9, "resumes_estimate": 16}),),
+        plan_id=2,
+    )
+    # 10 -> 10.3 steps/s for 9 more workers: 0.3 % each, but the estimate's count stays
+    # and growth goes on (PS at 50 %): 16 -> 18
+    speed = speeds([(8, 10.0)] * 3 + [(17, 10.3)] * 3)
+    proposal = propose(tuning_context(16, speed, plans=[estimated(17, 7), resumed]))
+    assert proposal.roles == {"worker": RoleSpec(count=18)}
