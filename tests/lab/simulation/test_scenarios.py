@@ -86,8 +86,10 @@ def test_a_saturated_ps_tier_gets_more_ps_once_it_binds(client):
         speeds = [x.steps_per_sec for x in run.timeline if start <= x.t < end]
         return sum(speeds) / len(speeds)
 
-    # the 5 minutes before the plan against 5 minutes after the new PS started (60 s)
-    assert mean_speed(added.t + 120, added.t + 420) > 1.2 * mean_speed(added.t - 300, added.t)
+    # the 5 minutes before the plan against 5 minutes after the new PS started (60 s):
+    # well above the speed's 3 % noise (the guard gives up workers for the PS, so less
+    # than the PS alone would bring)
+    assert mean_speed(added.t + 120, added.t + 420) > 1.1 * mean_speed(added.t - 300, added.t)
     assert result.over_limit_seconds == 0
     assert result.oom_fixes_lost == 0
     assert result.oscillations == 0
