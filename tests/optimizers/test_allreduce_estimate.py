@@ -2,7 +2,7 @@
 
 from brain.domain import Limits, RoleBounds, RoleSpec, Stage, Strategy
 from optimizers.estimate import EstimateSettings, ResourceEstimateOptimizer
-from tests.optimizers.builders import context, job, node, plan, series
+from tests.builders.views import context, job, node, plan, series
 
 # factor 1.2, CPU-bound at 0.9 of the request; ready after 120 s and 3 samples (these
 # series: 3 samples 60 s apart)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from brain.config import Settings
 from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.errors import InvalidInput
-from brain.optimizing import OptimizerContext, Reason
+from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal, Reason
 from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
 from tests.builders.optimizers import registry
