@@ -9,9 +9,15 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, Resources, RoleSpec, Stage
 from brain.optimizing import OptimizerContext, PlanView, Proposal, SpeedSample
-from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
+from brain.optimizing.roles import (
+    current_role,
+    effective_roles,
+    exceeded_limits,
+    node_level_totals,
+    role_totals,
+)
 from optimizers._common import cooling_down, mean, no_change, reason
 
 NAME = "worker_tuning"
@@ -278,9 +284,7 @@ def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None
         target = min(target, maximum)
     for count in range(target, workers, -1):
         roles = {ROLE_WORKER: RoleSpec(count=count)}
-        if not exceeded_limits(
-            role_totals(effective_roles(roles, context.job, context.nodes)), context.job.limits
-        ):
+        if not exceeded_limits(_node_level(context, roles), context.job.limits):
             return Proposal(
                 roles=roles,
                 reasons=[
@@ -316,19 +320,14 @@ def _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings) -> 
     if limit is None or not now.cpu or not nodes or not all(recent):
         return no_room
     used = mean([mean([s.cpu for s in samples]) for samples in recent])
-    others = role_totals(
-        {
-            r: s
-            for r, s in effective_roles({}, context.job, context.nodes).items()
-            if r != ROLE_WORKER
-        }
-    )
-    cpu = math.floor((limit - others.cpu) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
+    # The other roles at their nodes' own size: a PS migrated to more CPU counts as such.
+    others = _node_level(context, {ROLE_WORKER: RoleSpec(count=0)}).cpu
+    cpu = math.floor((limit - others) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
     cpu = round(min(cpu, now.cpu), 6)
     gain = (workers + 1) * min(cpu, used) / (workers * used) - 1 if used > 0 else 0.0
     roles = {ROLE_WORKER: RoleSpec(count=workers + 1, cpu=cpu)}
     if gain < settings.min_speed_gain or exceeded_limits(
-        role_totals(effective_roles(roles, context.job, context.nodes)), context.job.limits
+        _node_level(context, roles), context.job.limits
     ):
         return no_room
     return Proposal(
@@ -352,6 +351,12 @@ def _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings) -> 
             )
         ],
     )
+
+
+def _node_level(context: OptimizerContext, roles: dict[str, RoleSpec]) -> Resources:
+    """The job's total request once ``roles`` apply, each existing node at its own size
+    (as the guard counts it)."""
+    return Resources(**node_level_totals(roles, context.job, context.nodes))
 
 
 def _sets_workers(plan: PlanView) -> bool:

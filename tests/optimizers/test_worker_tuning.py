@@ -139,14 +139,16 @@ def test_growth_stops_at_max_count():
     assert at_max.reasons[0].threshold == {"max_count": 2}
 
 
-def sized_context(worker_cpu_used, limit_cpu, workers=2, worker_cpu=9.0, plans=(), speed=None):
-    """PS of 4 cores at 50 %, ``workers`` workers of ``worker_cpu`` cores using
-    ``worker_cpu_used`` each, no chief."""
+def sized_context(
+    worker_cpu_used, limit_cpu, workers=2, worker_cpu=9.0, plans=(), speed=None, ps_cpu=4
+):
+    """A PS (its role 4 cores, its node ``ps_cpu``) at 2 cores, ``workers`` workers of
+    ``worker_cpu`` cores using ``worker_cpu_used`` each, no chief."""
     roles = {
         "worker": RoleSpec(count=workers, cpu=worker_cpu, memory_mib=8192),
         "ps": RoleSpec(count=1, cpu=4, memory_mib=8192),
     }
-    nodes = [node("ps-0", "ps", cpu=4, memory_mib=8192)] + [
+    nodes = [node("ps-0", "ps", cpu=ps_cpu, memory_mib=8192)] + [
         node(f"worker-{i}", "worker", cpu=worker_cpu, memory_mib=8192, index=i)
         for i in range(workers)
     ]
@@ -166,6 +168,12 @@ def test_one_more_worker_fits_when_every_worker_gets_a_little_less():
     evidence = proposal.reasons[0].evidence
     assert (evidence["worker_cpu_before"], evidence["worker_cpu_used"]) == (9.0, 7.5)
     assert "+50% CPU in use" in proposal.reasons[0].message
+
+
+def test_a_ps_migrated_to_more_cpu_counts_at_its_own_size():
+    # the PS node runs 6 cores (its role says 4): (30 - 6) / 3 = 8.0 cores each
+    proposal = propose(sized_context(7.5, 30, ps_cpu=6))
+    assert proposal.roles == {"worker": RoleSpec(count=3, cpu=8.0)}
 
 
 def test_no_smaller_workers_when_that_adds_too_little():
