@@ -24,6 +24,7 @@ from api.deps import RarelyWritingSessionDep, RegistryDep, SessionDep, SettingsD
 from api.dlrover.scaleplan import scaleplans
 from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
+from api.schemas.common import K8S_LABEL
 from api.schemas.plans import PlanOut
 from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut, WasteSort
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
@@ -54,6 +55,7 @@ COOKIE_MAX_AGE_S = 12 * 3600
 router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffloadedRoute)
 Signed = Annotated[Principal, Depends(console_principal)]
 Filter = Annotated[str | None, Query(max_length=400)]
+NamespaceFilter = Annotated[str | None, Query(max_length=63, pattern=K8S_LABEL)]
 
 
 # The browser itself refuses anything from another origin, inline scripts and framing by
@@ -81,13 +83,16 @@ def _open(request: Request) -> bool:
     return server_state(request.app).auth_policy.open_reason() is not None
 
 
-def _spans_every_namespace(request: Request, principal: Principal, what: str):
-    """Aggregates over every namespace are not for namespace-limited tokens (as in the API)."""
-    if principal.namespaces is None:
+def _spans_every_namespace(
+    request: Request, principal: Principal, what: str, namespace: str | None = None
+):
+    """Aggregates over every namespace are not for namespace-limited tokens (as in the API);
+    narrowed to one of their namespaces (``?namespace=``) they are."""
+    if principal.namespaces is None or namespace in principal.namespaces:
         return None
     message = (
         f"Your token is limited to namespaces {', '.join(sorted(principal.namespaces))}; "
-        f"{what} spans every namespace."
+        f"{what} spans every namespace unless ?namespace= names one of them."
     )
     return page(request, "error.html", principal, 403, title="Not for this token", message=message)
 
@@ -99,19 +104,31 @@ def _filled(**fields: str | None) -> dict[str, str]:
 
 @router.get("/", response_class=HTMLResponse)
 def overview(
-    request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: Signed,
+    namespace: NamespaceFilter = None,
 ) -> Response:
+    """Jobs now, the cluster, and the week's totals, cost and top wasters: of every
+    namespace, or of ``namespace`` (a namespace-limited token sees totals only so)."""
+    refused = _spans_every_namespace(request, principal, "the overview's totals", namespace)
+    if namespace is not None and refused is not None:
+        return refused
     now = utcnow()
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    counts = job_counts(session, today, principal.namespaces)
+    scope = principal.namespaces if namespace is None else frozenset({namespace})
+    counts = job_counts(session, today, scope)
     week = top = None
-    if principal.namespaces is None:
+    if refused is None:
         since = now - timedelta(days=OVERVIEW_DAYS)
-        week = TotalsOut.of(portraits.totals_since(session, since))
+        week = TotalsOut.of(portraits.totals_since(session, since, namespace))
         if settings.prices.configured:
-            week = week.model_copy(update={"cost": _week_cost(session, since, settings)})
-        rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0)
-        spent = spend_of(session, settings.prices, "user", [k for k, _ in rows], since)
+            cost = _week_cost(session, since, settings, namespace)
+            week = week.model_copy(update={"cost": cost})
+        rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0, namespace=namespace)
+        keys = [k for k, _ in rows]
+        spent = spend_of(session, settings.prices, "user", keys, since, namespace)
         top = [RankingRow(key=k, totals=TotalsOut.of(t, spent.get(k))) for k, t in rows]
     return page(
         request,
@@ -122,11 +139,17 @@ def overview(
         week=week,
         top=top,
         days=OVERVIEW_DAYS,
+        namespace=namespace,
+        own_namespaces=sorted(principal.namespaces or ()),
     )
 
 
-def _week_cost(session, since, settings):
-    """Every job's cost in the window: summed over namespaces (None: no namespace)."""
+def _week_cost(session, since, settings, namespace: str | None):
+    """The jobs' cost in the window: summed over namespaces (None: no namespace), or
+    ``namespace``'s alone."""
+    if namespace is not None:
+        spent = spend_by(session, "namespace", [namespace], since, settings.prices)
+        return CostOut.of(spent[namespace])
     keys = [key for key, _ in portraits.totals_by(session, "namespace", since)]
     spent = spend_by(session, "namespace", keys, since, settings.prices)
     total = None
@@ -235,26 +258,38 @@ def pod_page(
 
 @router.get("/users/{user}", response_class=HTMLResponse)
 def user_page(
-    user: str, request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+    user: str,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: Signed,
+    namespace: NamespaceFilter = None,
 ) -> Response:
-    return _owner_page(request, session, settings, principal, "user", user)
+    return _owner_page(request, session, settings, principal, "user", user, namespace)
 
 
 @router.get("/groups/{group:path}", response_class=HTMLResponse)
 def group_page(
-    group: str, request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+    group: str,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: Signed,
+    namespace: NamespaceFilter = None,
 ) -> Response:
-    return _owner_page(request, session, settings, principal, "group", group)
+    return _owner_page(request, session, settings, principal, "group", group, namespace)
 
 
-def _owner_page(request, session, settings, principal: Principal, owner: str, key: str):
-    refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait")
+def _owner_page(request, session, settings, principal: Principal, owner: str, key: str, namespace):
+    refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait", namespace)
     if refused is not None:
         return refused
-    out = owner_portrait_out(session, settings, owner, key, OWNER_DAYS, WasteSort.gpu, 10, 0)
+    out = owner_portrait_out(
+        session, settings, owner, key, OWNER_DAYS, WasteSort.gpu, 10, 0, namespace
+    )
     since = utcnow() - timedelta(weeks=TREND_WEEKS)
-    trend = weekly_trend(session, owner, key, since, TREND_WEEKS)
-    return page(request, "owner.html", principal, portrait=out, trend=trend)
+    trend = weekly_trend(session, owner, key, since, TREND_WEEKS, namespace)
+    return page(request, "owner.html", principal, portrait=out, trend=trend, namespace=namespace)
 
 
 @router.get("/suggest", response_class=HTMLResponse)

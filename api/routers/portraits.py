@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Response
 from sqlalchemy.orm import Session
 
-from api.auth import every_namespace, namespace_asked
+from api.auth import namespace_asked
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.params import JobUid, Offset
@@ -72,7 +72,7 @@ SortQuery = Annotated[
     "",
     response_model=RankingOut,
     summary="Rank users, datasets, groups or GPU types",
-    dependencies=[Depends(every_namespace)],
+    dependencies=[Depends(namespace_asked)],
 )
 def ranking(
     session: SessionDep,
@@ -82,14 +82,18 @@ def ranking(
     sort: SortQuery = WasteSort.gpu,
     top: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 20,
     offset: Offset = 0,
+    namespace: NamespaceQuery = None,
 ) -> RankingOut:
     """The dashboard's first view: each key with its jobs, success rate, requested and
-    used resource-hours, waste, efficiency and OOMs over the window, most waste first."""
+    used resource-hours, waste, efficiency and OOMs over the window, most waste first.
+    With `namespace`, only that namespace's jobs (a token limited to namespaces must
+    name one of them)."""
     since = utcnow() - timedelta(days=days)
     rows, total = portraits.ranking(
-        session, by.value, since, sort.value, top, offset, _max_run_s(settings)
+        session, by.value, since, sort.value, top, offset, _max_run_s(settings), namespace
     )
-    spent = spend_of(session, settings.prices, by.value, [key for key, _ in rows], since)
+    keys = [key for key, _ in rows]
+    spent = spend_of(session, settings.prices, by.value, keys, since, namespace)
     return RankingOut(
         by=by,
         sort=sort,
@@ -211,7 +215,7 @@ def owner_portrait_out(
         session, owner, key, since, sort.value, top, offset, _max_run_s(settings), namespace
     )
     prices = settings.prices
-    spent = spend_of(session, prices, owner, [key], since)
+    spent = spend_of(session, prices, owner, [key], since, namespace)
     return OwnerPortraitOut(
         owner=owner,
         key=key,
@@ -230,7 +234,15 @@ def owner_portrait_out(
 
 
 def spend_of(
-    session: Session, prices: Prices, kind: str, keys: list[str | None], since
+    session: Session,
+    prices: Prices,
+    kind: str,
+    keys: list[str | None],
+    since,
+    namespace: str | None = None,
 ) -> dict[str | None, Cost]:
-    """Dollars per key where prices are set; nothing (no query) where none is."""
-    return spend_by(session, kind, keys, since, prices) if prices.configured else {}
+    """Dollars per key (of ``namespace``'s jobs only, when given) where prices are set;
+    nothing (no query) where none is."""
+    if not prices.configured:
+        return {}
+    return spend_by(session, kind, keys, since, prices, namespace)

@@ -23,13 +23,22 @@ class Week:
     hours: Hours
 
 
-def weekly_trend(session: Session, owner: str, key: str, since: datetime, weeks: int) -> list[Week]:
+def weekly_trend(
+    session: Session,
+    owner: str,
+    key: str,
+    since: datetime,
+    weeks: int,
+    namespace: str | None = None,
+) -> list[Week]:
     """``weeks`` weeks from ``since``, oldest first: the jobs of the user or group
-    (``owner``) that ended in each week and their summed hours (empty weeks as zeros)."""
+    (``owner``), of ``namespace`` only when given, that ended in each week and their
+    summed hours (empty weeks as zeros)."""
     columns = [getattr(JobSummaryRow, name) for name in Hours.__dataclass_fields__]
+    in_namespace = [] if namespace is None else [JobSummaryRow.namespace == namespace]
     rows = session.execute(
         select(JobSummaryRow.ended_at, *columns).where(
-            OWNER_KEYS[owner] == key, JobSummaryRow.ended_at >= since
+            OWNER_KEYS[owner] == key, JobSummaryRow.ended_at >= since, *in_namespace
         )
     ).all()
     since = as_utc(since)

@@ -237,3 +237,30 @@ def test_a_namespace_limited_token_cannot_open_another_namespaces_job(
             watched.page.get_by_role("button", name="Sign out").click()
         assert "/ui/sign-in" in watched.page.url
         context.close()
+
+
+def test_a_namespace_limited_token_follows_the_overview_to_its_namespaces_totals(
+    browser, settings, history, make_token
+):
+    make_token("admin", "admin")
+    ml = make_token("ml-reader", "read", namespaces=["ml"])
+    with LiveServer(settings.model_copy(update=PRICES)) as server:
+        context = browser.new_context()
+        watched = Watched(context.new_page(), server.base)
+        watched.open("/ui/")
+        watched.page.get_by_label("API token").fill(ml)
+        with watched.page.expect_navigation():
+            watched.page.get_by_label("API token").press("Enter")
+        assert watched.page.locator('[data-table="week"]').count() == 0
+        with watched.page.expect_navigation():
+            watched.page.get_by_role("link", name="ml", exact=True).click()
+        watched.page.wait_for_load_state("networkidle")
+        assert watched.page.url.endswith("/ui/?namespace=ml")
+        # ml's 24 core-hours requested at $0.05, its GiB- and GPU-hours: $16.55 in all.
+        cpu = watched.page.locator('[data-table="week"] tr[data-resource="cpu"] td').first
+        assert cpu.inner_text() == "24.0"
+        assert "requested $16.55" in watched.page.locator('[data-cost="week"]').inner_text()
+        wasters = watched.page.locator('[data-table="wasters"] tbody th')
+        assert wasters.all_inner_texts() == ["alice"]
+        watched.check_clean()
+        context.close()
