@@ -24,6 +24,7 @@ from api.body_limit import BodyLimit
 from api.console import install as install_console
 from api.errors import install_error_handlers
 from api.metrics_middleware import RequestMetrics
+from api.openapi_bounds import install as install_openapi_bounds
 from api.path_check import Utf8Path
 from api.plan_watch import PlanWatch
 from api.routers import (
@@ -55,12 +56,16 @@ series, training speed, events) and turns them into resource plans.
 
 Units are in the field names: `cpu` in cores, `memory_mib` in MiB, `gpu` as a count
 (fractional allowed), utilizations as fractions 0..1, timestamps RFC 3339 (returned in UTC).
-Every error body is `{"error": {"code", "message", "field"}}`.
+Every error body is `{{"error": {{"code", "message", "field"}}}}`.
 
 Authentication: `Authorization: Bearer <token>` with a token from `brain token create`
 (scopes read, write, admin; optionally limited to namespaces). 401 without a usable token,
 403 when its scope or namespaces do not allow the call. A server on loopback with no
-token created yet answers without one. Bodies above BRAIN_MAX_BODY_BYTES are a 413."""
+token created yet answers without one.
+Bodies above BRAIN_MAX_BODY_BYTES ({max_body_bytes:,} bytes on this server) are a 413.
+
+Bounds that are settings (`BRAIN_PLAUSIBLE_*`, `BRAIN_MIN_TIMESTAMP`,
+`BRAIN_MAX_BATCH_POINTS`) are stated as this server is configured."""
 
 # A part that runs beside the HTTP API (api.server), started once the state exists.
 Part = Callable[[ServerState], None]
@@ -114,9 +119,10 @@ def create_app(
     app = FastAPIOffline(
         title="Brain",
         version=brain.__version__,
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(max_body_bytes=settings.max_body_bytes),
         lifespan=lifespan,
     )
+    install_openapi_bounds(app, settings)
     install_error_handlers(app)
     # Outermost first: metrics see every answer; the schema guard precedes authentication
     # (tokens live in the schema); both answer before the body is read.
@@ -127,22 +133,20 @@ def create_app(
     app.add_middleware(Utf8Path)
     public, protected = split_public(health.router, settings.auth_public_paths)
     app.include_router(public)
-    app.include_router(protected, dependencies=[Depends(current_principal)], **GUARDED)
+    guarded = _guarded(settings)
+    app.include_router(protected, dependencies=[Depends(current_principal)], **guarded)
     routers = (jobs, samples, events, plans, portraits, priorities, suggestions, cluster, savings)
     for module in routers:
-        app.include_router(module.router, dependencies=[Depends(visible_job)], **GUARDED)
-    app.include_router(admin.router, dependencies=[Depends(administrator)], **GUARDED)
+        app.include_router(module.router, dependencies=[Depends(visible_job)], **guarded)
+    app.include_router(admin.router, dependencies=[Depends(administrator)], **guarded)
     install_console(app)
     return app
 
 
-# What every route behind authentication may answer besides its own responses.
-GUARDED: dict = {
-    "responses": {
-        **AUTH_RESPONSES,
-        413: {"description": "The body is larger than BRAIN_MAX_BODY_BYTES."},
-    }
-}
+def _guarded(settings: Settings) -> dict:
+    """What every route behind authentication may answer besides its own responses."""
+    too_large = f"The body is larger than BRAIN_MAX_BODY_BYTES ({settings.max_body_bytes:,} bytes)."
+    return {"responses": {**AUTH_RESPONSES, 413: {"description": too_large}}}
 
 
 def _build_state(settings: Settings) -> ServerState:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from api.deps import SessionDep, SettingsDep, TelemetryDep, after_commit
 from api.errors import ERROR_RESPONSES
+from api.openapi_bounds import setting_mark
 from api.params import JobUid, NodeName, name_filter
 from api.routing import InputRoute, OffloadedRoute, StrictJsonRequest
 from api.schemas.bounds import bounds_in_force
@@ -90,7 +91,12 @@ router.add_api_route(
     methods=["POST"],
     response_model=IngestOut,
     summary="Push a batch of node and speed samples",
-    responses={413: {"description": "More points than `BRAIN_MAX_BATCH_POINTS` (10,000)."}},
+    responses={
+        413: {
+            "description": "More points in one batch than `BRAIN_MAX_BATCH_POINTS` allows.",
+            **setting_mark("BRAIN_MAX_BATCH_POINTS"),
+        }
+    },
     route_class_override=SampleBatchRoute,
 )
 

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from pydantic import AfterValidator
 
+from api.openapi_bounds import setting_mark
 from brain.bounds import InputBounds
 
 _DEFAULTS = InputBounds()  # frozen
@@ -29,16 +30,28 @@ def bounds_in_force(bounds: InputBounds) -> Iterator[None]:
         _in_force.reset(token)
 
 
+def plausible_setting(quantity: str, per_job: bool = False) -> str:
+    """The setting that bounds ``quantity`` (an InputBounds field); for a whole job's
+    limit, that bound times the plausible node count."""
+    setting = f"BRAIN_PLAUSIBLE_{quantity.upper()}"
+    return f"{setting} x BRAIN_PLAUSIBLE_NODES" if per_job else setting
+
+
+def plausible_mark(quantity: str, per_job: bool = False) -> dict[str, str]:
+    """The schema mark (api.openapi_bounds) by which the OpenAPI states the bound that
+    ``at_most`` checks, as configured."""
+    return setting_mark(plausible_setting(quantity, per_job))
+
+
 def at_most(quantity: str, per_job: bool = False) -> AfterValidator:
     """Reject a value above the plausible bound ``quantity`` (an InputBounds field), or
     for a whole job's limit above that bound times the plausible node count."""
-    setting = f"BRAIN_PLAUSIBLE_{quantity.upper()}"
+    where = plausible_setting(quantity, per_job)
 
     def check(value: float) -> float:
         bounds = _in_force.get()
         limit = getattr(bounds, quantity) * (bounds.nodes if per_job else 1)
         if value > limit:
-            where = f"{setting} x BRAIN_PLAUSIBLE_NODES" if per_job else setting
             raise ValueError(f"{value:g} is above the plausible maximum {limit:g} ({where})")
         return value
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from api.schemas.bounds import at_most
+from api.schemas.bounds import at_most, plausible_mark
 from api.schemas.common import Number, Timestamp
 from brain.bounds import CEILING_CPU, CEILING_GPU, CEILING_MEMORY_MIB, CEILING_NODES, INT32_MAX
 from brain.domain import ClusterState
@@ -19,40 +19,41 @@ COLLECTOR_SOURCE = "prometheus"
 # count (the bounds of a job's limits), so every stored sum stays finite.
 ClusterCores = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_CPU * CEILING_NODES,
         allow_inf_nan=False,
-        description="CPU cores over the cluster (at most BRAIN_PLAUSIBLE_CPU x "
-        "BRAIN_PLAUSIBLE_NODES).",
+        description="CPU cores over the cluster.",
+        json_schema_extra=plausible_mark("cpu", per_job=True),
     ),
+    Number,
     at_most("cpu", per_job=True),
 ]
 ClusterMiB = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_MEMORY_MIB * CEILING_NODES,
         allow_inf_nan=False,
-        description="MiB over the cluster (at most BRAIN_PLAUSIBLE_MEMORY_MIB x "
-        "BRAIN_PLAUSIBLE_NODES).",
+        description="MiB over the cluster.",
+        json_schema_extra=plausible_mark("memory_mib", per_job=True),
     ),
+    Number,
     at_most("memory_mib", per_job=True),
 ]
 ClusterGpus = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_GPU * CEILING_NODES,
         allow_inf_nan=False,
-        description="GPUs over the cluster (at most BRAIN_PLAUSIBLE_GPU x BRAIN_PLAUSIBLE_NODES).",
+        description="GPUs over the cluster.",
+        json_schema_extra=plausible_mark("gpu", per_job=True),
     ),
+    Number,
     at_most("gpu", per_job=True),
 ]
-Count = Annotated[int, Number, Field(ge=0, le=INT32_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT32_MAX), Number]
 
 
 class ClusterStateIn(BaseModel):

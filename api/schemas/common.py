@@ -1,10 +1,11 @@
 """Field types shared by the request schemas.
 
 Every bound the store or plausibility imposes is stated here, so the OpenAPI schema
-shows it: column limits, finite numbers only, plausible physical quantities (the
-defaults of the ``BRAIN_PLAUSIBLE_*`` settings; the ceilings in brain.bounds are the
-most a site may configure), NUL-free strings (PostgreSQL text cannot hold NUL), and
-timestamps between ``BRAIN_MIN_TIMESTAMP`` and now.
+shows it: column limits, finite numbers only, plausible physical quantities (here the
+ceilings in brain.bounds, the most a site may configure; each app's OpenAPI document
+states its ``BRAIN_PLAUSIBLE_*`` settings instead, see api.openapi_bounds), NUL-free
+strings (PostgreSQL text cannot hold NUL), and timestamps between
+``BRAIN_MIN_TIMESTAMP`` and now.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
 
-from api.schemas.bounds import at_most, not_before_floor
+from api.openapi_bounds import setting_mark
+from api.schemas.bounds import at_most, not_before_floor, plausible_mark
 from brain.bounds import (
     CEILING_CPU,
     CEILING_GPU,
@@ -23,12 +25,10 @@ from brain.bounds import (
     CEILING_NODES,
     INT32_MAX,
     INT64_MAX,
-    InputBounds,
 )
 from brain.domain import K8S_NAME_MAX
 
 NO_NUL = r"^[^\x00]*$"
-_DEFAULT = InputBounds()
 
 
 def _json_number(value: object) -> object:
@@ -55,75 +55,95 @@ Number = BeforeValidator(_json_number)
 
 Cores = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_CPU,
         allow_inf_nan=False,
-        description=f"CPU cores (at most BRAIN_PLAUSIBLE_CPU, default {_DEFAULT.cpu:g}).",
+        description="CPU cores.",
+        json_schema_extra=plausible_mark("cpu"),
     ),
+    Number,
     at_most("cpu"),
 ]
 MiB = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_MEMORY_MIB,
         allow_inf_nan=False,
-        description="Memory in MiB (at most BRAIN_PLAUSIBLE_MEMORY_MIB, default "
-        f"{_DEFAULT.memory_mib:g}).",
+        description="Memory in MiB.",
+        json_schema_extra=plausible_mark("memory_mib"),
     ),
+    Number,
     at_most("memory_mib"),
 ]
 Gpus = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_GPU,
         allow_inf_nan=False,
-        description="GPUs, fractional allowed (at most BRAIN_PLAUSIBLE_GPU, default "
-        f"{_DEFAULT.gpu:g}).",
+        description="GPUs, fractional allowed.",
+        json_schema_extra=plausible_mark("gpu"),
     ),
+    Number,
     at_most("gpu"),
 ]
 # A whole job's limits: up to BRAIN_PLAUSIBLE_NODES nodes of the plausible size.
 JobCores = Annotated[
     float,
+    Field(
+        ge=0,
+        le=CEILING_CPU * CEILING_NODES,
+        allow_inf_nan=False,
+        description="CPU cores.",
+        json_schema_extra=plausible_mark("cpu", per_job=True),
+    ),
     Number,
-    Field(ge=0, le=CEILING_CPU * CEILING_NODES, allow_inf_nan=False, description="CPU cores."),
     at_most("cpu", per_job=True),
 ]
 JobMiB = Annotated[
     float,
+    Field(
+        ge=0,
+        le=CEILING_MEMORY_MIB * CEILING_NODES,
+        allow_inf_nan=False,
+        description="MiB.",
+        json_schema_extra=plausible_mark("memory_mib", per_job=True),
+    ),
     Number,
-    Field(ge=0, le=CEILING_MEMORY_MIB * CEILING_NODES, allow_inf_nan=False, description="MiB."),
     at_most("memory_mib", per_job=True),
 ]
 JobGpus = Annotated[
     float,
+    Field(
+        ge=0,
+        le=CEILING_GPU * CEILING_NODES,
+        allow_inf_nan=False,
+        description="GPUs.",
+        json_schema_extra=plausible_mark("gpu", per_job=True),
+    ),
     Number,
-    Field(ge=0, le=CEILING_GPU * CEILING_NODES, allow_inf_nan=False, description="GPUs."),
     at_most("gpu", per_job=True),
 ]
 Fraction = Annotated[
     float,
-    Number,
     Field(ge=0, le=1, allow_inf_nan=False, description="Utilization as a fraction 0..1."),
+    Number,
 ]
 NodeCount = Annotated[
     int,
-    Number,
     Field(
         ge=0,
         le=CEILING_NODES,
-        description=f"Nodes (at most BRAIN_PLAUSIBLE_NODES, default {_DEFAULT.nodes}).",
+        description="Nodes.",
+        json_schema_extra=plausible_mark("nodes"),
     ),
+    Number,
     at_most("nodes"),
 ]
-NodeIndex = Annotated[int, Number, Field(ge=0, le=INT32_MAX)]
-StepCount = Annotated[int, Number, Field(ge=0, le=INT64_MAX)]
+NodeIndex = Annotated[int, Field(ge=0, le=INT32_MAX), Number]
+StepCount = Annotated[int, Field(ge=0, le=INT64_MAX), Number]
 
 # Names end up in logs, consoles and Kubernetes objects: no control characters (a newline
 # forges log lines) and no bidirectional overrides (U+202E shows a name reversed).
@@ -164,8 +184,9 @@ Timestamp = Annotated[
     AfterValidator(_to_utc),
     AfterValidator(not_before_floor),
     Field(
-        description="RFC 3339 timestamp with offset, e.g. 2026-01-02T03:04:05Z; not before "
-        f"BRAIN_MIN_TIMESTAMP (default {_DEFAULT.min_timestamp.date()}) nor in the future."
+        description="RFC 3339 timestamp with offset, e.g. 2026-01-02T03:04:05Z; not in the "
+        "future (beyond BRAIN_CLOCK_SKEW_S).",
+        json_schema_extra=setting_mark("BRAIN_MIN_TIMESTAMP"),
     ),
 ]
 # A time used to select (query parameters): any instant representable in UTC.

@@ -26,12 +26,12 @@ from api.schemas.common import (
     Name,
     Namespace,
     NodeCount,
-    StepCount,
+    Number,
     Text,
     Timestamp,
     UserName,
 )
-from brain.bounds import MAX_ROLES
+from brain.bounds import INT64_MAX, MAX_ROLES
 from brain.db.models import JobRow
 from brain.domain import JobStatus, RoleBounds, RoleSpec, Strategy
 from brain.services.jobs import JobChanges, JobInput
@@ -137,7 +137,7 @@ class JobSpec(BaseModel):
         description=f"Requested resources per role (ps, chief, worker, ...); at most {MAX_ROLES} "
         "roles.",
     )
-    total_steps: StepCount | None = Field(None, ge=1)
+    total_steps: Annotated[int, Field(ge=1, le=INT64_MAX), Number] | None = None
     status: JobStatus = JobStatus.pending
     exit_reason: Text | None = Field(None, max_length=EXIT_REASON_CHARS)
     created_at: Timestamp | None = None

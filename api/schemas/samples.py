@@ -17,7 +17,7 @@ from pydantic import (
     create_model,
 )
 
-from api.schemas.bounds import at_most
+from api.schemas.bounds import at_most, plausible_mark
 from api.schemas.common import (
     NO_NUL,
     Cores,
@@ -54,11 +54,10 @@ class NodePointIn(BaseModel):
     gpu_util: Fraction | None = Field(None, description="Mean utilization over the node's GPUs.")
     gpu_memory_mib: MiB | None = Field(None, description="GPU memory used, MiB.")
     gpu_memory_total_mib: MiB | None = Field(None, description="GPU memory size, MiB.")
-    step_time_s: Annotated[float, Number] | None = Field(
+    step_time_s: (
+        Annotated[float, Field(gt=0, le=MAX_STEP_TIME_S, allow_inf_nan=False), Number] | None
+    ) = Field(
         None,
-        gt=0,
-        le=MAX_STEP_TIME_S,
-        allow_inf_nan=False,
         description="Mean time of one mini-batch on this node since its previous sample, "
         "seconds (slow-node detection).",
     )
@@ -66,14 +65,14 @@ class NodePointIn(BaseModel):
 
 StepsPerSec = Annotated[
     float,
-    Number,
     Field(
         ge=0,
         le=CEILING_STEPS_PER_SEC,
         allow_inf_nan=False,
-        description="Training speed, global steps per second (at most "
-        "BRAIN_PLAUSIBLE_STEPS_PER_SEC).",
+        description="Training speed, global steps per second.",
+        json_schema_extra=plausible_mark("steps_per_sec"),
     ),
+    Number,
     at_most("steps_per_sec"),
 ]
 
