@@ -18,7 +18,6 @@ from api.auth import (
     administrator,
     current_principal,
     split_public,
-    visible_job,
 )
 from api.body_limit import BodyLimit
 from api.console import install as install_console
@@ -137,7 +136,7 @@ def create_app(
     app.include_router(protected, dependencies=[Depends(current_principal)], **guarded)
     routers = (jobs, samples, events, plans, portraits, priorities, suggestions, cluster, savings)
     for module in routers:
-        app.include_router(module.router, dependencies=[Depends(visible_job)], **guarded)
+        app.include_router(module.router, dependencies=[Depends(current_principal)], **guarded)
     app.include_router(admin.router, dependencies=[Depends(administrator)], **guarded)
     install_console(app)
     return app

@@ -3,10 +3,11 @@
 The middleware decides before the body is read, so an anonymous client cannot make
 Brain parse a large body: 401 without a usable token, 403 when the token's scope is
 below what the method needs (GET and HEAD: ``read``; anything else: ``write``). The
-dependencies below then expose the caller to the routes, hide other namespaces' jobs
-(404, exactly as for a job that does not exist) and refuse cross-namespace aggregates
-to namespace-restricted tokens. The rules themselves live in brain.services.tokens,
-shared with any other transport.
+dependencies below then expose the caller to the routes and refuse cross-namespace
+aggregates to namespace-restricted tokens; a job route finds jobs only among the
+caller's namespaces (api.job_ref), so another namespace's job answers 404, exactly as
+one that does not exist. The rules themselves live in brain.services.tokens, shared
+with any other transport.
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from fastapi import APIRouter, Depends, Request, Security
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import error_body
 from api.state import server_state
-from brain.errors import Forbidden, NotFound, Unauthorized
-from brain.services.tokens import AuthPolicy, Principal, TokenScope, job_visible
+from brain.errors import Forbidden, Unauthorized
+from brain.services.tokens import AuthPolicy, Principal, TokenScope
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The API's own description is public, so a caller can find out how to authenticate.
@@ -118,37 +118,6 @@ async def current_principal(
 
 
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
-
-
-# The route that registers a job: on another namespace's uid it answers as for a new uid.
-REGISTER_JOB = ("PUT", "/api/v1/jobs/{uid}")
-
-
-async def visible_job(request: Request, principal: CurrentPrincipal) -> None:
-    """A route on ``{uid}`` of another namespace's job answers 404, as if it did not exist;
-    registering one (``PUT``) answers as for a new uid and changes nothing (the route
-    reads ``request.state.foreign_uid``), so neither tells that the uid exists.
-
-    Async, so that the usual case (no ``{uid}``, or a token for every namespace) costs
-    no trip to the thread pool; a restricted token's lookup reads through a session of
-    its own there, returned at once: the request's session must not hold a connection
-    before its handler runs (see api.routing)."""
-    uid = request.path_params.get("uid")
-    if uid is None or principal.namespaces is None:
-        return
-    if not await run_in_threadpool(
-        _job_visible, server_state(request.app).session_factory, principal, uid
-    ):
-        route = request.scope.get("route")
-        if (request.method, getattr(route, "path", None)) == REGISTER_JOB:
-            request.state.foreign_uid = True
-            return
-        raise NotFound(f"no job with uid {uid!r}", field="uid")
-
-
-def _job_visible(factory: sessionmaker[Session], principal: Principal, uid: str) -> bool:
-    with factory() as session:
-        return job_visible(session, principal, uid)
 
 
 async def every_namespace(principal: CurrentPrincipal) -> None:

@@ -38,6 +38,21 @@ def run_migrations_online() -> None:
 
 
 def _run(connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        # A batch migration rebuilds a table: it copies it, then drops the old one, and
+        # with foreign keys on that DROP would delete every row referencing it (ON
+        # DELETE CASCADE). The pragma only takes effect outside a transaction, so it is
+        # set on the driver's connection before Alembic begins one.
+        connection.connection.dbapi_connection.execute("PRAGMA foreign_keys=OFF")
+    try:
+        _migrate(connection)
+    finally:
+        if sqlite:
+            connection.connection.dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+
+def _migrate(connection) -> None:
     # Batch mode lets ALTERs run on SQLite too.
     context.configure(
         connection=connection,

@@ -57,7 +57,11 @@ class ClusterShortageOptimizer:
         short = cluster.shortfall()
         if not short:
             return no_change(NAME, "the cluster is not short: nothing to give back")
-        me = next((p for p in cluster.peers if p.uid == context.job.uid), None)
+        # A uid is unique within its namespace only: pooled peers may share this one.
+        job = context.job
+        me = next(
+            (p for p in cluster.peers if (p.uid, p.namespace) == (job.uid, job.namespace)), None
+        )
         if me is None or me.elastic == 0:
             return no_change(
                 NAME,
@@ -88,7 +92,7 @@ class ClusterShortageOptimizer:
                 math.ceil(remaining[r] / getattr(peer.worker, r) - _EPSILON) for r in holds
             )
             given = min(peer.elastic, settings.max_return, needed)
-            if peer.uid == me.uid:
+            if peer is me:
                 return _give_back(me, given, rank, len(ranked), short, before, settings)
             uid = cited_uid(context, peer.uid, peer.namespace)
             before.append({"uid": uid, "marginal_gain": peer.marginal_gain, "gives": given})

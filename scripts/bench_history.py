@@ -53,7 +53,7 @@ from brain.db import migrate  # noqa: E402
 from brain.db.engine import make_engine, make_session_factory  # noqa: E402
 from brain.services.jobs import find_job  # noqa: E402
 from brain.summaries import summarize_job  # noqa: E402
-from brain.summaries.command import summarize_uids  # noqa: E402
+from brain.summaries.store import job_ids_of_uid, summarize_job_ids  # noqa: E402
 
 GPU_TYPES = ("A100", "V100", "T4", None)
 HISTORY_DAYS = 180
@@ -438,7 +438,10 @@ def load_big_job(url: str, args, rng: np.random.Generator) -> str:
 def _summarize_chunk(url: str, uids: list[str]) -> int:
     engine = make_engine(url, pool_size=1)
     try:
-        return summarize_uids(make_session_factory(engine), uids)
+        factory = make_session_factory(engine)
+        with factory() as session:
+            job_ids = [i for uid in uids for i in job_ids_of_uid(session, uid)]
+        return summarize_job_ids(factory, job_ids)
     finally:
         engine.dispose()
 

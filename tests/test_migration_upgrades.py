@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, column, insert, select, table
+from sqlalchemy.exc import IntegrityError
 
 from brain.db import migrate
 from brain.db.engine import make_engine
@@ -300,6 +301,11 @@ def _revision_0009() -> list[tuple[type, dict]]:
     return [(JobRow, _job(2, "j2", status="running", finished_at=None, role_bounds=bounds))]
 
 
+def _revision_0011() -> list[tuple[type, dict]]:
+    summary = dict(_revision_0002()[0][1], job_id=2, uid="j2", name="train-j2", namespace="ml")
+    return [(JobSummaryRow, summary)]
+
+
 # What each revision lets a deployment store (revisions that changed no data: none).
 ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0001": _revision_0001,
@@ -311,6 +317,7 @@ ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0007": _revision_0007,
     "0008": _revision_0008,
     "0009": _revision_0009,
+    "0011": _revision_0011,
 }
 
 
@@ -393,5 +400,38 @@ def test_upgrade_from_a_populated_database_at_each_revision_keeps_every_value(ne
                 assert len(conn.execute(select(model)).all()) == sum(
                     1 for m, _ in stored if m is model
                 )
+    finally:
+        engine.dispose()
+
+
+def test_after_the_upgrade_a_uid_is_unique_per_namespace(new_database):
+    """From the previous head with data: j1 and j2 of namespace ml stay, another
+    namespace may then take j1, ml may not take it twice, nor may two jobs without a
+    namespace share a uid."""
+    url = new_database()
+    previous = _revisions()[-2]
+    engine = make_engine(url)
+    try:
+        for revision in _revisions()[: _revisions().index(previous) + 1]:
+            migrate.upgrade(url, revision)
+            with engine.begin() as conn:
+                _store(conn, ROWS_OF.get(revision, lambda: [])())
+        migrate.upgrade(url)
+        with engine.begin() as conn:
+            _store(conn, [(JobRow, _job(3, "j1", namespace="team-b"))])
+            _store(conn, [(JobRow, _job(4, "solo", namespace=None))])
+        for taken in (_job(5, "j1"), _job(6, "solo", namespace=None)):
+            with pytest.raises(IntegrityError), engine.begin() as conn:
+                _store(conn, [(JobRow, taken)])
+        with engine.connect() as conn:
+            jobs = conn.execute(select(JobRow.id, JobRow.uid, JobRow.namespace).order_by(JobRow.id))
+            assert [tuple(row) for row in jobs] == [
+                (1, "j1", "ml"),
+                (2, "j2", "ml"),
+                (3, "j1", "team-b"),
+                (4, "solo", None),
+            ]
+            # the rebuilt table kept what referenced it (SQLite copies it)
+            assert len(conn.execute(select(NodeRow.id)).all()) == 2
     finally:
         engine.dispose()

@@ -30,7 +30,8 @@ from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import JobStatus, utcnow
-from brain.errors import Unauthorized
+from brain.errors import Conflict, Unauthorized
+from brain.job_ref import JobRef
 from brain.services import events, jobs, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
@@ -56,6 +57,8 @@ router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffloadedR
 Signed = Annotated[Principal, Depends(console_principal)]
 Filter = Annotated[str | None, Query(max_length=400)]
 NamespaceFilter = Annotated[str | None, Query(max_length=63, pattern=K8S_LABEL)]
+# A job's namespace; empty: the jobs registered without one.
+JobNamespaceFilter = Annotated[str | None, Query(max_length=63, pattern=f"^$|{K8S_LABEL}")]
 
 
 # The browser itself refuses anything from another origin, inline scripts and framing by
@@ -215,14 +218,27 @@ def job_list(
 
 @router.get("/jobs/{uid}", response_class=HTMLResponse)
 def job_page(
-    uid: str, request: Request, session: SessionDep, settings: SettingsDep, principal: Signed
+    uid: str,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: Signed,
+    namespace: JobNamespaceFilter = None,
 ) -> Response:
-    job = jobs.find_job(session, uid)
-    if job is None or not principal.sees(job.namespace):
+    """The job the uid names among the namespaces the token may read; ``namespace``
+    (empty: the job without one) when several of them hold the uid."""
+    named = namespace is not None
+    ref = JobRef(uid, namespace or None, named=named, readable=principal.namespaces)
+    try:
+        job = None if named and not principal.sees(ref.namespace) else jobs.find_job(session, ref)
+    except Conflict as exc:
+        return page(request, "error.html", principal, 409, title="Which job?", message=exc.message)
+    if job is None:
         # Exactly as for a job that does not exist: a limited token cannot probe.
         message = f"No job with uid {uid!r}."
         return page(request, "error.html", principal, 404, title="No such job", message=message)
-    portrait = JobPortraitOut.of(portraits.job_portrait_of(session, uid, 200), settings.prices)
+    exact = JobRef.exact(job.uid, job.namespace)
+    portrait = JobPortraitOut.of(portraits.job_portrait_of(session, exact, 200), settings.prices)
     node_roles = pods.roles_by_name(session, job)
     stored = plans.list_plans(session, job, TIMELINE_PLANS, None)
     manifests = scaleplans(session, job, stored)
@@ -253,7 +269,8 @@ def pod_page(
     if uid is None or not principal.sees(namespace):
         message = f"No job has a node {pod!r} in namespace {namespace!r}."
         return page(request, "error.html", principal, 404, title="No such pod", message=message)
-    return RedirectResponse(f"/ui/jobs/{quote(uid, safe='')}", status_code=303)
+    target = f"/ui/jobs/{quote(uid, safe='')}?namespace={quote(namespace, safe='')}"
+    return RedirectResponse(target, status_code=303)
 
 
 @router.get("/users/{user}", response_class=HTMLResponse)

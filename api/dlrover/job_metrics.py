@@ -11,14 +11,14 @@ from api.dlrover.report_checks import UID_CHARS, storable_uid
 from api.dlrover.transaction import transaction
 from api.schemas.jobs import JobOut
 from brain.errors import InvalidInput, job_not_found
-from brain.services import jobs, master_reports
+from brain.services import master_reports
 
 
 def job_metrics(session_factory: sessionmaker[Session], uid: str) -> str:
     if not storable_uid(uid):
         raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
     with transaction(session_factory) as session:
-        job = jobs.find_job(session, uid)
+        job = master_reports.job_of_master(session, uid, None)
         if job is None:
             raise job_not_found(uid)
         body = {

@@ -15,12 +15,14 @@ from api.dlrover.stages import WORKER_PHASE_KEY
 @dataclass(frozen=True)
 class OptimizeAsk:
     """An ``OptimizeRequest`` as far as Brain reads it: its first job's uid (empty when
-    it names none), the master's stage, the worker phase, the OOM-killed pods (sorted)."""
+    it names none), the master's stage, the worker phase, the OOM-killed pods (sorted),
+    and the job's namespace (0.6.1 never sets it)."""
 
     uid: str
     stage: str
     phase: str | None
     oom_pods: list[str]
+    namespace: str | None = None
 
 
 def optimize_ask(request) -> OptimizeAsk:
@@ -31,6 +33,7 @@ def optimize_ask(request) -> OptimizeAsk:
         stage=request.type,
         phase=request.config.customized_config.get(WORKER_PHASE_KEY),
         oom_pods=sorted(oom_pods),
+        namespace=(first.namespace or None) if first is not None else None,
     )
 
 

@@ -32,7 +32,7 @@ from brain.domain import Stage
 from brain.errors import InvalidInput, NotFound
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.sizing import SizingModel
-from brain.services import jobs, master_reports, plans
+from brain.services import master_reports, plans
 from brain.services.nodes import NodeRef
 from brain.services.optimizer_context import current_roles, roles_in
 
@@ -95,18 +95,18 @@ class Planner:
             raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
         call = translate(ask.stage, ask.phase, ask.oom_pods)
         with transaction(self._sessions) as session:
-            answer, plan = self._plan(session, ask.uid, call)
+            answer, plan = self._plan(session, ask.uid, ask.namespace, call)
             if expired.is_set() and plan is not None:
                 plan.status_message = LATE
             return answer
 
-    def _plan(self, session: Session, uid: str, call: BrainCall):
+    def _plan(self, session: Session, uid: str, namespace: str | None, call: BrainCall):
         """The answer, and the stored plan it is made of (None: no plan was made)."""
         if call.stage == Stage.create:
-            job = master_reports.ensure_running_job(session, uid, None)
+            job = master_reports.ensure_running_job(session, uid, None, namespace)
             learn_request(session, job, self._elastic_jobs)
         else:
-            job = jobs.find_job(session, uid)
+            job = master_reports.job_of_master(session, uid, namespace)
             if job is None:
                 raise NotFound(f"Brain has never seen job {uid}")
         node = None

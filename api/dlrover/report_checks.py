@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from api.dlrover.messages import as_dict
+from api.schemas.common import K8S_LABEL
 from brain.domain import K8S_NAME_MAX
 
 # The report kinds Brain stores; runtime samples and dataset features never arrive from
@@ -21,6 +23,7 @@ REPORT_KINDS = frozenset(
 # What the jobs table stores (as the REST schema bounds them).
 UID_CHARS = K8S_NAME_MAX
 USER_CHARS = 128
+NAMESPACE_CHARS = 63
 TRUNCATED = " [truncated by Brain]"
 
 
@@ -44,6 +47,17 @@ def user_hint(job_meta) -> str | None:
     if user is not None and (len(user) > USER_CHARS or "\x00" in user):
         return None
     return user
+
+
+def namespace_hint(job_meta) -> str | None:
+    """The Kubernetes namespace a report names, if any. 0.6.1 masters send it as "name"
+    (the same argument-order bug), and the cluster, "" on Kubernetes, as "namespace"; a
+    fixed master would send it as "namespace". A hint only, as the user: anything that is
+    no namespace is ignored."""
+    namespace = job_meta.namespace or job_meta.name or None
+    if namespace is None or len(namespace) > NAMESPACE_CHARS:
+        return None
+    return namespace if re.fullmatch(K8S_LABEL, namespace) else None
 
 
 def report_body(kind: str, payload, reason_chars: int) -> dict | None:

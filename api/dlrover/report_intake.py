@@ -15,7 +15,13 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.dlrover.dedupe import SeenReports
-from api.dlrover.report_checks import REPORT_KINDS, report_body, storable_uid, user_hint
+from api.dlrover.report_checks import (
+    REPORT_KINDS,
+    namespace_hint,
+    report_body,
+    storable_uid,
+    user_hint,
+)
 from api.dlrover.report_store import Report, ReportStore
 from api.dlrover.writer import ReportWriter
 from api.schemas.jobs import EXIT_REASON_CHARS
@@ -30,7 +36,7 @@ class ReportIntake:
         session_factory: sessionmaker[Session],
         telemetry: Telemetry,
         max_bytes: int,
-        summarize: Callable[[str], None],
+        summarize: Callable[[int], None],
     ) -> None:
         """``max_bytes``: the most a report may hold as sent (a reason is cut instead)."""
         self._max_bytes = max_bytes
@@ -66,7 +72,9 @@ class ReportIntake:
                 limit,
             )
             return "invalid"
-        key = (uid, kind, hashlib.sha256(raw).digest())
+        namespace = namespace_hint(metrics.job_meta)
+        # Per namespace: a uid is unique within one only.
+        key = (uid, kind, hashlib.sha256(f"{namespace or ''}\x00".encode() + raw).digest())
         if self.seen.seen_before(key):
             return "ok"
         body = report_body(kind, payload, EXIT_REASON_CHARS)
@@ -74,7 +82,8 @@ class ReportIntake:
             log.warning("job %s: %s is not a JSON object of finite numbers: ignored", uid, kind)
             return "invalid"
         self.seen.remember(key)
-        self._writer.submit(Report(key, user_hint(metrics.job_meta), body, min(len(raw), limit)))
+        user = user_hint(metrics.job_meta)
+        self._writer.submit(Report(key, user, body, min(len(raw), limit), namespace))
         return "queued"
 
     def wait_idle(self, timeout_s: float) -> bool:

@@ -34,12 +34,14 @@ EXIT_SUCCEEDED = "Completed"
 @dataclass(frozen=True)
 class Report:
     """A checked report waiting for the writer: its (uid, kind, digest) key, the user
-    hint, its body as plain values and its size as sent (what the writer's queue holds)."""
+    hint, its body as plain values, its size as sent (what the writer's queue holds) and
+    the namespace hint."""
 
     key: ReportKey
     user: str | None
     body: dict
     size: int = 0
+    namespace: str | None = None
 
 
 class ReportStore:
@@ -48,11 +50,11 @@ class ReportStore:
         session_factory: sessionmaker[Session],
         telemetry: Telemetry,
         max_bytes: int,
-        summarize: Callable[[str], None],
+        summarize: Callable[[int], None],
         not_stored: Callable[[ReportKey], None],
     ) -> None:
         """``max_bytes``: what a job's merged custom data may hold; ``summarize`` is
-        called with the uid of a job a report finished; ``not_stored`` with the key of
+        called with the id of a job a report finished; ``not_stored`` with the key of
         each report that failed."""
         self._sessions = session_factory
         self._telemetry = telemetry
@@ -61,10 +63,11 @@ class ReportStore:
         self._not_stored = not_stored
 
     def write_batch(self, reports: list[Report]) -> None:
-        by_job: dict[str, list[Report]] = {}
+        # Per uid and namespace hint: a uid is unique within a namespace only.
+        by_job: dict[tuple[str, str | None], list[Report]] = {}
         for report in reports:
-            by_job.setdefault(report.key[0], []).append(report)
-        for uid, mine in by_job.items():
+            by_job.setdefault((report.key[0], report.namespace), []).append(report)
+        for (uid, _namespace), mine in by_job.items():
             self.write_job(uid, mine)
 
     def write_job(self, uid: str, reports: list[Report]) -> None:
@@ -72,6 +75,7 @@ class ReportStore:
         merged, a value the database will not take) costs only itself, never the job's
         other reports nor its registration."""
         user = next((r.user for r in reports if r.user), None)
+        namespace = reports[0].namespace  # one per write (see write_batch)
         bodies: dict[str, dict] = {}
         by_kind: dict[str, list[Report]] = {}
         for report in reports:
@@ -82,7 +86,7 @@ class ReportStore:
         failed: list[Report] = []
         try:
             with transaction(self._sessions) as session:
-                job = master_reports.ensure_running_job(session, uid, user)
+                job = master_reports.ensure_running_job(session, uid, user, namespace)
                 finished = False
                 for kind, body in bodies.items():
                     try:
@@ -103,7 +107,7 @@ class ReportStore:
         if failed:
             self._telemetry.grpc_report_write_errors.inc(len(failed))
         if finished:
-            self._summarize(uid)
+            self._summarize(job.id)
 
     def _store(self, session: Session, job: JobRow, kind: str, body: dict) -> bool:
         """Store one report; returns whether it finished the job."""

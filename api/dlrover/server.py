@@ -23,7 +23,7 @@ from api.dlrover.servicer import BrainServicer
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.sizing import SizingModel
-from brain.summaries.store import summarize_uids
+from brain.summaries.store import summarize_job_ids
 from brain.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def start(
         registry,
         settings,
         telemetry,
-        summarize=lambda uid: summaries.submit(summarize_uids, session_factory, [uid]),
+        summarize=lambda job_id: summaries.submit(summarize_job_ids, session_factory, [job_id]),
         sizing_model=sizing_model,
         elastic_jobs=elastic_jobs,
     )

@@ -49,7 +49,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         registry: OptimizerRegistry,
         settings: Settings,
         telemetry: Telemetry,
-        summarize: Callable[[str], None],
+        summarize: Callable[[int], None],
         sizing_model: Callable[[], SizingModel | None] = lambda: None,
         elastic_jobs: ElasticJobLookup | None = None,
     ) -> None:

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Body, Query
 
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
-from api.params import JobUid, name_filter
+from api.job_ref import JobRefDep, job_responses
+from api.params import name_filter
 from api.routing import InputRoute
 from api.schemas.events import EventIn, EventOut, EventsIngestOut
 from brain.domain import EventKind, utcnow
@@ -18,21 +19,21 @@ from brain.services.clock import reject_future
 router = APIRouter(
     prefix="/api/v1/jobs/{uid}/events",
     tags=["events"],
-    responses=ERROR_RESPONSES,
+    responses=job_responses(ERROR_RESPONSES),
     route_class=InputRoute,
 )
 
 
 @router.post("", response_model=EventsIngestOut, summary="Record events")
 def post_events(
-    uid: JobUid,
+    job_ref: JobRefDep,
     session: SessionDep,
     items: Annotated[list[EventIn], Body(max_length=10_000)],
     settings: SettingsDep,
 ) -> EventsIngestOut:
     """Each event is stored once: (kind, ts, node) identifies it, so retries are safe."""
     reject_future([(f"{i}.ts", e.ts) for i, e in enumerate(items)], utcnow(), settings.clock_skew_s)
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     result = events.record_events(
         session,
         job,
@@ -43,13 +44,13 @@ def post_events(
 
 @router.get("", response_model=list[EventOut], summary="List events, oldest first")
 def list_events(
-    uid: JobUid,
+    job_ref: JobRefDep,
     session: SessionDep,
     kind: EventKind | None = None,
     node: Annotated[str | None, name_filter("Only events of this node.")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[EventOut]:
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     return [
         EventOut(id=e.id, ts=e.ts, kind=e.kind, node=e.node_name or None, detail=e.detail)
         for e in events.list_events(session, job, kind=kind, node=node, limit=limit)

@@ -9,16 +9,17 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 from api.auth import CurrentPrincipal
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
+from api.job_ref import JobNamespace, JobRefDep, job_responses
 from api.paging import within_page_bytes
 from api.params import JobUid, name_filter
 from api.routing import InputRoute
 from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
 from api.state import server_state
 from brain.domain import JobStatus, utcnow
-from brain.errors import Forbidden
+from brain.errors import Forbidden, InvalidInput
 from brain.services import jobs
 from brain.services.clock import reject_future
-from brain.summaries.store import summarize_uids
+from brain.summaries.store import summarize_job_ids
 
 router = APIRouter(
     prefix="/api/v1/jobs", tags=["jobs"], responses=ERROR_RESPONSES, route_class=InputRoute
@@ -41,16 +42,23 @@ def put_job(
     session: SessionDep,
     settings: SettingsDep,
     principal: CurrentPrincipal,
+    namespace: JobNamespace = None,
 ) -> JobOut:
     """Idempotent: the same body twice leaves one job. 201 when created, 200 when updated.
 
-    Job uids are unique across namespaces. A token limited to namespaces that registers
-    a uid another namespace holds gets the answer a new uid gets (201 and the job as
-    described) while nothing is stored or changed, so it can neither probe nor overwrite
-    other namespaces' jobs (see docs/isolation.md)."""
+    A job is its uid within its namespace (the body's `namespace`): uids are unique per
+    namespace, so another namespace holding the same uid neither shows nor matters, and
+    a PUT naming another namespace registers another job. A job registered without a
+    namespace (e.g. first reported by its DLRover master) takes the namespace of the
+    first PUT that names one, when the caller may read jobs without a namespace."""
     if not principal.sees(spec.namespace):
         raise Forbidden(
             f"token {principal.name!r} may not write jobs in namespace {spec.namespace!r}",
+            field="namespace",
+        )
+    if namespace is not None and (namespace or None) != spec.namespace:
+        raise InvalidInput(
+            f"?namespace={namespace!r} is not the body's namespace {spec.namespace!r}",
             field="namespace",
         )
     reject_future(
@@ -62,27 +70,26 @@ def put_job(
         utcnow(),
         settings.clock_skew_s,
     )
-    if getattr(request.state, "foreign_uid", False):
-        response.status_code = 201
-        return JobOut.of(jobs.unsaved_job(uid, spec.to_input()))
-    job, created = jobs.upsert_job(session, uid, spec.to_input())
+    adopt = principal.namespaces is None
+    job, created = jobs.upsert_job(session, uid, spec.to_input(), adopt_unnamespaced=adopt)
     _summarize_if_finished(job, request, background)
     response.status_code = 201 if created else 200
     return JobOut.of(job)
 
 
-@router.get("/{uid}", response_model=JobOut, summary="Read a job")
-def get_job(uid: JobUid, session: SessionDep) -> JobOut:
-    return JobOut.of(jobs.get_job(session, uid))
+@router.get("/{uid}", response_model=JobOut, summary="Read a job", responses=job_responses())
+def get_job(job_ref: JobRefDep, session: SessionDep) -> JobOut:
+    return JobOut.of(jobs.get_job(session, job_ref))
 
 
 @router.patch(
     "/{uid}",
     response_model=JobOut,
     summary="Change status, exit reason or times (a finished job is then summarized)",
+    responses=job_responses(),
 )
 def patch_job(
-    uid: JobUid,
+    job_ref: JobRefDep,
     patch: JobPatch,
     request: Request,
     background: BackgroundTasks,
@@ -94,7 +101,7 @@ def patch_job(
         utcnow(),
         settings.clock_skew_s,
     )
-    job = jobs.patch_job(session, uid, patch.to_changes())
+    job = jobs.patch_job(session, job_ref, patch.to_changes())
     _summarize_if_finished(job, request, background)
     return JobOut.of(job)
 
@@ -103,7 +110,7 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
     """A finished job is summarized after the response, in its own transaction, so a
     slow or failing summary never fails the update (the refresher retries it)."""
     if JobStatus(job.status).finished:
-        background.add_task(summarize_uids, server_state(request.app).session_factory, [job.uid])
+        background.add_task(summarize_job_ids, server_state(request.app).session_factory, [job.id])
 
 
 @router.get("", response_model=JobPage, summary="List jobs, newest first")

@@ -15,14 +15,16 @@ from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.scaleplan import scaleplan
 from api.errors import ERROR_RESPONSES
+from api.job_ref import JobRefDep, job_responses
 from api.paging import within_page_bytes
-from api.params import JobUid, PlanId
+from api.params import PlanId
 from api.plan_watch import PlanWatch
 from api.routing import InputRoute
 from api.schemas.plans import OptimizeRequest, OptimizerOut, PlanOut, PlanStatusIn
 from api.state import server_state
 from brain.bounds import INT32_MAX
 from brain.domain import utcnow
+from brain.job_ref import JobRef
 from brain.services import jobs, plans
 from brain.services.clock import reject_future
 
@@ -40,15 +42,17 @@ def list_optimizers(registry: RegistryDep) -> list[OptimizerOut]:
     f"{JOB}/optimize",
     response_model=PlanOut,
     summary="Run a stage's optimizers",
-    responses={
-        409: {
-            "description": "Stage `oom` for a node with no OOM recorded "
-            "(`conflict`, `field: node`): report the OOM event first; nothing is stored."
+    responses=job_responses(
+        {
+            409: {
+                "description": "Stage `oom` for a node with no OOM recorded "
+                "(`conflict`, `field: node`): report the OOM event first; nothing is stored."
+            }
         }
-    },
+    ),
 )
 def optimize(
-    uid: JobUid,
+    job_ref: JobRefDep,
     body: OptimizeRequest,
     session: SessionDep,
     settings: SettingsDep,
@@ -59,7 +63,7 @@ def optimize(
     """Returns the stored plan. Nothing to change gives an empty plan with its reasons.
     An OOM event already answered returns the plan that answered it; stage `oom` for a
     node without a recorded OOM event is a 409 and stores no plan."""
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     plan = plans.optimize(
         session,
         job,
@@ -73,12 +77,17 @@ def optimize(
         readable=principal.namespaces,
         ps_hosts=ps_hosts_of,
     ).plan
-    return PlanOut.of(plan, uid)
+    return PlanOut.of(plan, job.uid)
 
 
-@router.get(f"{JOB}/plans", response_model=list[PlanOut], summary="List plans, newest first")
+@router.get(
+    f"{JOB}/plans",
+    response_model=list[PlanOut],
+    summary="List plans, newest first",
+    responses=job_responses(),
+)
 def list_plans(
-    uid: JobUid,
+    job_ref: JobRefDep,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     before: Annotated[
@@ -87,19 +96,19 @@ def list_plans(
 ) -> list[PlanOut]:
     """Up to `limit` plans, fewer when more would make the answer over 1 MiB: page on
     with `before` set to the last id received."""
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     page = plans.list_plans(session, job, limit, before)
-    return within_page_bytes([PlanOut.of(p, uid) for p in page])
+    return within_page_bytes([PlanOut.of(p, job.uid) for p in page])
 
 
 @router.get(
     f"{JOB}/plans/latest",
     response_model=PlanOut,
     summary="Long-poll for a plan newer than `after`",
-    responses={204: {"description": "No newer plan within `wait` seconds."}},
+    responses=job_responses({204: {"description": "No newer plan within `wait` seconds."}}),
 )
 async def latest_plan(
-    uid: JobUid,
+    job_ref: JobRefDep,
     request: Request,
     after: Annotated[
         int, Query(ge=0, le=INT32_MAX, description="The id of the last plan the caller has.")
@@ -112,10 +121,10 @@ async def latest_plan(
     deadline = time.monotonic() + wait
     factory = server_state(request.app).session_factory
     watch: PlanWatch = server_state(request.app).plan_watch
-    with watch.watching(uid) as new_plan_seen:
+    with watch.watching(job_ref.uid) as new_plan_seen:
         while True:
             new_plan_seen.clear()
-            found = await run_in_threadpool(_newest_after, factory, uid, after)
+            found = await run_in_threadpool(_newest_after, factory, job_ref, after)
             if found is not None:
                 return found
             remaining = deadline - time.monotonic()
@@ -127,35 +136,37 @@ async def latest_plan(
                 return Response(status_code=204)
 
 
-def _newest_after(factory, uid: str, after: int) -> PlanOut | None:
+def _newest_after(factory, job_ref: JobRef, after: int) -> PlanOut | None:
     with factory() as session:
-        job = jobs.get_job(session, uid)
+        job = jobs.get_job(session, job_ref)
         plan = plans.next_plan_after(session, job.id, after)
-        return None if plan is None else PlanOut.of(plan, uid)
+        return None if plan is None else PlanOut.of(plan, job.uid)
 
 
 @router.get(
     f"{JOB}/plans/{{plan_id}}",
     response_model=PlanOut,
     summary="Read a plan (JSON, or the DLRover ScalePlan object with format=k8s)",
-    responses={
-        200: {"content": {"application/yaml": {}}},
-        409: {
-            "description": "format=k8s for a job whose name or namespace Kubernetes would "
-            "refuse (`conflict`, `field: format`)."
-        },
-    },
+    responses=job_responses(
+        {
+            200: {"content": {"application/yaml": {}}},
+            409: {
+                "description": "format=k8s for a job whose name or namespace Kubernetes would "
+                "refuse (`conflict`, `field: format`)."
+            },
+        }
+    ),
 )
 def get_plan(
-    uid: JobUid,
+    job_ref: JobRefDep,
     plan_id: PlanId,
     session: SessionDep,
     format: Annotated[Literal["json", "k8s"], Query(description="`k8s`: ScalePlan YAML.")] = "json",
 ):
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     plan = plans.get_plan(session, job, plan_id)
     if format == "json":
-        return PlanOut.of(plan, uid)
+        return PlanOut.of(plan, job.uid)
     manifest = scaleplan(session, job, plan)
     return Response(yaml.safe_dump(manifest, sort_keys=False), media_type="application/yaml")
 
@@ -164,14 +175,18 @@ def get_plan(
     f"{JOB}/plans/{{plan_id}}/status",
     response_model=PlanOut,
     summary="Report what became of a plan",
-    responses={409: {"description": "The plan cannot move to that status."}},
+    responses=job_responses({409: {"description": "The plan cannot move to that status."}}),
 )
 def set_plan_status(
-    uid: JobUid, plan_id: PlanId, body: PlanStatusIn, session: SessionDep, settings: SettingsDep
+    job_ref: JobRefDep,
+    plan_id: PlanId,
+    body: PlanStatusIn,
+    session: SessionDep,
+    settings: SettingsDep,
 ) -> PlanOut:
     """`applied`, `rejected` or `failed`, with a message; the next optimization sees it.
     An applied plan becomes the job's desired state (role specs, node requests, counts)."""
     reject_future([("applied_at", body.applied_at)], utcnow(), settings.clock_skew_s)
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     plan = plans.set_status(session, job, plan_id, body.status, body.message, body.applied_at)
-    return PlanOut.of(plan, uid)
+    return PlanOut.of(plan, job.uid)

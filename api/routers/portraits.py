@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from api.auth import namespace_asked
 from api.deps import SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
-from api.params import JobUid, Offset
+from api.job_ref import JobRefDep, job_responses
+from api.params import Offset
 from api.responses import model_json
 from api.routing import InputRoute
 from api.schemas.common import K8S_LABEL, NO_NUL
@@ -107,9 +108,14 @@ def ranking(
     )
 
 
-@router.get("/jobs/{uid}", response_model=JobPortraitOut, summary="A job's portrait")
+@router.get(
+    "/jobs/{uid}",
+    response_model=JobPortraitOut,
+    summary="A job's portrait",
+    responses=job_responses(),
+)
 def job_portrait(
-    uid: JobUid,
+    job_ref: JobRefDep,
     session: SessionDep,
     settings: SettingsDep,
     points: Annotated[
@@ -124,20 +130,25 @@ def job_portrait(
     and speed series bucketed for charts. Read from the stored summary; a job without a
     final one (running) is computed from its raw samples on the fly. `excluded_reason`
     says why aggregates leave the run out, if they do."""
-    portrait = portraits.job_portrait_of(session, uid, points)
+    portrait = portraits.job_portrait_of(session, job_ref, points)
     return model_json(JobPortraitOut.of(portrait, settings.prices, _max_run_s(settings)))
 
 
-@router.get("/jobs/{uid}/nodes", response_model=NodePage, summary="A job's nodes, summarized")
+@router.get(
+    "/jobs/{uid}/nodes",
+    response_model=NodePage,
+    summary="A job's nodes, summarized",
+    responses=job_responses(),
+)
 def job_nodes(
-    uid: JobUid,
+    job_ref: JobRefDep,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size.")] = 100,
     offset: Offset = 0,
 ) -> NodePage:
     """Per node: request, usage statistics, run and sampled time, resource-hours; by role
     and name."""
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     nodes, total = portraits.node_page(session, job, limit, offset)
     return NodePage(
         items=[NodeSummaryOut.of(n) for n in nodes],

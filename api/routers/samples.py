@@ -10,8 +10,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from api.deps import SessionDep, SettingsDep, TelemetryDep, after_commit
 from api.errors import ERROR_RESPONSES
+from api.job_ref import JobRefDep, job_responses
 from api.openapi_bounds import setting_mark
-from api.params import JobUid, NodeName, name_filter
+from api.params import NodeName, name_filter
 from api.routing import InputRoute, OffloadedRoute, StrictJsonRequest
 from api.schemas.bounds import bounds_in_force
 from api.schemas.common import Instant
@@ -31,7 +32,10 @@ from brain.services.clock import reject_future
 from brain.telemetry import Telemetry
 
 router = APIRouter(
-    prefix="/api/v1/jobs/{uid}", tags=["samples"], responses=ERROR_RESPONSES, route_class=InputRoute
+    prefix="/api/v1/jobs/{uid}",
+    tags=["samples"],
+    responses=job_responses(ERROR_RESPONSES),
+    route_class=InputRoute,
 )
 
 
@@ -63,7 +67,7 @@ class SampleBatchRoute(OffloadedRoute):
 
 
 def post_samples(
-    uid: JobUid,
+    job_ref: JobRefDep,
     batch: SampleBatch,
     session: SessionDep,
     settings: SettingsDep,
@@ -79,7 +83,7 @@ def post_samples(
     now = utcnow()
     reject_future(_latest("nodes", batch.nodes), now, settings.clock_skew_s)
     reject_future(_latest("speed", batch.speed), now, settings.clock_skew_s)
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     result = samples.ingest(session, job, batch.nodes, [p.to_point() for p in batch.speed])
     after_commit(session, lambda: _count(telemetry, result))
     return IngestOut(accepted=result.accepted, duplicates=result.duplicates)
@@ -117,7 +121,7 @@ def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
 
 @router.get("/samples", response_model=SeriesOut, summary="Read the time series back")
 def get_samples(
-    uid: JobUid,
+    job_ref: JobRefDep,
     session: SessionDep,
     node: Annotated[str | None, name_filter("Only this node.")] = None,
     role: Annotated[str | None, name_filter("Only nodes of this role.", 64)] = None,
@@ -131,7 +135,7 @@ def get_samples(
         int, Query(ge=1, le=100_000, description="Most node points returned.")
     ] = 10_000,
 ) -> SeriesOut:
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     query = samples.SampleQuery(node=node, role=role, start=start, end=end, limit=limit + 1)
     points = samples.node_samples(session, job, query)
     truncated = len(points) > limit
@@ -150,7 +154,7 @@ def get_samples(
     summary="Register or update a node with what it requests",
 )
 def put_node(
-    uid: JobUid,
+    job_ref: JobRefDep,
     name: NodeName,
     spec: NodeIn,
     response: Response,
@@ -162,13 +166,13 @@ def put_node(
         utcnow(),
         settings.clock_skew_s,
     )
-    job = jobs.get_job(session, uid)
+    job = jobs.get_job(session, job_ref)
     node, created = nodes.upsert_node(session, job, name, nodes.NodeInput(**spec.model_dump()))
     response.status_code = 201 if created else 200
     return NodeOut.model_validate(node, from_attributes=True)
 
 
 @router.get("/nodes", response_model=list[NodeOut], summary="List a job's nodes")
-def list_nodes(uid: JobUid, session: SessionDep) -> list[NodeOut]:
-    job = jobs.get_job(session, uid)
+def list_nodes(job_ref: JobRefDep, session: SessionDep) -> list[NodeOut]:
+    job = jobs.get_job(session, job_ref)
     return [NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)]

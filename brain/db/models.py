@@ -67,10 +67,21 @@ class JobRow(Base):
             postgresql_where=text("summarized_at IS NULL"),
             sqlite_where=text("summarized_at IS NULL"),
         ),
+        # A uid is unique within a namespace (jobs without one form one namespace): no
+        # namespace can probe or take another's uids. Leading with uid, it also serves
+        # the lookups by uid alone.
+        UniqueConstraint("uid", "namespace"),
+        Index(
+            "uq_jobs_uid_without_namespace",
+            "uid",
+            unique=True,
+            postgresql_where=text("namespace IS NULL"),
+            sqlite_where=text("namespace IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    uid: Mapped[str] = mapped_column(String(K8S_NAME_MAX), unique=True)
+    uid: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
     name: Mapped[str] = mapped_column(String(K8S_NAME_MAX))
     # "user" is reserved in PostgreSQL, hence the column name.
     user: Mapped[str] = mapped_column("user_name", String(128))

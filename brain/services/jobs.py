@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pydantic import BaseModel
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -24,6 +24,7 @@ from brain.domain import (
     utcnow,
 )
 from brain.errors import InvalidInput, job_not_found
+from brain.job_ref import JobRef, ambiguous_uid
 
 
 @dataclass
@@ -63,42 +64,68 @@ class JobFilters:
     namespaces: frozenset[str] | None = None
 
 
-def get_job(session: Session, uid: str) -> JobRow:
-    job = session.scalar(select(JobRow).where(JobRow.uid == uid))
+def get_job(session: Session, ref: JobRef | str) -> JobRow:
+    """The job ``ref`` names (a bare uid: the one job with that uid, in any namespace):
+    404 when there is none, 409 naming ``namespace`` when jobs of several namespaces
+    the caller may read hold the uid."""
+    job = find_job(session, ref)
     if job is None:
-        raise job_not_found(uid)
+        raise job_not_found(JobRef.of(ref).uid)
     return job
 
 
-def find_job(session: Session, uid: str) -> JobRow | None:
-    return session.scalar(select(JobRow).where(JobRow.uid == uid))
+def find_job(session: Session, ref: JobRef | str) -> JobRow | None:
+    """As ``get_job``, None where that answers 404."""
+    ref = JobRef.of(ref)
+    found = list(session.scalars(_jobs_named(ref)))
+    if len(found) > 1:
+        raise ambiguous_uid(ref.uid, [job.namespace for job in found])
+    return found[0] if found else None
 
 
-def upsert_job(session: Session, uid: str, data: JobInput) -> tuple[JobRow, bool]:
-    """Create or replace a job's description; returns the job and whether it was created."""
+def jobs_with_uid(session: Session, uid: str) -> list[JobRow]:
+    """Every job with this uid, whatever its namespace, oldest first."""
+    return list(session.scalars(_jobs_named(JobRef(uid))))
+
+
+def _jobs_named(ref: JobRef) -> Select:
+    query = select(JobRow).where(JobRow.uid == ref.uid)
+    if ref.named:
+        query = query.where(_in_namespace(ref.namespace))
+    if ref.readable is not None:
+        query = query.where(JobRow.namespace.in_(sorted(ref.readable)))
+    return query.order_by(JobRow.id)
+
+
+def _in_namespace(namespace: str | None) -> ColumnElement[bool]:
+    return JobRow.namespace.is_(None) if namespace is None else JobRow.namespace == namespace
+
+
+def upsert_job(
+    session: Session, uid: str, data: JobInput, adopt_unnamespaced: bool = False
+) -> tuple[JobRow, bool]:
+    """Create or replace the description of the job ``uid`` of ``data.namespace``;
+    returns the job and whether it was created.
+
+    ``adopt_unnamespaced`` (a caller that may read jobs without a namespace): a job of
+    this uid registered without a namespace (e.g. first seen from its DLRover master,
+    which names none) takes ``data.namespace`` instead of a second job being created."""
     _check_times(data.started_at, data.finished_at)
     now = utcnow()
-    job = find_job(session, uid)
+    job = find_job(session, JobRef.exact(uid, data.namespace))
+    if job is None and adopt_unnamespaced and data.namespace is not None:
+        job = find_job(session, JobRef.exact(uid, None))
     if job is None:
         job = _create_job(session, uid, data, now)
         if job is not None:
             return job, True
-        # Another request created the same uid first: this one becomes an update.
-        job = get_job(session, uid)
+        # Another request created the same job first: this one becomes an update.
+        job = get_job(session, JobRef.exact(uid, data.namespace))
     if data.created_at is not None:
         job.created_at = data.created_at
     _describe(job, data, now)
     session.flush()
     return job, False
-
-
-def unsaved_job(uid: str, data: JobInput) -> JobRow:
-    """The job ``upsert_job`` would create for a new ``uid``, not stored."""
-    _check_times(data.started_at, data.finished_at)
-    now = utcnow()
-    job = JobRow(uid=uid, created_at=data.created_at or now)
-    _describe(job, data, now)
-    return job
 
 
 def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> JobRow | None:
@@ -110,7 +137,7 @@ def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> Jo
             _describe(job, data, now)
             session.add(job)
     except IntegrityError:
-        if find_job(session, uid) is None:
+        if find_job(session, JobRef.exact(uid, data.namespace)) is None:
             raise  # not the uid race: a real error
         return None
     return job
@@ -149,9 +176,9 @@ class JobChanges(BaseModel):
     finished_at: datetime | None = None
 
 
-def patch_job(session: Session, uid: str, changes: JobChanges) -> JobRow:
+def patch_job(session: Session, ref: JobRef | str, changes: JobChanges) -> JobRow:
     """Change status, exit reason and times; other fields go through ``upsert_job``."""
-    job = get_job(session, uid)
+    job = get_job(session, ref)
     given = changes.model_fields_set
     if "status" in given:
         if changes.status is None:

@@ -19,8 +19,9 @@ from sqlalchemy.orm import Session
 from brain.db.models import EventRow, JobRow, MasterReportRow
 from brain.domain import EventKind, JobStatus, RoleSpec, Strategy, default_group_key, utcnow
 from brain.errors import InvalidInput
+from brain.job_ref import ambiguous_uid
 from brain.services import events, nodes
-from brain.services.jobs import find_job
+from brain.services.jobs import jobs_with_uid
 
 UNKNOWN_USER = "unknown"
 
@@ -35,13 +36,32 @@ class JobExit:
     oom: bool = False
 
 
-def ensure_running_job(session: Session, uid: str, user: str | None) -> JobRow:
-    """The job ``uid``, created on the first report of a master Brain was never told about.
+def job_of_master(session: Session, uid: str, namespace: str | None) -> JobRow | None:
+    """The job a master means. Masters name their job by uid (DLRover's: the ElasticJob's
+    Kubernetes UID) and not always by namespace, while uids are unique per namespace
+    only: the job of ``uid`` in ``namespace`` when the master names one and it exists,
+    else the only job with that uid. None when no job has it; jobs of several
+    namespaces with it and none named: a Conflict (no job is guessed)."""
+    found = jobs_with_uid(session, uid)
+    named = [job for job in found if namespace is not None and job.namespace == namespace]
+    if named:
+        return named[0]
+    if len(found) > 1:
+        raise ambiguous_uid(uid, [job.namespace for job in found])
+    return found[0] if found else None
 
-    Such a job is named after its uid (the name can be set later with PUT) and belongs
-    to ``user`` if the master gives one. A pending job whose master reports is running.
+
+def ensure_running_job(
+    session: Session, uid: str, user: str | None, namespace: str | None = None
+) -> JobRow:
+    """The job ``uid`` (see ``job_of_master``), created on the first report of a master
+    Brain was never told about.
+
+    Such a job is named after its uid (the name can be set later with PUT), belongs to
+    ``user`` if the master gives one, and to ``namespace`` if it names one. A pending
+    job whose master reports is running.
     """
-    job = find_job(session, uid)
+    job = job_of_master(session, uid, namespace)
     now = utcnow()
     if job is None:
         owner = user or UNKNOWN_USER
@@ -49,6 +69,7 @@ def ensure_running_job(session: Session, uid: str, user: str | None) -> JobRow:
             uid=uid,
             name=uid,
             user=owner,
+            namespace=namespace,
             group_key=default_group_key(owner, uid),
             strategy=Strategy.ps.value,
             roles={},
@@ -62,7 +83,7 @@ def ensure_running_job(session: Session, uid: str, user: str | None) -> JobRow:
                 session.add(job)
         except IntegrityError:
             # Another call for the same new job (a report and an optimize) created it first.
-            return ensure_running_job(session, uid, user)
+            return ensure_running_job(session, uid, user, namespace)
     elif job.status == JobStatus.pending.value:
         job.status = JobStatus.running.value
         job.started_at = job.started_at or now

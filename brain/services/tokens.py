@@ -27,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import AuthMode
-from brain.db.models import ApiToken, JobRow
+from brain.db.models import ApiToken
 from brain.domain import utcnow
 from brain.errors import Conflict, InvalidInput, NotFound, Unauthorized
 
@@ -234,15 +234,6 @@ def find_principal(session: Session, secret: str, now: datetime | None = None) -
         namespaces=None if token.namespaces is None else frozenset(token.namespaces),
         expires_at=token.expires_at,
     )
-
-
-def job_visible(session: Session, principal: Principal, uid: str) -> bool:
-    """False for an existing job in a namespace the principal may not see (callers answer
-    as for a missing job, so a restricted token cannot probe other namespaces)."""
-    if principal.namespaces is None:
-        return True
-    found = session.execute(select(JobRow.namespace).where(JobRow.uid == uid)).first()
-    return found is None or principal.sees(found.namespace)
 
 
 @dataclass

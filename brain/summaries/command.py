@@ -7,7 +7,7 @@ import sys
 
 from brain.config import Settings
 from brain.db.engine import make_engine, make_session_factory
-from brain.summaries.store import jobs_to_summarize, summarize_uids
+from brain.summaries.store import job_ids_of_uid, jobs_to_summarize, summarize_job_ids
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,9 @@ def add_parser(commands) -> None:
     which.add_argument(
         "--all", action="store_true", help="re-summarize every finished job (replaces)"
     )
-    which.add_argument("--job", metavar="UID", help="summarize this job only")
+    which.add_argument(
+        "--job", metavar="UID", help="summarize this job only (of every namespace holding the uid)"
+    )
     which.add_argument(
         "--running", action="store_true", help="refresh the summaries of running jobs"
     )
@@ -36,16 +38,16 @@ def _summarize(args) -> int:
     engine = make_engine(Settings().database_url)
     try:
         factory = make_session_factory(engine)
-        if args.job:
-            uids = [args.job]
-        else:
-            with factory() as session:
-                uids = jobs_to_summarize(session, everything=args.all, running=args.running)
-        done = summarize_uids(factory, uids)
+        with factory() as session:
+            if args.job:
+                job_ids = job_ids_of_uid(session, args.job)
+            else:
+                job_ids = jobs_to_summarize(session, everything=args.all, running=args.running)
+        done = summarize_job_ids(factory, job_ids)
     finally:
         engine.dispose()
-    if done < len(uids):
-        print(f"summarized {done} of {len(uids)} jobs; see the log", file=sys.stderr)
+    if done < len(job_ids) or (args.job and not job_ids):
+        print(f"summarized {done} of {len(job_ids)} jobs; see the log", file=sys.stderr)
         return 1
     print(f"summarized {done} jobs")
     return 0

@@ -17,6 +17,7 @@ from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRo
 from brain.domain import JobStatus
 from brain.errors import job_not_found
 from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
+from brain.job_ref import JobRef, ambiguous_uid
 from brain.summaries import series as series_
 from brain.summaries.compute import SummaryRows, compute_summary
 from brain.summaries.hours import RESOURCES, Hours
@@ -70,13 +71,19 @@ class Totals:
         return self.succeeded / self.finished if self.finished else None
 
 
-def job_portrait_of(session: Session, uid: str, points: int) -> JobPortrait:
-    """The portrait of the job ``uid`` (404 when there is none): the job, its final
-    summary and its roles come in one statement, a round trip less than ``get_job``
-    first."""
-    rows = session.execute(_job_with_summary(), {"uid": uid}).all()
+def job_portrait_of(session: Session, ref: JobRef | str, points: int) -> JobPortrait:
+    """The portrait of the job ``ref`` names (404 when there is none, 409 when it names
+    jobs of several namespaces): the job, its final summary and its roles come in one
+    statement, a round trip less than ``get_job`` first."""
+    ref = JobRef.of(ref)
+    params = {"uid": ref.uid, "namespace": ref.namespace, "readable": sorted(ref.readable or ())}
+    statement = _job_with_summary(ref.named, ref.namespace is None, ref.readable is not None)
+    rows = session.execute(statement, params).all()
     if not rows:
-        raise job_not_found(uid)
+        raise job_not_found(ref.uid)
+    found = {row[0].id: row[0].namespace for row in rows}
+    if len(found) > 1:
+        raise ambiguous_uid(ref.uid, found.values())
     job, summary = rows[0][0], rows[0][1]
     if summary is None or not summary.final:
         return _portrait(compute_summary(session, job), points)
@@ -89,13 +96,20 @@ def job_portrait_of(session: Session, uid: str, points: int) -> JobPortrait:
 
 
 @cache
-def _job_with_summary() -> Select:
+def _job_with_summary(named: bool, without_namespace: bool, limited: bool) -> Select:
+    conditions = [JobRow.uid == bindparam("uid")]
+    if named and without_namespace:
+        conditions.append(JobRow.namespace.is_(None))
+    elif named:
+        conditions.append(JobRow.namespace == bindparam("namespace"))
+    if limited:
+        conditions.append(JobRow.namespace.in_(bindparam("readable", expanding=True)))
     return (
         select(JobRow, JobSummaryRow, RoleSummaryRow)
         .outerjoin(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
         .outerjoin(RoleSummaryRow, RoleSummaryRow.job_id == JobSummaryRow.job_id)
-        .where(JobRow.uid == bindparam("uid"))
-        .order_by(RoleSummaryRow.role)
+        .where(*conditions)
+        .order_by(JobRow.id, RoleSummaryRow.role)
     )
 
 

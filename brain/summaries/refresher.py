@@ -20,7 +20,7 @@ from brain.config import Settings
 from brain.domain import utcnow
 from brain.periodic import Periodic
 from brain.summaries.retention import delete_old_samples
-from brain.summaries.store import jobs_to_summarize, summarize_uids
+from brain.summaries.store import jobs_to_summarize, summarize_job_ids
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +30,8 @@ def refresh_once(factory: sessionmaker[Session], retention_days: int | None = No
     age out raw samples older than ``retention_days`` (if given) of summarized jobs.
     Returns how many jobs were summarized."""
     with factory() as session:
-        uids = jobs_to_summarize(session) + jobs_to_summarize(session, running=True)
-    done = summarize_uids(factory, uids)
+        job_ids = jobs_to_summarize(session) + jobs_to_summarize(session, running=True)
+    done = summarize_job_ids(factory, job_ids)
     if retention_days:
         with factory() as session:
             deleted = delete_old_samples(session, retention_days, utcnow())

@@ -79,9 +79,13 @@ def run_spend(
         return None
     last = None
     if suggestion.basis.runs:
-        uid = suggestion.basis.runs[0].uid
+        run = suggestion.basis.runs[0]
+        column = JobRow.namespace
+        namespace = column.is_(None) if run.namespace is None else column == run.namespace
         last = session.execute(
-            select(JobRow.uid, JobRow.roles, JobRow.gpu_type).where(JobRow.uid == uid)
+            select(JobRow.uid, JobRow.roles, JobRow.gpu_type).where(
+                JobRow.uid == run.uid, namespace
+            )
         ).first()
     before: dict = dict(last.roles) if last is not None else {}
     gpu_type = gpu_type or (last.gpu_type if last is not None else None)

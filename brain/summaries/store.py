@@ -121,60 +121,66 @@ def _column_values(row: RoleSummaryRow) -> dict[str, Any]:
 
 def jobs_to_summarize(
     session: Session, *, everything: bool = False, running: bool = False
-) -> list[str]:
-    """Uids of jobs to (re)summarize, oldest first.
+) -> list[int]:
+    """Ids of jobs to (re)summarize, oldest first.
 
     Default: finished jobs without a final summary. ``everything``: every finished job.
     ``running``: running jobs (their snapshot summaries are refreshed).
     """
     if running:
-        query = select(JobRow.uid).where(JobRow.status == JobStatus.running.value)
+        query = select(JobRow.id).where(JobRow.status == JobStatus.running.value)
     else:
-        query = select(JobRow.uid).where(JobRow.status.in_(FINISHED))
+        query = select(JobRow.id).where(JobRow.status.in_(FINISHED))
         if not everything:
             final = select(JobSummaryRow.job_id).where(JobSummaryRow.final.is_(True))
             query = query.where(or_(JobRow.summarized_at.is_(None), JobRow.id.not_in(final)))
     return list(session.scalars(query.order_by(JobRow.id)))
 
 
-def summarize_uids(factory: sessionmaker[Session], uids: list[str]) -> int:
+def job_ids_of_uid(session: Session, uid: str) -> list[int]:
+    """The ids of the jobs with this uid, in every namespace (uids are per namespace)."""
+    return list(session.scalars(select(JobRow.id).where(JobRow.uid == uid).order_by(JobRow.id)))
+
+
+def summarize_job_ids(factory: sessionmaker[Session], job_ids: list[int]) -> int:
     """Summarize the jobs, ``BATCH_JOBS`` per transaction; returns how many succeeded.
 
     A batch that fails is summarized again one job per transaction, so one bad job
     neither stops a backfill nor loses the others of its batch."""
     done = 0
     started = time.monotonic()
-    for position in range(0, len(uids), BATCH_JOBS):
-        batch = uids[position : position + BATCH_JOBS]
+    for position in range(0, len(job_ids), BATCH_JOBS):
+        batch = job_ids[position : position + BATCH_JOBS]
         try:
             done += _summarize_batch(factory, batch)
         except Exception:
             log.warning("a batch of %d jobs failed; summarizing them one by one", len(batch))
-            done += sum(_summarize_one(factory, uid) for uid in batch)
+            done += sum(_summarize_one(factory, job_id) for job_id in batch)
         if (position // BATCH_JOBS + 1) % 10 == 0:
             log.info(
                 "%d/%d jobs in %.0f s",
                 position + len(batch),
-                len(uids),
+                len(job_ids),
                 time.monotonic() - started,
             )
     return done
 
 
-def _summarize_batch(factory: sessionmaker[Session], uids: list[str]) -> int:
+def _summarize_batch(factory: sessionmaker[Session], job_ids: list[int]) -> int:
     with factory() as session:
-        jobs = {job.uid: job for job in session.scalars(select(JobRow).where(JobRow.uid.in_(uids)))}
-        for uid in uids:
-            if uid not in jobs:
-                log.error("no job with uid %r", uid)
-        summarize_jobs(session, [jobs[uid] for uid in uids if uid in jobs])
+        rows = session.scalars(select(JobRow).where(JobRow.id.in_(job_ids)))
+        found = {job.id: job for job in rows}
+        for job_id in job_ids:
+            if job_id not in found:
+                log.error("no job with id %d", job_id)
+        summarize_jobs(session, [found[job_id] for job_id in job_ids if job_id in found])
         session.commit()
-    return len(jobs)
+    return len(found)
 
 
-def _summarize_one(factory: sessionmaker[Session], uid: str) -> int:
+def _summarize_one(factory: sessionmaker[Session], job_id: int) -> int:
     with factory() as session:
-        job = session.scalar(select(JobRow).where(JobRow.uid == uid))
+        job = session.get(JobRow, job_id)
         if job is None:
             return 0
         try:
@@ -182,5 +188,5 @@ def _summarize_one(factory: sessionmaker[Session], uid: str) -> int:
             session.commit()
             return 1
         except Exception:  # one bad job must not stop a backfill
-            log.exception("cannot summarize job %s", uid)
+            log.exception("cannot summarize job %s (id %d)", job.uid, job_id)
             return 0

@@ -92,6 +92,8 @@ class BasisRun:
     finished_at: datetime | None
     run_seconds: float | None  # None: unknown (no started_at and no samples)
     run_length_from: str | None  # started_at | first_sample | None
+    # With the uid, the stored job: uids are unique per namespace only.
+    namespace: str | None
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,14 @@ def suggest(
     )
     proposal = run_stage(registry, Stage.create, context, settings).proposal
     runs = [
-        BasisRun(h.job.uid, h.job.name, h.job.finished_at, h.duration_s, h.run_length_from)
+        BasisRun(
+            h.job.uid,
+            h.job.name,
+            h.job.finished_at,
+            h.duration_s,
+            h.run_length_from,
+            h.job.namespace,
+        )
         for h in related.jobs
     ]
     roles = _roles(overlay_roles(job.roles, proposal.roles))

@@ -182,25 +182,3 @@ def test_a_pooled_cluster_shortage_does_not_name_the_other_namespaces_jobs(setti
         {"uid": None, "marginal_gain": pytest.approx(1 / 6), "gives": 2}
     ]
     assert "a-lo" not in str(why)
-
-
-def _without_times(job: dict) -> dict:
-    return {k: v for k, v in job.items() if k not in ("created_at", "updated_at")}
-
-
-@pytest.mark.parametrize(("me", "owner"), [(A, B), (B, A)])
-def test_put_on_another_namespaces_uid_answers_as_a_new_uid_and_changes_nothing(teams, me, owner):
-    client, tokens = teams
-    held = job_body(namespace=owner, user="carol")
-    assert client.put("/api/v1/jobs/taken", json=held, headers=tokens[owner]).status_code == 201
-    kept = client.get("/api/v1/jobs/taken", headers=tokens[owner]).json()
-
-    mine = job_body(namespace=me, user="mallory", roles={"worker": {"count": 1, "cpu": 1}})
-    on_taken = client.put("/api/v1/jobs/taken", json=mine, headers=tokens[me])
-    on_new = client.put("/api/v1/jobs/never-seen", json=mine, headers=tokens[me])
-    # The same answer as for a uid nobody holds: nothing tells that "taken" exists...
-    assert on_taken.status_code == on_new.status_code == 201
-    assert _without_times(on_taken.json()) == _without_times(on_new.json()) | {"uid": "taken"}
-    # ...and the owner's job is untouched, not even its update time.
-    assert client.get("/api/v1/jobs/taken", headers=tokens[owner]).json() == kept
-    assert client.get("/api/v1/jobs/taken", headers=tokens[me]).status_code == 404

@@ -209,5 +209,24 @@ def test_the_console_changes_nothing(client, history):
 
 def test_a_pod_leads_to_its_jobs_page(client, history):
     response = client.get("/ui/pods/ml/worker-1", follow_redirects=False)
-    assert response.status_code == 303 and response.headers["location"] == "/ui/jobs/hand-1"
+    assert response.status_code == 303
+    assert response.headers["location"] == "/ui/jobs/hand-1?namespace=ml"
     assert client.get("/ui/pods/ads/worker-1").status_code == 404
+
+
+def test_a_uid_in_two_namespaces_opens_with_its_namespace(client, history, session, secured):
+    from tests.builders import make_job, recent_hour
+
+    make_job(session, "hand-1", start=recent_hour(), namespace="ads", name="other-model")
+    session.commit()
+    client.cookies.set(COOKIE, secured["admin"], path="/ui/")
+    which = client.get("/ui/jobs/hand-1")
+    assert which.status_code == 409 and "ads, ml" in which.text
+    assert "other-model" in client.get("/ui/jobs/hand-1?namespace=ads").text
+    assert "resnet" in client.get("/ui/jobs/hand-1?namespace=ml").text
+    listed = client.get("/ui/jobs", params={"namespace": "ads"}).text
+    assert 'href="/ui/jobs/hand-1?namespace=ads"' in listed
+    # The token limited to ml opens its own without naming it, and cannot name ads.
+    client.cookies.set(COOKIE, secured["ml"], path="/ui/")
+    assert "resnet" in client.get("/ui/jobs/hand-1").text
+    assert client.get("/ui/jobs/hand-1?namespace=ads").status_code == 404

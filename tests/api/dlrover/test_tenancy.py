@@ -7,6 +7,7 @@ from __future__ import annotations
 import grpc
 from dlrover.proto import brain_pb2, brain_pb2_grpc
 
+from tests.builders import job_body
 from tests.builders.tenancy import A, B, create_plan, finished_run
 
 
@@ -35,3 +36,56 @@ def test_another_namespaces_runs_leave_the_grpc_create_answer_unchanged(brain):
     # B's worker, sized from B's 12 cores used: the same before and after A's runs.
     assert 12 <= before["worker"][1] < 16
     assert after == before
+
+
+def _optimize(stub, uid: str, stage: str = "job_stage_running", namespace: str = ""):
+    request = brain_pb2.OptimizeRequest(type=stage)
+    job = request.jobs.add()
+    job.uid = uid
+    job.namespace = namespace
+    return stub.optimize(request)
+
+
+def _exit_report(uid: str, *, scrambled_namespace: str) -> brain_pb2.JobMetrics:
+    """A 0.6.1 master's exit report: its job_meta carries the namespace as "name"."""
+    message = brain_pb2.JobMetrics(job_exit_reason="Completed")
+    message.job_meta.uuid = uid
+    message.job_meta.name = scrambled_namespace
+    return message
+
+
+def test_a_uid_in_two_namespaces_is_looked_up_by_the_namespace_the_master_names(brain):
+    for team, user in ((A, "ann"), (B, "bea")):
+        body = job_body(namespace=team, user=user, status="running")
+        assert brain.rest.put("/api/v1/jobs/same-uid", json=body).status_code == 201
+    with grpc.insecure_channel(brain.addr) as channel:
+        stub = brain_pb2_grpc.BrainStub(channel)
+        # optimize names no namespace: no job is guessed, and none is touched.
+        answer = _optimize(stub, "same-uid")
+        assert not answer.job_optimize_plans
+        assert "team-a, team-b" in answer.response.reason
+        for team in (A, B):
+            plans = brain.rest.get("/api/v1/jobs/same-uid/plans", params={"namespace": team})
+            assert plans.json() == []
+        # Naming it, the master reaches that namespace's job only.
+        named = _optimize(stub, "same-uid", namespace=B)
+        assert named.response.success and named.response.reason.startswith("Brain plan")
+        stub.persist_metrics(_exit_report("same-uid", scrambled_namespace=A))
+        brain.settle()
+    jobs = {
+        team: brain.rest.get("/api/v1/jobs/same-uid", params={"namespace": team}).json()
+        for team in (A, B)
+    }
+    assert (jobs[A]["status"], jobs[B]["status"]) == ("succeeded", "running")
+    b_plans = brain.rest.get("/api/v1/jobs/same-uid/plans", params={"namespace": B}).json()
+    a_plans = brain.rest.get("/api/v1/jobs/same-uid/plans", params={"namespace": A}).json()
+    assert (len(a_plans), len(b_plans)) == (0, 1)
+
+
+def test_a_job_first_reported_by_its_master_joins_the_namespace_the_master_names(brain):
+    with grpc.insecure_channel(brain.addr) as channel:
+        stub = brain_pb2_grpc.BrainStub(channel)
+        stub.persist_metrics(_exit_report("k8s-uid", scrambled_namespace=A))
+        brain.settle()
+    job = brain.rest.get("/api/v1/jobs/k8s-uid").json()
+    assert (job["namespace"], job["status"]) == (A, "succeeded")
