@@ -277,6 +277,19 @@ def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None
     )
     if not cut or planned is None:
         return None
+    # Only right after the estimate: once anything else set the count (a take-back, the
+    # guard giving workers up for PS, a short cluster), the estimate no longer speaks.
+    later = [
+        p
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        and _sets_workers(p)
+        and p.applied_at is not None
+        and estimate.applied_at is not None
+        and p.applied_at > estimate.applied_at
+    ]
+    if any(not any(RESUMES_ESTIMATE in r.evidence for r in p.reasons) for p in later):
+        return None
     # The PS estimate counts the chief among its workers.
     target = planned - (1 if ROLE_CHIEF in estimate.roles else 0)
     maximum = context.job.bounds_of(ROLE_WORKER).max_count

@@ -238,3 +238,12 @@ def test_the_estimates_count_is_not_taken_back_for_a_small_gain_per_worker():
     speed = speeds([(8, 10.0)] * 3 + [(17, 10.3)] * 3)
     proposal = propose(tuning_context(16, speed, plans=[estimated(17, 7), resumed]))
     assert proposal.roles == {"worker": RoleSpec(count=18)}
+
+
+def test_the_estimate_no_longer_speaks_once_something_else_set_the_count():
+    # after the estimate, a take-back (or the guard, or a short cluster) set 7 workers:
+    # growth is worker_tuning's own again, 2 at a time
+    other = changed_workers(7, seconds_ago=700, plan_id=2)
+    proposal = propose(tuning_context(7, speeds([(8, 10.0)] * 3), plans=[estimated(17, 7), other]))
+    assert proposal.roles == {"worker": RoleSpec(count=9)}
+    assert "resumes_estimate" not in proposal.reasons[0].evidence
