@@ -283,7 +283,12 @@ def states_memory_risk(proposal, role):
     (``MEMORY_BELOW_PEAK`` in the role's evidence) or the guard's cut to fit a limit."""
     return any(
         (r.evidence.get("role") == role and MEMORY_BELOW_PEAK in r.evidence)
-        or (r.optimizer == "guard" and "cut memory_mib" in r.message and f"{role} " in r.message)
+        or (
+            r.optimizer == "guard"
+            and "cut" in r.message
+            and "memory_mib" in r.message
+            and f"{role} " in r.message
+        )
         for r in proposal.reasons
     )
 
