@@ -10,28 +10,10 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.builders import job_body, node_point
+from tests.builders import hot_ps_job, job_body
 
 # DLRover's ScalePlan CRD (Apache-2.0; provenance in tests/fixtures/README.md).
 CRD = Path(__file__).resolve().parents[1] / "fixtures" / "scaleplan-crd.yaml"
-
-
-def _hot_ps_job(client) -> None:
-    """ps-0 uses 3.6 (x 6), 3.7, 3.8 of its 4 cores (>= 0.8 x 4 = 3.2 each; hot_ps needs 8
-    samples); ps-1 uses 1.0."""
-    roles = {
-        "ps": {"count": 2, "cpu": 4, "memory_mib": 16384},
-        "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
-    }
-    client.put("/api/v1/jobs/j", json=job_body(roles=roles, status="running", namespace="ml"))
-    nodes = []
-    for i, cpu in enumerate((3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.7, 3.8)):
-        ts = f"2026-03-01T00:{15 * i // 60:02d}:{15 * i % 60:02d}Z"
-        nodes += [
-            node_point("j-edljob-ps-0", ts, cpu, 9000),
-            node_point("j-edljob-ps-1", ts, 1.0, 9000),
-        ]
-    assert client.post("/api/v1/jobs/j/samples", json={"nodes": nodes}).status_code == 200
 
 
 def _optimize(client, **body):
@@ -57,7 +39,7 @@ def test_optimizers_are_listed_with_settings_schema(client):
 
 
 def test_hot_ps_plan_round_trip(client):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     response = _optimize(client, optimizers=["hot_ps"])
     assert response.status_code == 200, response.text
     plan = response.json()
@@ -74,7 +56,7 @@ def test_hot_ps_plan_round_trip(client):
 
 
 def test_an_empty_plan_does_not_supersede_a_pending_one(client):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     pending = _optimize(client, optimizers=["hot_ps"]).json()
     # At 0.95 nothing is hot: an empty plan, which leaves the pending migration alone.
     empty = _optimize(
@@ -88,7 +70,7 @@ def test_an_empty_plan_does_not_supersede_a_pending_one(client):
 
 
 def test_per_request_settings_override(client):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     # At 0.95 only 3.8 / 4 = 0.95 qualifies, not 3.6 and 3.7: nothing is hot.
     plan = _optimize(client, optimizers=["hot_ps"], settings={"hot_ps": {"hot_threshold": 0.95}})
     assert plan.status_code == 200
@@ -111,7 +93,7 @@ def test_per_request_settings_override(client):
     ],
 )
 def test_bad_optimize_requests_are_rejected_and_store_nothing(client, body, field):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     response = _optimize(client, **body)
     assert response.status_code == 422
     assert response.json()["error"]["field"] == field
@@ -119,7 +101,7 @@ def test_bad_optimize_requests_are_rejected_and_store_nothing(client, body, fiel
 
 
 def test_newer_plan_supersedes_and_status_reports(client):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     first = _optimize(client, optimizers=["hot_ps"]).json()
     second = _optimize(client, optimizers=["hot_ps"]).json()
     assert client.get(f"/api/v1/jobs/j/plans/{first['id']}").json()["status"] == "superseded"
@@ -216,7 +198,7 @@ def test_create_without_history_gives_the_defaults_to_unsized_roles(client):
 
 
 def test_long_poll_returns_a_new_plan_or_204(client):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     started = time.monotonic()
     empty = client.get("/api/v1/jobs/j/plans/latest", params={"after": 0, "wait": 0.4})
     assert empty.status_code == 204
@@ -236,7 +218,7 @@ def test_long_poll_returns_a_new_plan_or_204(client):
 
 
 def test_k8s_rendering_is_a_valid_scaleplan(client):
-    _hot_ps_job(client)
+    hot_ps_job(client, namespace="ml")
     estimate = {"stage": "running", "optimizers": ["hot_ps"]}
     plan = client.post("/api/v1/jobs/j/optimize", json=estimate).json()
     response = client.get(f"/api/v1/jobs/j/plans/{plan['id']}", params={"format": "k8s"})

@@ -1,6 +1,6 @@
 """Where tests build their data, one package. This module builds jobs: request bodies
-for the API (``job_body``, ``node_point``), runs recorded through the API
-(``record_run``), jobs stored through the services with nodes, samples, events and plans
+for the API (``job_body``, ``node_point``), jobs recorded through the API (``record_run``,
+``hot_ps_job``), jobs stored through the services with nodes, samples, events and plans
 (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``); and API tokens
 (``token_secret``) with the header that presents one (``bearer``). ``views`` builds what
 optimizers see (jobs, nodes, samples, plans, contexts), ``optimizers`` holds stand-in
@@ -83,6 +83,30 @@ def record_run(
     end = start + timedelta(minutes=finished_minutes)
     finish = {"status": "succeeded", "finished_at": end.isoformat()}
     response = client.patch(f"/api/v1/jobs/{uid}", json=finish, headers=headers)
+    assert response.status_code == 200, response.text
+
+
+def hot_ps_job(client: Any, uid: str = "j", **job: Any) -> None:
+    """A running job (``job_body`` with ``job``'s fields) of 2 PS and 2 workers whose ps-0
+    is hot: it uses 3.6 (x 6), 3.7, 3.8 of its 4 cores in 8 samples 15 s apart (each >= 0.8
+    x 4 = 3.2; hot_ps needs 8) while ps-1 uses 1.0, so every running-stage optimize
+    proposes to move ps-0."""
+    roles = {
+        "ps": {"count": 2, "cpu": 4, "memory_mib": 16384},
+        "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
+    }
+    response = client.put(
+        f"/api/v1/jobs/{uid}", json=job_body(roles=roles, status="running", **job)
+    )
+    assert response.status_code in (200, 201), response.text
+    nodes = []
+    for i, cpu in enumerate((3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.7, 3.8)):
+        ts = f"2026-03-01T00:{15 * i // 60:02d}:{15 * i % 60:02d}Z"
+        nodes += [
+            node_point(f"{uid}-edljob-ps-0", ts, cpu, 9000),
+            node_point(f"{uid}-edljob-ps-1", ts, 1.0, 9000),
+        ]
+    response = client.post(f"/api/v1/jobs/{uid}/samples", json={"nodes": nodes})
     assert response.status_code == 200, response.text
 
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.builders import job_body, node_point
+from tests.builders import hot_ps_job, job_body
 
 PARALLEL = 20
 
@@ -25,30 +25,12 @@ def _in_parallel(calls) -> list:
         return list(pool.map(lambda call: call(), calls))
 
 
-def _hot_ps_job(api) -> None:
-    """ps-0 uses 3.6-3.8 of its 4 cores in 8 samples (hot at 0.8 x 4 = 3.2; hot_ps needs
-    8); ps-1 uses 1.0: every running-stage optimize proposes to move ps-0."""
-    roles = {
-        "ps": {"count": 2, "cpu": 4, "memory_mib": 16384},
-        "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
-    }
-    api.put("/api/v1/jobs/j", json=job_body(roles=roles, status="running"))
-    nodes = []
-    for i, cpu in enumerate((3.6, 3.6, 3.6, 3.6, 3.6, 3.6, 3.7, 3.8)):
-        ts = f"2026-03-01T00:{15 * i // 60:02d}:{15 * i % 60:02d}Z"
-        nodes += [
-            node_point("j-edljob-ps-0", ts, cpu, 9000),
-            node_point("j-edljob-ps-1", ts, 1.0, 9000),
-        ]
-    assert api.post("/api/v1/jobs/j/samples", json={"nodes": nodes}).status_code == 200
-
-
 def _statuses(api) -> list[str]:
     return [p["status"] for p in api.get("/api/v1/jobs/j/plans").json()]
 
 
 def test_parallel_optimize_leaves_exactly_one_plan_proposed(api):
-    _hot_ps_job(api)
+    hot_ps_job(api)
     optimize = lambda: api.post("/api/v1/jobs/j/optimize", json={"stage": "running"})  # noqa: E731
     responses = _in_parallel([optimize] * PARALLEL)
     assert [r.status_code for r in responses] == [200] * PARALLEL
@@ -80,7 +62,7 @@ def test_parallel_oom_optimizes_store_one_plan_and_give_everyone_it(api):
 def test_parallel_status_reports_agree(api):
     """Half report applied, half rejected: one of them wins, every 200 tells the same
     status, the others are 409 conflicts, and the plan keeps the winner's status."""
-    _hot_ps_job(api)
+    hot_ps_job(api)
     plan = api.post("/api/v1/jobs/j/optimize", json={"stage": "running"}).json()
     url = f"/api/v1/jobs/j/plans/{plan['id']}/status"
 
