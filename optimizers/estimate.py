@@ -159,151 +159,231 @@ class ResourceEstimateOptimizer:
         not_ready = _not_ready(context, trainer, ps_nodes, settings)
         if not_ready is not None:
             return not_ready
-        chief_samples = context.samples_of(trainer.name)
-        chief_cpu = mean_cpu(chief_samples)
-        chief_mem = max(s.memory_mib for s in chief_samples)
-        # Workers are sized for the most any trainer held, not only the one measured:
-        # a worker that already runs may hold more than the chief.
-        trainer_mem = max(
-            [chief_mem]
-            + [
-                s.memory_mib
-                for n in context.nodes_of(ROLE_WORKER) + context.nodes_of(ROLE_CHIEF)
-                for s in context.samples_of(n.name)
-            ]
-        )
-        ps_cpus = {n.name: mean_cpu(context.samples_of(n.name)) for n in ps_nodes}
-        ps_cpu_used = sum(ps_cpus.values())
-        ps_mem_used = sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes)
-        # The PS serve every worker that trains, not only the chief: their load per worker.
-        trainers = _trainers(context)
-        ps_cpu_per_worker = ps_cpu_used / trainers
-        training_cpu = chief_cpu + ps_cpu_per_worker
-        ps_request_cpu = max(n.cpu for n in ps_nodes)
-        bound = settings.cpu_bound_at
-        chief_bound = chief_cpu >= bound * trainer.cpu
-        ps_bound = any(ps_cpus[n.name] >= bound * n.cpu for n in ps_nodes)
-        if training_cpu <= 0 or ps_request_cpu <= 0:
+        use = _measure(context, trainer, ps_nodes, has_chief, settings)
+        if use.training_cpu <= 0 or use.ps_request_cpu <= 0:
             return no_change(
                 NAME,
                 "chief and PS use no CPU yet, or the PS request no CPU",
-                {"training_cpu": training_cpu, "ps_request_cpu": ps_request_cpu},
+                {"training_cpu": use.training_cpu, "ps_request_cpu": use.ps_request_cpu},
             )
-        limit_cpu = context.job.limits.cpu
-        workers = settings.max_workers if limit_cpu is None else int(limit_cpu // training_cpu)
-        first_try = workers = max(workers, 1)
-        # A trainer held back by its own CPU or by busy PS uses less than it needs: the
-        # margin goes on its request. One that is neither is bound elsewhere (input, GPU):
-        # it is requested what it uses, the margin going to its CPU limit for bursts.
-        margin = settings.factor if chief_bound or ps_bound else 1.0
-        worker = RoleSpec(
-            cpu=ceil_to(chief_cpu * margin, settings.cpu_step),
-            memory_mib=ceil_mib(trainer_mem * settings.factor),
-            cpu_limit=None
-            if margin > 1
-            else ceil_to(chief_cpu * settings.factor, settings.cpu_step),
-        )
+        size = _size(context, use, settings)
+        workers, roles, over = _fit(context, use, size, settings)
+        return _explain(context, use, size, workers, roles, over, settings)
 
-        # Most of one more trainer fits (and PS that are not busy would still get at least
-        # _SQUEEZE_FLOOR of their linear share): add it, the PS taking what the limit leaves.
-        squeeze_ps = False
-        if limit_cpu is not None and not ps_bound:
-            share = limit_cpu / training_cpu - workers
-            left = limit_cpu - (workers + 1) * worker.cpu
-            linear = ps_cpu_per_worker * (workers + 1)
-            if share >= settings.round_up_from and left >= _SQUEEZE_FLOOR * linear:
-                squeeze_ps = True
-                first_try = workers = workers + 1
 
-        reasons: list[Reason] = []
-        ps_mem_total = _ps_memory_total(context, ps_mem_used, settings, reasons)
+@dataclass(frozen=True)
+class _Use:
+    """What the trainer and the PS used while the trainer trained (alone, at first)."""
 
-        def plan_for(workers: int) -> dict[str, RoleSpec]:
-            # PS load grows at most like the worker count (speed grows slower): the margin.
-            ps_cpu_total = ps_cpu_per_worker * workers
-            if squeeze_ps and workers == first_try:
-                ps_cpu_total = min(ps_cpu_total, limit_cpu - workers * worker.cpu)
-            ps_count = max(math.ceil(ps_cpu_total / ps_request_cpu - 1e-9), 1)
-            # Busy PS keep their request; others get their share of the load.
-            ps_cpu = ps_request_cpu
-            if not ps_bound:
-                ps_cpu = min(ceil_to(ps_cpu_total / ps_count, settings.cpu_step), ps_request_cpu)
-            ps_memory = ceil_mib(ps_mem_total / ps_count * settings.factor)
-            # The chief trains like a worker: it is sized like one.
-            trainers = (
-                {
-                    ROLE_CHIEF: replace(worker, count=1),
-                    ROLE_WORKER: replace(worker, count=workers - 1),
-                }
-                if has_chief
-                else {ROLE_WORKER: replace(worker, count=workers)}
-            )
-            return trainers | {ROLE_PS: RoleSpec(count=ps_count, cpu=ps_cpu, memory_mib=ps_memory)}
+    trainer: NodeView
+    has_chief: bool
+    chief_cpu: float  # mean cores
+    chief_memory_mib: float  # peak
+    trainer_memory_mib: float  # peak of any trainer (chief or worker)
+    ps_cpu_used: float  # mean cores, all PS together
+    ps_memory_used_mib: float  # mean, all PS together
+    trainers: int  # workers (chief included) training meanwhile
+    ps_request_cpu: float  # the largest PS request
+    chief_bound: bool
+    ps_bound: bool
 
-        # Fewer workers also need fewer PS, so the whole plan is redone per count.
-        while True:
-            roles = plan_for(workers)
-            totals = role_totals(effective_roles(roles, context.job, context.nodes))
-            over = exceeded_limits(totals, context.job.limits)
-            if not over or workers == 1:
-                break
-            workers -= 1
-        ps_count = roles[ROLE_PS].count
-        ps_cpu = roles[ROLE_PS].cpu
+    @property
+    def ps_cpu_per_worker(self) -> float:
+        return self.ps_cpu_used / self.trainers
 
-        evidence = {
-            "trainer": trainer.name,
-            "chief_cpu": round(chief_cpu, 3),
-            "chief_memory_mib": round(chief_mem, 1),
-            "trainer_memory_peak_mib": round(trainer_mem, 1),
-            "total_ps_cpu": round(ps_cpu_used, 3),
-            "workers_training": trainers,
-            "ps_cpu_per_worker": round(ps_cpu_per_worker, 3),
-            "chief_cpu_bound": chief_bound,
-            "ps_cpu_bound": ps_bound,
-            "total_ps_memory_mib": round(ps_mem_used, 1),
-            "training_cpu": round(training_cpu, 3),
-            "workers": workers,
-            "ps_count": ps_count,
+    @property
+    def training_cpu(self) -> float:
+        """Cores one more trainer costs: its own and its share of the PS."""
+        return self.chief_cpu + self.ps_cpu_per_worker
+
+
+@dataclass(frozen=True)
+class _Size:
+    """Each worker's size, the worker count the CPU limit allows and the PS memory."""
+
+    worker: RoleSpec
+    margin: float  # on the worker's CPU request
+    workers: int  # chief included, before fitting the job's limits
+    squeeze_ps: bool  # the last worker was added on what the PS leave of the CPU limit
+    ps_memory_total_mib: float
+    ps_memory_reason: Reason
+
+
+def _measure(
+    context: OptimizerContext,
+    trainer: NodeView,
+    ps_nodes: list[NodeView],
+    has_chief: bool,
+    settings: EstimateSettings,
+) -> _Use:
+    chief_samples = context.samples_of(trainer.name)
+    chief_cpu = mean_cpu(chief_samples)
+    chief_memory = max(s.memory_mib for s in chief_samples)
+    # Workers are sized for the most any trainer held, not only the one measured:
+    # a worker that already runs may hold more than the chief.
+    trainer_memory = max(
+        [chief_memory]
+        + [
+            s.memory_mib
+            for n in context.nodes_of(ROLE_WORKER) + context.nodes_of(ROLE_CHIEF)
+            for s in context.samples_of(n.name)
+        ]
+    )
+    ps_cpus = {n.name: mean_cpu(context.samples_of(n.name)) for n in ps_nodes}
+    bound = settings.cpu_bound_at
+    return _Use(
+        trainer=trainer,
+        has_chief=has_chief,
+        chief_cpu=chief_cpu,
+        chief_memory_mib=chief_memory,
+        trainer_memory_mib=trainer_memory,
+        ps_cpu_used=sum(ps_cpus.values()),
+        ps_memory_used_mib=sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes),
+        # The PS serve every worker that trains, not only the chief: their load per worker.
+        trainers=_trainers(context),
+        ps_request_cpu=max(n.cpu for n in ps_nodes),
+        chief_bound=chief_cpu >= bound * trainer.cpu,
+        ps_bound=any(ps_cpus[n.name] >= bound * n.cpu for n in ps_nodes),
+    )
+
+
+def _size(context: OptimizerContext, use: _Use, settings: EstimateSettings) -> _Size:
+    limit_cpu = context.job.limits.cpu
+    workers = settings.max_workers if limit_cpu is None else int(limit_cpu // use.training_cpu)
+    workers = max(workers, 1)
+    # A trainer held back by its own CPU or by busy PS uses less than it needs: the
+    # margin goes on its request. One that is neither is bound elsewhere (input, GPU):
+    # it is requested what it uses, the margin going to its CPU limit for bursts.
+    margin = settings.factor if use.chief_bound or use.ps_bound else 1.0
+    worker = RoleSpec(
+        cpu=ceil_to(use.chief_cpu * margin, settings.cpu_step),
+        memory_mib=ceil_mib(use.trainer_memory_mib * settings.factor),
+        cpu_limit=None
+        if margin > 1
+        else ceil_to(use.chief_cpu * settings.factor, settings.cpu_step),
+    )
+    # Most of one more trainer fits (and PS that are not busy would still get at least
+    # _SQUEEZE_FLOOR of their linear share): add it, the PS taking what the limit leaves.
+    squeeze_ps = False
+    if limit_cpu is not None and not use.ps_bound:
+        share = limit_cpu / use.training_cpu - workers
+        left = limit_cpu - (workers + 1) * worker.cpu
+        linear = use.ps_cpu_per_worker * (workers + 1)
+        if share >= settings.round_up_from and left >= _SQUEEZE_FLOOR * linear:
+            squeeze_ps = True
+            workers += 1
+    ps_memory_total, ps_memory_reason = _ps_memory_total(context, use.ps_memory_used_mib, settings)
+    return _Size(worker, margin, workers, squeeze_ps, ps_memory_total, ps_memory_reason)
+
+
+def _plan_for(
+    context: OptimizerContext, use: _Use, size: _Size, workers: int, settings: EstimateSettings
+) -> dict[str, RoleSpec]:
+    """Every role's spec for ``workers`` trainers (chief included) and the PS they need."""
+    # PS load grows at most like the worker count (speed grows slower): the margin.
+    ps_cpu_total = use.ps_cpu_per_worker * workers
+    if size.squeeze_ps and workers == size.workers:
+        ps_cpu_total = min(ps_cpu_total, context.job.limits.cpu - workers * size.worker.cpu)
+    ps_count = max(math.ceil(ps_cpu_total / use.ps_request_cpu - 1e-9), 1)
+    # Busy PS keep their request; others get their share of the load.
+    ps_cpu = use.ps_request_cpu
+    if not use.ps_bound:
+        ps_cpu = min(ceil_to(ps_cpu_total / ps_count, settings.cpu_step), use.ps_request_cpu)
+    ps_memory = ceil_mib(size.ps_memory_total_mib / ps_count * settings.factor)
+    # The chief trains like a worker: it is sized like one.
+    trainers = (
+        {
+            ROLE_CHIEF: replace(size.worker, count=1),
+            ROLE_WORKER: replace(size.worker, count=workers - 1),
         }
-        limits = {k: v for k, v in asdict(context.job.limits).items() if v is not None}
-        if over:
-            return no_change(
-                NAME,
-                "even one worker (the chief) with its PS exceeds the job's limits: "
-                + ", ".join(f"{k} {t:g} > {lim:g}" for k, (t, lim) in over.items()),
-                evidence,
-                limits,
-            )
-        reasons.insert(
-            0,
+        if use.has_chief
+        else {ROLE_WORKER: replace(size.worker, count=workers)}
+    )
+    return trainers | {ROLE_PS: RoleSpec(count=ps_count, cpu=ps_cpu, memory_mib=ps_memory)}
+
+
+def _fit(
+    context: OptimizerContext, use: _Use, size: _Size, settings: EstimateSettings
+) -> tuple[int, dict[str, RoleSpec], dict[str, tuple[float, float]]]:
+    """The most workers (down to one) whose plan fits the job's limits: ``(workers,
+    roles, limits still exceeded)``. Fewer workers also need fewer PS, so the whole plan
+    is redone per count."""
+    workers = size.workers
+    while True:
+        roles = _plan_for(context, use, size, workers, settings)
+        totals = role_totals(effective_roles(roles, context.job, context.nodes))
+        over = exceeded_limits(totals, context.job.limits)
+        if not over or workers == 1:
+            return workers, roles, over
+        workers -= 1
+
+
+def _explain(
+    context: OptimizerContext,
+    use: _Use,
+    size: _Size,
+    workers: int,
+    roles: dict[str, RoleSpec],
+    over: dict[str, tuple[float, float]],
+    settings: EstimateSettings,
+) -> Proposal:
+    ps_count = roles[ROLE_PS].count
+    ps_cpu = roles[ROLE_PS].cpu
+    trainer = use.trainer
+    evidence = {
+        "trainer": trainer.name,
+        "chief_cpu": round(use.chief_cpu, 3),
+        "chief_memory_mib": round(use.chief_memory_mib, 1),
+        "trainer_memory_peak_mib": round(use.trainer_memory_mib, 1),
+        "total_ps_cpu": round(use.ps_cpu_used, 3),
+        "workers_training": use.trainers,
+        "ps_cpu_per_worker": round(use.ps_cpu_per_worker, 3),
+        "chief_cpu_bound": use.chief_bound,
+        "ps_cpu_bound": use.ps_bound,
+        "total_ps_memory_mib": round(use.ps_memory_used_mib, 1),
+        "training_cpu": round(use.training_cpu, 3),
+        "workers": workers,
+        "ps_count": ps_count,
+    }
+    limits = {k: v for k, v in asdict(context.job.limits).items() if v is not None}
+    if over:
+        return no_change(
+            NAME,
+            "even one worker (the chief) with its PS exceeds the job's limits: "
+            + ", ".join(f"{k} {t:g} > {lim:g}" for k, (t, lim) in over.items()),
+            evidence,
+            limits,
+        )
+    worker = size.worker
+    reasons = [
+        reason(
+            NAME,
+            f"chief uses {use.chief_cpu:.2f} cores and PS {use.ps_cpu_used:.2f} cores for "
+            f"{use.trainers} training worker(s): {workers} workers (chief included) of "
+            f"{worker.cpu} cores / {worker.memory_mib:.0f} MiB ({trainer.name}'s mean CPU "
+            f"x{size.margin:g}{_why_margin(use.chief_bound, use.ps_bound)}, peak memory "
+            f"x{settings.factor}), {ps_count} PS of {ps_cpu} cores "
+            f"({use.ps_cpu_per_worker:.2f} PS cores per worker"
+            f"{', busy PS keep their request' if use.ps_bound else ''})",
+            evidence,
+            {
+                "factor": settings.factor,
+                "cpu_bound_at": settings.cpu_bound_at,
+                "cpu_limit": context.job.limits.cpu,
+            },
+        ),
+        size.ps_memory_reason,
+    ]
+    if workers < size.workers:
+        reasons.append(
             reason(
                 NAME,
-                f"chief uses {chief_cpu:.2f} cores and PS {ps_cpu_used:.2f} cores for "
-                f"{trainers} training worker(s): {workers} workers (chief included) of "
-                f"{worker.cpu} cores / {worker.memory_mib:.0f} MiB ({trainer.name}'s mean CPU "
-                f"x{margin:g}{_why_margin(chief_bound, ps_bound)}, peak memory "
-                f"x{settings.factor}), {ps_count} PS of {ps_cpu} cores "
-                f"({ps_cpu_per_worker:.2f} PS cores per worker"
-                f"{', busy PS keep their request' if ps_bound else ''})",
-                evidence,
-                {
-                    "factor": settings.factor,
-                    "cpu_bound_at": settings.cpu_bound_at,
-                    "cpu_limit": limit_cpu,
-                },
-            ),
-        )
-        if workers < first_try:
-            reasons.append(
-                reason(
-                    NAME,
-                    f"reduced workers from {first_try} to {workers} to fit the job's limits",
-                    {"workers_by_cpu": first_try, "workers": workers},
-                    limits,
-                )
+                f"reduced workers from {size.workers} to {workers} to fit the job's limits",
+                {"workers_by_cpu": size.workers, "workers": workers},
+                limits,
             )
-        return Proposal(roles=roles, reasons=reasons)
+        )
+    return Proposal(roles=roles, reasons=reasons)
 
 
 def _why_margin(chief_bound: bool, ps_bound: bool) -> str:
@@ -374,23 +454,21 @@ def _not_ready(
 
 
 def _ps_memory_total(
-    context: OptimizerContext, ps_mem_used: float, settings: EstimateSettings, reasons: list[Reason]
-) -> float:
-    """Total PS memory to provide: the current use, or the end-of-training use if it grows."""
+    context: OptimizerContext, ps_mem_used: float, settings: EstimateSettings
+) -> tuple[float, Reason]:
+    """Total PS memory to provide, and why: the current use, or the end-of-training use if
+    it grows."""
     fit = _fit_ps_memory(context, settings)
     threshold = {"growth_threshold": settings.growth_threshold}
     if fit is None or fit.relative_growth < settings.growth_threshold or not fit.significant:
         growth = None if fit is None else round(fit.relative_growth, 4)
-        reasons.append(
-            reason(
-                NAME,
-                f"PS memory stable (relative growth {growth}): sizing for "
-                f"{ps_mem_used:.0f} MiB in total",
-                {"relative_growth": growth, "total_ps_memory_mib": round(ps_mem_used, 1)},
-                threshold,
-            )
+        return ps_mem_used, reason(
+            NAME,
+            f"PS memory stable (relative growth {growth}): sizing for "
+            f"{ps_mem_used:.0f} MiB in total",
+            {"relative_growth": growth, "total_ps_memory_mib": round(ps_mem_used, 1)},
+            threshold,
         )
-        return ps_mem_used
     total_steps = context.job.total_steps
     evidence = {
         "relative_growth": round(fit.relative_growth, 4),
@@ -402,32 +480,26 @@ def _ps_memory_total(
         pace = [s.steps_per_sec for s in context.speed[-3:]]
         ahead = (sum(pace) / len(pace) if pace else 0.0) * settings.growth_horizon_s
         at = max(fit.at(fit.last_step + ahead), ps_mem_used)
-        reasons.append(
-            reason(
-                NAME,
-                f"PS memory grows {fit.relative_growth:.0%} ({fit.rate_mib_per_step:.4f} +- "
-                f"{fit.rate_stderr:.4f} MiB/step) and total_steps is unknown: sizing for "
-                f"{at:.0f} MiB in total, {settings.growth_horizon_s:.0f} s ahead "
-                f"({ahead:.0f} steps); oom_risk follows after",
-                evidence | {"total_ps_memory_ahead_mib": round(at, 1)},
-                threshold | {"growth_horizon_s": settings.growth_horizon_s},
-            )
+        return at, reason(
+            NAME,
+            f"PS memory grows {fit.relative_growth:.0%} ({fit.rate_mib_per_step:.4f} +- "
+            f"{fit.rate_stderr:.4f} MiB/step) and total_steps is unknown: sizing for "
+            f"{at:.0f} MiB in total, {settings.growth_horizon_s:.0f} s ahead "
+            f"({ahead:.0f} steps); oom_risk follows after",
+            evidence | {"total_ps_memory_ahead_mib": round(at, 1)},
+            threshold | {"growth_horizon_s": settings.growth_horizon_s},
         )
-        return at
     # The fitted line at the last step, one standard error up: the end of training.
     at_end = max(fit.at(total_steps), ps_mem_used)
-    reasons.append(
-        reason(
-            NAME,
-            f"PS memory grows {fit.relative_growth:.0%} over the observed steps "
-            f"({fit.rate_mib_per_step:.4f} +- {fit.rate_stderr:.4f} MiB/step): sizing for "
-            f"{at_end:.0f} MiB in total at step {total_steps}, the end of training"
-            + (f" ({at_end / ps_mem_used:.1f}x today's {ps_mem_used:.0f} MiB)" * bool(ps_mem_used)),
-            evidence | {"total_ps_memory_at_end_mib": round(at_end, 1)},
-            threshold,
-        )
+    return at_end, reason(
+        NAME,
+        f"PS memory grows {fit.relative_growth:.0%} over the observed steps "
+        f"({fit.rate_mib_per_step:.4f} +- {fit.rate_stderr:.4f} MiB/step): sizing for "
+        f"{at_end:.0f} MiB in total at step {total_steps}, the end of training"
+        + (f" ({at_end / ps_mem_used:.1f}x today's {ps_mem_used:.0f} MiB)" * bool(ps_mem_used)),
+        evidence | {"total_ps_memory_at_end_mib": round(at_end, 1)},
+        threshold,
     )
-    return at_end
 
 
 def _fit_ps_memory(context: OptimizerContext, settings: EstimateSettings) -> _PsMemoryFit | None:
