@@ -11,7 +11,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage, Strategy
 from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal, Reason
-from brain.optimizing.guard import effective_roles, exceeded_limits, role_totals
+from brain.optimizing.roles import effective_roles, exceeded_limits, role_totals
 from optimizers import allreduce_estimate
 from optimizers._common import (
     CpuStepSettings,

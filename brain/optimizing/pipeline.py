@@ -17,11 +17,12 @@ from pydantic import BaseModel, ValidationError
 from brain.config import Settings
 from brain.domain import Stage
 from brain.errors import InvalidInput
+from brain.optimizing.bounds import enforce_bounds
+from brain.optimizing.bounds.cpu_budget import budgeted_job
+from brain.optimizing.combine import combine
 from brain.optimizing.context import OptimizerContext
-from brain.optimizing.guard import combine, enforce_bounds
 from brain.optimizing.proposal import Proposal, Reason
 from brain.optimizing.registry import Optimizer, OptimizerRegistry
-from brain.optimizing.step_bounds import with_cpu_budget
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def run_stage(
     resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
     # The site's budget stands in for a missing CPU limit for the optimizers too, so they
     # size within it (an estimate for the budget, not for max_workers cut down after).
-    budgeted = replace(context, job=with_cpu_budget(context.job, settings.default_job_cpu, []))
+    budgeted = replace(context, job=budgeted_job(context.job, settings.default_job_cpu))
     proposals = [(o.name, _propose(o, budgeted, resolved[o.name])) for o in optimizers]
     bounded = enforce_bounds(
         combine(proposals),

@@ -14,6 +14,9 @@ from pydantic import BaseModel, Field
 
 from brain.domain import RoleSpec
 
+# Who the stage's own decisions name as having decided: bounds, limits, merges.
+GUARD = "guard"
+
 
 @dataclass(frozen=True)
 class Reason:

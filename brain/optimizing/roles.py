@@ -1,6 +1,6 @@
 """Role arithmetic: what a job's roles run with now, once a plan applies, and in total.
 
-Shared by the guard and the optimizers that size against the job's limits.
+Shared by the bounding steps and the optimizers that size against the job's limits.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from brain.history.scope import in_namespaces
 from brain.history.views import job_view
 from brain.optimizing.cluster import ClusterView, ElasticJob, marginal_gain
 from brain.optimizing.context import JobView, NodeView, SpeedSample
-from brain.optimizing.guard import current_role
+from brain.optimizing.roles import current_role
 from brain.services.nodes import GONE_NODE_STATUSES
 
 # Stages that size a job before the running stage grows it: workers above the count

@@ -23,7 +23,7 @@ from brain.optimizing.context import (
 )
 from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
-from brain.optimizing.guard import effective_roles
+from brain.optimizing.roles import effective_roles
 from brain.optimizing.sizing import SizingModel
 from brain.services.cluster import cluster_view
 from brain.services.nodes import GONE_NODE_STATUSES

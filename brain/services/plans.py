@@ -20,9 +20,9 @@ from brain.db.models import EventRow, JobRow, ScalePlanRow
 from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
 from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal
-from brain.optimizing.guard import effective_roles
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
+from brain.optimizing.roles import effective_roles
 from brain.optimizing.sizing import SizingModel
 from brain.services import plan_size
 from brain.services.desired_state import apply_plan

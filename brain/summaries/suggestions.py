@@ -36,8 +36,8 @@ from brain.optimizing import (
     OptimizerRegistry,
     Reason,
 )
-from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
+from brain.optimizing.roles import overlay_roles
 from brain.optimizing.sizing import SizingModel, role_history
 from brain.summaries.store import fresh_related
 

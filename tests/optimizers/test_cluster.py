@@ -10,8 +10,8 @@ import pytest
 
 from brain.domain import ClusterState, PlanStatus, Resources, RoleSpec, Stage
 from brain.optimizing import NodeChange, OptimizerContext, PlanView, Proposal
+from brain.optimizing.bounds import enforce_bounds
 from brain.optimizing.cluster import ClusterView, ElasticJob, marginal_gain
-from brain.optimizing.guard import enforce_bounds
 from optimizers.cluster_shortage import ClusterShortageOptimizer, ClusterShortageSettings
 from tests.builders.views import NOW, job, speeds
 

@@ -203,7 +203,7 @@ def test_a_job_registered_as_chief_and_ps_gains_workers():
     # unrelated role still does not.
     from brain.config import Settings
     from brain.optimizing import Proposal, load_registry
-    from brain.optimizing.guard import enforce_bounds
+    from brain.optimizing.bounds import enforce_bounds
     from brain.optimizing.pipeline import run_stage
 
     roles = {"chief": RoleSpec(count=1, cpu=4, memory_mib=8192), "ps": RoleSpec(count=2, cpu=8)}

@@ -9,8 +9,8 @@ from brain.config import Settings
 from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.errors import InvalidInput
 from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal, Reason
-from brain.optimizing.guard import overlay_roles
 from brain.optimizing.pipeline import run_stage
+from brain.optimizing.roles import overlay_roles
 from tests.builders.optimizers import registry
 from tests.builders.views import NOW, job
 

@@ -1,11 +1,11 @@
-"""Sizes cut so that a plan never leaves the job's limits or the largest node.
+"""Sizes cut so that a plan never leaves the job's limits.
 
-The guard first gives up workers to fit the job's limits; what it cannot fit that way
-(a job registered at 8 + 8 cores under a 15-core limit has no worker to give up) is
-fitted here by cutting the per-node size of every role that uses the resource, in the
-same proportion, rounded down to a step (0.01 core, 1 MiB, 1 GPU; a fraction of a GPU
-only for a role already on a fraction). A role already larger than the largest node is
-cut to it too. Each cut is a reason: the plan says what it took away.
+The worker count goes first (``worker_count``); what giving up workers cannot fit (a job
+registered at 8 + 8 cores under a 15-core limit has no worker to give up) is fitted here:
+first the plan's own growth of the resource is taken back, in proportion, then the
+per-node size of every role that uses it is cut in the same proportion, rounded down to
+a step (0.01 core, 1 MiB, 1 GPU; a fraction of a GPU only for a role already on a
+fraction). Each cut is a reason: the plan says what it took away.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from brain.domain import Resources, RoleSpec
+from brain.domain import RoleSpec
+from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import JobView, NodeView
-from brain.optimizing.proposal import Reason
+from brain.optimizing.proposal import GUARD, Proposal, Reason
 from brain.optimizing.roles import (
     EPSILON,
-    SIZE_FIELDS,
     current_role,
     effective_roles,
     exceeded_limits,
@@ -27,7 +27,6 @@ from brain.optimizing.roles import (
     planned_totals,
 )
 
-GUARD = "guard"
 _STEPS = {"cpu": 0.01, "memory_mib": 1.0, "gpu": 1.0}
 _UNITS = {"cpu": "cores", "memory_mib": "MiB", "gpu": "GPUs"}
 # A growth trimmed below this fraction of the size is left out.
@@ -37,21 +36,23 @@ _SLIVER = 0.02
 _PASSES = 3
 
 
-def cut_sizes_to_limits(
-    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView], reasons: list[Reason]
-) -> dict[str, RoleSpec]:
-    """``roles`` with the sizes of the resources over the job's limits cut in proportion;
-    a reason per cut, and one if the job still exceeds (a GPU cannot go below one)."""
+def size_cuts(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
+    """The sizes of the resources over the job's limits cut in proportion; a reason per
+    cut, and one if the job still exceeds (a GPU cannot go below one)."""
+    roles, job, nodes = proposal.roles, view.job, view.nodes
+    reasons: list[Reason] = []
     for _ in range(_PASSES):
         over = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
         if not over:
-            return roles
+            return replace(proposal, roles=roles), reasons
         for field, (total, limit) in over.items():
-            roles = _cut_growth(roles, job, nodes, field, total - limit, limit, reasons)
+            roles, why = _cut_growth(roles, job, nodes, field, total - limit, limit)
+            reasons += why
             fitted = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
             if field in fitted:
                 total = fitted[field][0]
-                roles = _cut(roles, job, nodes, field, limit / total, total, limit, reasons)
+                roles, why = _cut(roles, job, nodes, field, limit / total, total, limit)
+                reasons += why
     over = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
     if over:
         reasons.append(
@@ -63,7 +64,7 @@ def cut_sizes_to_limits(
                 threshold=limits_dict(job.limits),
             )
         )
-    return roles
+    return replace(proposal, roles=roles), reasons
 
 
 def _cut_growth(
@@ -73,8 +74,7 @@ def _cut_growth(
     field: str,
     excess: float,
     limit: float,
-    reasons: list[Reason],
-) -> dict[str, RoleSpec]:
+) -> tuple[dict[str, RoleSpec], list[Reason]]:
     """The plan's own size increases of ``field`` taken back, in proportion, by up to
     ``excess``: what the plan adds goes before what the job already runs with."""
     effective = effective_roles(roles, job, nodes)
@@ -86,7 +86,7 @@ def _cut_growth(
             growth[role] = (now, wanted, count)
     added = sum(count * (wanted - now) for now, wanted, count in growth.values())
     if added <= EPSILON:
-        return roles
+        return roles, []
     keep = max(added - excess, 0.0) / added
     cut = dict(roles)
     changes = []
@@ -99,16 +99,14 @@ def _cut_growth(
         cut[role] = replace(roles[role], **{field: None if granted <= now + EPSILON else granted})
         changes.append(f"{role} {now:g} -> {wanted:g} cut to {granted:g}")
     unit = _UNITS[field]
-    reasons.append(
-        Reason(
-            GUARD,
-            f"cut the plan's growth of {field} to fit the job's {field} limit {limit:g} {unit}: "
-            + ", ".join(changes),
-            evidence={"field": field, "over_by": excess, "cuts": changes},
-            threshold={f"limit_{field}": limit},
-        )
+    reason = Reason(
+        GUARD,
+        f"cut the plan's growth of {field} to fit the job's {field} limit {limit:g} {unit}: "
+        + ", ".join(changes),
+        evidence={"field": field, "over_by": excess, "cuts": changes},
+        threshold={f"limit_{field}": limit},
     )
-    return {role: spec for role, spec in cut.items() if spec != RoleSpec()}
+    return {role: spec for role, spec in cut.items() if spec != RoleSpec()}, [reason]
 
 
 def _cut(
@@ -119,8 +117,7 @@ def _cut(
     factor: float,
     total: float,
     limit: float,
-    reasons: list[Reason],
-) -> dict[str, RoleSpec]:
+) -> tuple[dict[str, RoleSpec], list[Reason]]:
     cut = dict(roles)
     changes = []
     for role, spec in effective_roles(roles, job, nodes).items():
@@ -135,18 +132,17 @@ def _cut(
             values["cpu_limit"] = smaller
         cut[role] = replace(roles.get(role, RoleSpec()), **values)
         changes.append(f"{role} {size:g} -> {smaller:g}")
-    if changes:
-        unit = _UNITS[field]
-        reasons.append(
-            Reason(
-                GUARD,
-                f"cut {field} per node to fit the job's {field} limit {limit:g} {unit} "
-                f"({total:g} {unit} planned): " + ", ".join(changes),
-                evidence={"field": field, "planned_total": total, "cuts": changes},
-                threshold={f"limit_{field}": limit},
-            )
-        )
-    return cut
+    if not changes:
+        return cut, []
+    unit = _UNITS[field]
+    reason = Reason(
+        GUARD,
+        f"cut {field} per node to fit the job's {field} limit {limit:g} {unit} "
+        f"({total:g} {unit} planned): " + ", ".join(changes),
+        evidence={"field": field, "planned_total": total, "cuts": changes},
+        threshold={f"limit_{field}": limit},
+    )
+    return cut, [reason]
 
 
 def _step(field: str, size: float) -> float:
@@ -157,35 +153,3 @@ def _step(field: str, size: float) -> float:
 
 def _floor(value: float, step: float) -> float:
     return round(math.floor(value / step + EPSILON) * step, 6)
-
-
-def cap_at_node_max(
-    roles: dict[str, RoleSpec],
-    job: JobView,
-    nodes: Sequence[NodeView],
-    node_max: Resources,
-    reasons: list[Reason],
-) -> dict[str, RoleSpec]:
-    """Roles that run (or were registered) larger than the largest node, cut to it."""
-    capped = dict(roles)
-    for role, spec in effective_roles(roles, job, nodes).items():
-        values = {}
-        for field in SIZE_FIELDS:
-            size, cap = getattr(spec, field), getattr(node_max, field)
-            if size is not None and size > cap + EPSILON:
-                values[field] = cap
-        if spec.cpu_limit is not None and spec.cpu_limit > node_max.cpu + EPSILON:
-            values["cpu_limit"] = node_max.cpu
-        if not values or not spec.count:
-            continue
-        capped[role] = replace(roles.get(role, RoleSpec()), **values)
-        reasons.append(
-            Reason(
-                GUARD,
-                f"cut {role} to the largest node: "
-                + ", ".join(f"{f} {getattr(spec, f):g} -> {v:g}" for f, v in values.items()),
-                evidence={"role": role} | {f: getattr(spec, f) for f in values},
-                threshold={f"node_max_{f}": getattr(node_max, f) for f in SIZE_FIELDS},
-            )
-        )
-    return capped

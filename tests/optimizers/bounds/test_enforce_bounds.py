@@ -1,6 +1,6 @@
 from brain.domain import Limits, Resources, RoleSpec
-from brain.optimizing import NodeChange, Proposal, Reason
-from brain.optimizing.guard import combine, enforce_bounds
+from brain.optimizing import NodeChange, Proposal
+from brain.optimizing.bounds import enforce_bounds
 from tests.builders.views import job, node
 
 NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)
@@ -9,44 +9,6 @@ ROLES = {
     "worker": RoleSpec(count=5, cpu=4, memory_mib=8192),
     "ps": RoleSpec(count=2, cpu=8, memory_mib=8192),
 }
-
-
-def test_combine_merges_roles_fieldwise_and_keeps_the_larger_migration():
-    estimate = Proposal(
-        roles={"worker": RoleSpec(count=5, cpu=2.4), "ps": RoleSpec(count=2)},
-        launch=[NodeChange(role="worker")],
-        reasons=[Reason("estimate", "e")],
-    )
-    tuning = Proposal(roles={"worker": RoleSpec(count=7)}, reasons=[Reason("worker_tuning", "t")])
-    risk = Proposal(
-        migrate=[NodeChange(role="ps", name="ps-0", cpu=8, memory_mib=12000)], source_event_id=4
-    )
-    hot = Proposal(
-        migrate=[
-            NodeChange(role="ps", name="ps-0", cpu=12.7, memory_mib=10000),
-            NodeChange(role="ps", name="ps-1", cpu=12),
-        ],
-        launch=[NodeChange(role="ps")],
-    )
-    merged = combine(
-        [("estimate", estimate), ("worker_tuning", tuning), ("oom_risk", risk), ("hot_ps", hot)]
-    )
-    # later count 7 overrides 5, the earlier cpu 2.4 stays
-    assert merged.roles == {"worker": RoleSpec(count=7, cpu=2.4), "ps": RoleSpec(count=2)}
-    # ps-0 migrated twice: the larger CPU of hot_ps and the larger memory of oom_risk
-    assert merged.migrate == [
-        NodeChange(role="ps", name="ps-0", cpu=12.7, memory_mib=12000),
-        NodeChange(role="ps", name="ps-1", cpu=12),
-    ]
-    assert merged.launch == [NodeChange(role="worker"), NodeChange(role="ps")]
-    assert merged.source_event_id == 4
-    assert [r.optimizer for r in merged.reasons] == ["estimate", "guard", "worker_tuning"]
-    assert merged.reasons[1].evidence == {
-        "role": "worker",
-        "field": "count",
-        "earlier": 5,
-        "later": 7,
-    }
 
 
 def test_enforce_bounds_clamps_to_node_max_and_drops_non_positive_sizes():

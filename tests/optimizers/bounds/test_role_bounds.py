@@ -3,7 +3,7 @@ gives elastic workers up first and adds them last, and names the nodes a role gi
 
 from brain.domain import Limits, Resources, RoleBounds, RoleSpec
 from brain.optimizing import NodeChange, Proposal
-from brain.optimizing.guard import enforce_bounds
+from brain.optimizing.bounds import enforce_bounds
 from tests.builders.views import job, node
 
 NODE_MAX = Resources(cpu=16, memory_mib=65536, gpu=8)

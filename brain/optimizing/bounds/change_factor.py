@@ -1,59 +1,32 @@
-"""How far one plan may move a job: a CPU budget where it has no limit, and a factor per
-role's count and size.
+"""How far one plan may move a job: a factor per role's count and size.
 
-A job registered without a CPU limit was planned as if CPU were free (64 workers for a
-job using 3.5 cores); one estimate took a job from 12 cores to 64 and cut its PS memory
-from 8192 to 948 MiB. The site's budget (``BRAIN_DEFAULT_JOB_CPU``) stands in for the
-missing limit, and no plan changes a role's count or per-node size by more than
-``max_change_factor`` up or down: a bad measurement costs one bounded step, and the next
-plan sees what the step did. An OOM fix is not bounded: memory must grow as far as it
-must.
+No plan changes a role's count or per-node size by more than ``max_change_factor`` up
+or down (one estimate took a job from 12 cores to 64 and cut its PS memory from 8192 to
+948 MiB): a bad measurement costs one bounded step, and the next plan sees what the step
+did. An OOM fix is not bounded: memory must grow as far as it must.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import replace
 
-from brain.domain import RoleSpec
-from brain.optimizing.context import JobView, NodeView
-from brain.optimizing.proposal import Reason
+from brain.optimizing.bounds.view import BoundsView
+from brain.optimizing.proposal import GUARD, Proposal, Reason
 from brain.optimizing.roles import EPSILON, SIZE_FIELDS, current_role
 
-GUARD = "guard"
 
-
-def with_cpu_budget(job: JobView, budget_cpu: float | None, reasons: list[Reason]) -> JobView:
-    """``job`` with ``budget_cpu`` as its CPU limit when it has none."""
-    if budget_cpu is None or job.limits.cpu is not None:
-        return job
-    reasons.append(
-        Reason(
-            GUARD,
-            f"the job has no CPU limit: the site's budget of {budget_cpu:g} cores per job "
-            "stands in for it",
-            threshold={"default_job_cpu": budget_cpu},
-        )
-    )
-    return replace(job, limits=replace(job.limits, cpu=budget_cpu))
-
-
-def within_change_factor(
-    roles: dict[str, RoleSpec],
-    job: JobView,
-    nodes: Sequence[NodeView],
-    factor: float | None,
-    reasons: list[Reason],
-) -> dict[str, RoleSpec]:
+def change_factor(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
     """Each planned count and size kept within ``factor`` of what the role has now: a
     count at most ``ceil(max(now, 1) x factor)`` and at least ``floor(now / factor)``
     (never 0 when it runs), a size between ``now / factor`` and ``now x factor``."""
-    if factor is None:
-        return roles
-    bounded = dict(roles)
-    for role, planned in roles.items():
-        now = current_role(role, job, nodes)
+    factor = view.max_change_factor
+    if factor is None or proposal.source_event_id is not None:
+        return proposal, []
+    bounded = dict(proposal.roles)
+    reasons = []
+    for role, planned in proposal.roles.items():
+        now = current_role(role, view.job, view.nodes)
         values, changes = {}, []
         if planned.count is not None and now.count is not None:
             high = math.ceil(max(now.count, 1) * factor - EPSILON)
@@ -84,7 +57,7 @@ def within_change_factor(
                 threshold={"max_change_factor": factor},
             )
         )
-    return bounded
+    return replace(proposal, roles=bounded), reasons
 
 
 def _round(field: str, value: float, down: bool) -> float:

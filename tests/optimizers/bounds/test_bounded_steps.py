@@ -4,7 +4,7 @@ role's count or size at most by max_change_factor (OOM fixes excepted)."""
 from brain.config import Settings
 from brain.domain import Resources, RoleSpec
 from brain.optimizing import Proposal
-from brain.optimizing.guard import enforce_bounds
+from brain.optimizing.bounds import enforce_bounds
 from brain.optimizing.roles import effective_roles, role_totals
 from tests.builders.views import job, node
 

@@ -1,0 +1,53 @@
+"""Elastic workers come after the nodes a job needs: workers the plan adds above
+``min_count`` (and above what runs now) are given up, one at a time, while a launch or
+migration of the same plan would otherwise be cut."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from brain.domain import ROLE_WORKER, RoleSpec
+from brain.optimizing.bounds.node_changes import fit_node_changes
+from brain.optimizing.bounds.view import BoundsView
+from brain.optimizing.proposal import GUARD, Proposal, Reason
+from brain.optimizing.roles import bounds_dict, current_role, limits_dict
+
+
+def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
+    roles, job, nodes = proposal.roles, view.job, view.nodes
+    planned = roles.get(ROLE_WORKER, RoleSpec()).count
+    if planned is None or not (proposal.launch or proposal.migrate):
+        return proposal, []
+    current = current_role(ROLE_WORKER, job, nodes).count or 0
+    floor = max(current, job.bounds_of(ROLE_WORKER).min_count or 0)
+    count = planned
+    while count > floor and _cuts_node_changes(
+        replace(proposal, roles=roles | {ROLE_WORKER: replace(roles[ROLE_WORKER], count=count)}),
+        view,
+    ):
+        count -= 1
+    if count == planned:
+        return proposal, []
+    reason = Reason(
+        GUARD,
+        f"gave up {planned - count} elastic worker(s) ({planned} -> {count}) so that the "
+        "plan's launches and migrations fit the job's limits: elastic workers are added last",
+        evidence={"workers_planned": planned, "workers_after": count, "workers_now": current},
+        threshold=limits_dict(job.limits) | bounds_dict(job.bounds_of(ROLE_WORKER)),
+    )
+    fitted = dict(roles)
+    worker = replace(roles[ROLE_WORKER], count=None if count == current else count)
+    if worker == RoleSpec():
+        del fitted[ROLE_WORKER]
+    else:
+        fitted[ROLE_WORKER] = worker
+    return replace(proposal, roles=fitted), [reason]
+
+
+def _cuts_node_changes(proposal: Proposal, view: BoundsView) -> bool:
+    """Whether fitting the launches and migrations to the limits would cut one (a reason
+    is written for every growth cut or launch dropped)."""
+    _, _, cuts = fit_node_changes(
+        proposal.roles, proposal.launch, proposal.migrate, view.job, view.nodes
+    )
+    return bool(cuts)

@@ -1,0 +1,94 @@
+"""Launches and migrations within what the roles leave of the job's limits.
+
+A migration's growth is cut to the headroom left (a reason says so), or dropped when
+nothing is left; a launch that does not fit is dropped. Shrinking is free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from brain.domain import Limits, RoleSpec
+from brain.optimizing.bounds.view import BoundsView
+from brain.optimizing.context import JobView, NodeView
+from brain.optimizing.proposal import GUARD, NodeChange, Proposal, Reason
+from brain.optimizing.roles import EPSILON, SIZE_FIELDS, node_level_totals
+
+
+def node_changes(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
+    launch, migrate, reasons = fit_node_changes(
+        proposal.roles, proposal.launch, proposal.migrate, view.job, view.nodes
+    )
+    return replace(proposal, launch=launch, migrate=migrate), reasons
+
+
+def fit_node_changes(
+    roles: dict[str, RoleSpec],
+    launch: list[NodeChange],
+    migrate: list[NodeChange],
+    job: JobView,
+    nodes: Sequence[NodeView],
+) -> tuple[list[NodeChange], list[NodeChange], list[Reason]]:
+    """``(launches, migrations, reasons)``: the changes that fit once ``roles`` apply,
+    migrations first, and a reason for every growth cut or launch dropped."""
+    used = node_level_totals(roles, job, nodes)
+    sizes = {n.name: n for n in nodes}
+    reasons: list[Reason] = []
+    fitted_migrate = []
+    for change in migrate:
+        node = sizes.get(change.name or "")
+        current = {f: (getattr(node, f) if node else 0.0) for f in SIZE_FIELDS}
+        fitted, used, why = _within_headroom(change, current, used, job.limits, "migrate")
+        reasons += why
+        if fitted is not None:
+            fitted_migrate.append(fitted)
+    fitted_launch = []
+    for change in launch:
+        empty = dict.fromkeys(SIZE_FIELDS, 0.0)
+        fitted, used, why = _within_headroom(change, empty, used, job.limits, "launch")
+        reasons += why
+        if fitted == change:
+            fitted_launch.append(fitted)
+        else:  # a smaller node than asked for is not what the optimizer meant
+            reasons.append(
+                Reason(GUARD, f"dropped the launch of a {change.role}: it does not fit the limits")
+            )
+    return fitted_launch, fitted_migrate, reasons
+
+
+def _within_headroom(
+    change: NodeChange,
+    current: dict[str, float],
+    used: dict[str, float],
+    limits: Limits,
+    kind: str,
+) -> tuple[NodeChange | None, dict[str, float], list[Reason]]:
+    """``(change, used, reasons)``: ``change`` with each growth cut to the headroom left
+    (None if it no longer changes anything), and ``used`` charged with what is granted."""
+    used = dict(used)
+    values: dict[str, float | None] = {}
+    reasons = []
+    for f in SIZE_FIELDS:
+        wanted, limit = getattr(change, f), getattr(limits, f)
+        if wanted is None or limit is None or wanted <= current[f]:
+            values[f] = wanted
+            continue
+        granted = min(wanted, current[f] + max(limit - used[f], 0.0))
+        if granted < wanted - EPSILON:
+            outcome = f"granted {granted:g}" if granted > current[f] + EPSILON else "gave it up"
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"{kind} {change.name or change.role}: {f} {current[f]:g} -> {wanted:g} "
+                    f"would exceed the job's {f} limit {limit:g} ({used[f]:g} requested): "
+                    f"{outcome}",
+                    evidence={"wanted": wanted, "current": current[f], "requested": used[f]},
+                    threshold={f"limit_{f}": limit},
+                )
+            )
+        values[f] = max(granted, current[f])
+        used[f] += values[f] - current[f]
+    if all(values[f] is None or abs(values[f] - current[f]) <= EPSILON for f in SIZE_FIELDS):
+        return None, used, reasons
+    return replace(change, **values), used, reasons

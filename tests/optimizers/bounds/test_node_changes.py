@@ -1,0 +1,36 @@
+from brain.domain import Limits, RoleSpec
+from brain.optimizing import NodeChange, Proposal
+from brain.optimizing.bounds.node_changes import node_changes
+from tests.builders.bounds import view
+from tests.builders.views import job, node
+
+ROLES = {"worker": RoleSpec(count=2, cpu=4, memory_mib=8192), "ps": RoleSpec(count=1, cpu=8)}
+NODES = [
+    node("worker-0", "worker", 4, 8192),
+    node("worker-1", "worker", 4, 8192, index=1),
+    node("ps-0", "ps", 8, 8192),
+]
+
+
+def test_a_migration_gets_the_headroom_left_and_a_launch_that_does_not_fit_goes():
+    # 2 x 4 + 8 = 16 of 20 cores: ps-0 8 -> 14 is granted 12; nothing is left for a
+    # 4-core worker
+    proposal = Proposal(
+        migrate=[NodeChange(role="ps", name="ps-0", cpu=14)],
+        launch=[NodeChange(role="worker", cpu=4, memory_mib=8192)],
+    )
+    bounded, reasons = node_changes(proposal, view(job(roles=ROLES, limits=Limits(cpu=20)), NODES))
+    assert bounded.migrate == [NodeChange(role="ps", name="ps-0", cpu=12)]
+    assert bounded.launch == []
+    assert [r.message for r in reasons] == [
+        "migrate ps-0: cpu 8 -> 14 would exceed the job's cpu limit 20 (16 requested): granted 12",
+        "launch worker: cpu 0 -> 4 would exceed the job's cpu limit 20 (20 requested): gave it up",
+        "dropped the launch of a worker: it does not fit the limits",
+    ]
+
+
+def test_shrinking_is_free():
+    smaller = NodeChange(role="ps", name="ps-0", cpu=6)
+    proposal = Proposal(migrate=[smaller])
+    bounding = view(job(roles=ROLES, limits=Limits(cpu=16)), NODES)
+    assert node_changes(proposal, bounding) == (proposal, [])
