@@ -55,6 +55,57 @@ def test_optimizers_are_pure():
         assert not [m for m in modules if m.startswith(IMPURE_BRAIN_MODULES)], path
 
 
+# --- optimizers propose; the stage combines and bounds ------------------------------------
+
+# What the stage runs after its optimizers. An optimizer sizes with the role arithmetic
+# (brain.optimizing.roles) and leaves bounding to the stage: one that ran the bounds
+# itself would see its plan bounded twice, or depend on the chain's order.
+STAGE_MACHINERY = (
+    "brain.optimizing.bounds",
+    "brain.optimizing.combine",
+    "brain.optimizing.pipeline",
+)
+
+
+def stage_machinery_in_optimizers(root: Path) -> list[str]:
+    """Imports (also inside functions, also ``from brain.optimizing import bounds``) of
+    the stage's machinery in the ``optimizers`` package."""
+    found = []
+    for path in sorted((root / "optimizers").rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        named = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                named |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                named |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        found += [
+            f"{where} imports {module}"
+            for module in sorted(named)
+            if any(module == m or module.startswith(f"{m}.") for m in STAGE_MACHINERY)
+        ]
+    return found
+
+
+def test_optimizers_do_not_import_the_stage_machinery():
+    assert stage_machinery_in_optimizers(ROOT) == []
+
+
+def test_the_machinery_check_finds_an_optimizer_that_bounds_its_own_plan(tmp_path):
+    (tmp_path / "optimizers").mkdir()
+    (tmp_path / "optimizers" / "greedy.py").write_text(
+        "from brain.optimizing.roles import current_role\n"
+        "from brain.optimizing import bounds\n"
+        "def propose(context, settings):\n"
+        "    from brain.optimizing.bounds.chain import run_chain\n"
+    )
+    assert stage_machinery_in_optimizers(tmp_path) == [
+        "optimizers/greedy.py imports brain.optimizing.bounds",
+        "optimizers/greedy.py imports brain.optimizing.bounds.chain",
+        "optimizers/greedy.py imports brain.optimizing.bounds.chain.run_chain",
+    ]
+
+
 def _brain_part(path: Path) -> str:
     """The subpackage (or top-level module) of ``brain`` that a file belongs to."""
     return path.relative_to(ROOT / "brain").parts[0].removesuffix(".py")
