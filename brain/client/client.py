@@ -50,6 +50,11 @@ class BrainClient:
     few minutes in, ``running`` periodically, ``oom`` with the node after each OOM
     kill), then ``pending_plans`` / ``wait_for_plan`` to read what to do, apply it,
     and ``report`` ``applied``, ``rejected`` or ``failed``.
+
+    Uids are unique per namespace: ``namespace`` (the namespace of the jobs this client
+    addresses) is sent as ``?namespace=`` on every job call, which a caller reading
+    several namespaces needs when more than one of them holds a uid (a 409 ``BrainError``
+    with field ``namespace`` otherwise). A token limited to one namespace never needs it.
     """
 
     def __init__(
@@ -59,6 +64,7 @@ class BrainClient:
         token: str | None = None,
         http: httpx.Client | None = None,
         timeout: float = 10,
+        namespace: str | None = None,
     ) -> None:
         if http is None:
             if base_url is None:
@@ -67,6 +73,7 @@ class BrainClient:
         if token is not None:
             http.headers["authorization"] = f"Bearer {token}"
         self._http = http
+        self._namespace = namespace
 
     def close(self) -> None:
         self._http.close()
@@ -209,6 +216,8 @@ class BrainClient:
     # Plumbing ---------------------------------------------------------------------
 
     def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        if self._namespace is not None and url.startswith(f"{API}/jobs/"):
+            kwargs["params"] = {**kwargs.get("params", {}), "namespace": self._namespace}
         response = self._http.request(method, url, **kwargs)
         if response.status_code >= 400:
             try:

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from api.schemas.plans import OptimizeRequest, PlanStatusIn
 from brain.client import (
     BrainClient,
+    BrainError,
     Event,
     JobLimits,
     JobRegistration,
@@ -117,3 +118,17 @@ def test_every_field_reaches_the_server(client):
 
     brain.update_job("full-1", exit_reason=None)
     assert client.get("/api/v1/jobs/full-1").json()["exit_reason"] is None
+
+
+def test_a_client_names_the_namespace_of_its_jobs(client):
+    """Two namespaces hold the uid: a client for every namespace names its own."""
+    for team, user in (("team-a", "ann"), ("team-b", "bea")):
+        registration = JobRegistration(name="n", user=user, namespace=team)
+        BrainClient(http=client, namespace=team).register_job("same-uid", registration)
+    with pytest.raises(BrainError) as unnamed:
+        BrainClient(http=client).plans("same-uid")
+    assert (unnamed.value.status, unnamed.value.field) == (409, "namespace")
+    team_b = BrainClient(http=client, namespace="team-b")
+    plan = team_b.optimize("same-uid", "create")
+    assert [p.id for p in team_b.plans("same-uid")] == [plan.id]
+    assert BrainClient(http=client, namespace="team-a").plans("same-uid") == []
