@@ -27,7 +27,7 @@ from api.dlrover.report_checks import UID_CHARS, storable_uid
 from api.dlrover.stages import BrainCall, translate
 from api.dlrover.transaction import transaction
 from brain.config import Settings
-from brain.db.models import JobRow
+from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage
 from brain.errors import InvalidInput, NotFound
 from brain.optimizing import OptimizerRegistry
@@ -100,7 +100,9 @@ class Planner:
                 plan.status_message = LATE
             return answer
 
-    def _plan(self, session: Session, uid: str, namespace: str | None, call: BrainCall):
+    def _plan(
+        self, session: Session, uid: str, namespace: str | None, call: BrainCall
+    ) -> tuple[Answer, ScalePlanRow | None]:
         """The answer, and the stored plan it is made of (None: no plan was made)."""
         if call.stage == Stage.create:
             job = master_reports.ensure_running_job(session, uid, None, namespace)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dlrover.proto import brain_pb2
 from dlrover.python.common.constants import DistributionStrategy, NodeType, PlatformType
 from dlrover.python.common.node import NodeGroupResource, NodeResource
 from dlrover.python.master.main import update_context
@@ -19,6 +20,18 @@ from tests.builders import record_run
 MIB = 2**20
 JOB_NAME = "dropin"
 JOB_UID = "6d1f7c9e-0b1a-4d8e-9f3a-2c5e7a9b1d40"
+
+
+def optimize(stub, stage: str, uid: str | None = JOB_UID, oom: str | None = None):
+    """Ask ``stage`` as a master does, for job ``uid`` (None: no job), ``oom`` OOM-killed."""
+    request = brain_pb2.OptimizeRequest(type=stage)
+    if uid is not None:
+        job = request.jobs.add()
+        job.uid = uid
+        if oom:
+            job.state.pods[oom].name = oom
+            job.state.pods[oom].is_oom = True
+    return stub.optimize(request)
 
 
 def pod(role: str, index: int, job: str = JOB_NAME) -> str:

@@ -13,18 +13,7 @@ from dlrover.python.master.resource.job import JobResource, PSJobResourceOptimiz
 from google.protobuf import empty_pb2
 
 from brain.services import master_reports
-from tests.builders.dlrover import JOB_UID, job_body, pod
-
-
-def _optimize(stub, stage: str, uid: str | None = JOB_UID, oom: str | None = None):
-    request = brain_pb2.OptimizeRequest(type=stage)
-    if uid is not None:
-        job = request.jobs.add()
-        job.uid = uid
-        if oom:
-            job.state.pods[oom].name = oom
-            job.state.pods[oom].is_oom = True
-    return stub.optimize(request)
+from tests.builders.dlrover import JOB_UID, job_body, optimize, pod
 
 
 def test_unknown_or_malformed_requests_get_an_empty_successful_answer(brain):
@@ -32,12 +21,12 @@ def test_unknown_or_malformed_requests_get_an_empty_successful_answer(brain):
     with grpc.insecure_channel(brain.addr) as channel:
         stub = brain_pb2_grpc.BrainStub(channel)
         answers = {
-            "unknown stage": _optimize(stub, "job_stage_bogus"),
-            "empty stage": _optimize(stub, ""),
-            "no job": _optimize(stub, "job_stage_create", uid=None),
-            "never-seen job": _optimize(stub, "job_stage_ps_running", uid="no-such-job"),
-            "bad pod name": _optimize(stub, "job_stage_ps_initial", oom="not-a-dlrover-pod"),
-            "oom in a stage without one": _optimize(
+            "unknown stage": optimize(stub, "job_stage_bogus"),
+            "empty stage": optimize(stub, ""),
+            "no job": optimize(stub, "job_stage_create", uid=None),
+            "never-seen job": optimize(stub, "job_stage_ps_running", uid="no-such-job"),
+            "bad pod name": optimize(stub, "job_stage_ps_initial", oom="not-a-dlrover-pod"),
+            "oom in a stage without one": optimize(
                 stub, "job_stage_worker_running", oom=pod("worker", 0)
             ),
         }
@@ -97,7 +86,7 @@ def test_an_internal_failure_is_an_empty_answer_not_an_error(brain, monkeypatch)
         metrics = brain_pb2.JobMetrics(type="ParameterServerStrategy")
         metrics.job_meta.uuid = JOB_UID
         assert stub.persist_metrics(metrics) == empty_pb2.Empty()
-        answer = _optimize(stub, "job_stage_create")
+        answer = optimize(stub, "job_stage_create")
     brain.settle()
     assert not answer.job_optimize_plans and not answer.response.success
     metrics_text = brain.rest.get("/metrics").text
