@@ -3,10 +3,14 @@ suggestion, although its summary is written after the finish report's response."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
+import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import event
 
+from api.app import create_app
 from api.state import server_state
 from brain.config import Settings
 from brain.db.models import JobSummaryRow
@@ -81,6 +85,15 @@ def _autocommit_of_each_statement(client) -> list[bool]:
         lambda conn, *_: seen.append(conn.connection.dbapi_connection.autocommit),
     )
     return seen
+
+
+@pytest.fixture
+def client(settings) -> Iterator[TestClient]:
+    # Token checks cached for the whole test: an expiry between the refresh in
+    # _autocommit_of_each_statement and the request (a loaded machine can take that long)
+    # would add the authentication's own statements to what the tests count.
+    with TestClient(create_app(settings.model_copy(update={"token_cache_s": 3600}))) as c:
+        yield c
 
 
 def test_a_suggestion_over_http_summarizes_it_in_a_transaction(client, session_factory):
