@@ -31,6 +31,8 @@ DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
         "hot_ps",
         "ps_scaling",
         "oom_risk",
+        # After oom_risk: where both migrate a node, the plan keeps the larger memory.
+        "memory_release",
         "worker_tuning",
         "cluster_shortage",
         "slow_node",
@@ -466,6 +468,13 @@ class Settings(BaseSettings):
     )
     sample_window_s: int = Field(
         900, ge=60, description="Recent window of samples handed to the running-stage optimizers."
+    )
+
+    memory_peak_window_s: int = Field(
+        86400,
+        ge=600,
+        description="Window over which each node's memory peak is handed to the running "
+        "stage (`memory_release` lowers memory only when that peak stays low).",
     )
 
     speed_window_s: int = Field(

@@ -84,6 +84,16 @@ class NodeSample:
 
 
 @dataclass(frozen=True)
+class MemoryPeak:
+    """A node's highest memory use over a longer window than ``samples``: its samples
+    from ``since`` (the first in the window, or the node's first) to the newest."""
+
+    node: str
+    peak_mib: float
+    since: datetime
+
+
+@dataclass(frozen=True)
 class SpeedSample:
     ts: datetime
     global_step: int
@@ -187,7 +197,8 @@ class OptimizerContext:
     cluster can schedule. ``node`` names the node a stage is about (the OOM stage).
     ``sizing_model`` is the learned recommender when one is trained (``learned_peak``).
     ``cluster`` is the cluster's fresh state in the running stage (None: none recorded,
-    or too old, or another stage).
+    or too old, or another stage). ``memory_peaks`` holds each node's memory peak over
+    the service's longer peak window (the running stage only).
     """
 
     stage: Stage
@@ -206,6 +217,10 @@ class OptimizerContext:
     # The learned recommender, loaded by the service (None: not trained yet).
     sizing_model: SizingModel | None = None
     cluster: ClusterView | None = None
+    memory_peaks: Sequence[MemoryPeak] = ()
+
+    def memory_peak_of(self, node: str) -> MemoryPeak | None:
+        return next((p for p in self.memory_peaks if p.node == node), None)
 
     def nodes_of(self, role: str) -> list[NodeView]:
         return [n for n in self.nodes if n.role == role]

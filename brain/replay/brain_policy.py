@@ -6,8 +6,9 @@
   ``brain backtest`` builds them; the worker's memory and CPU are the run's start
   size (the request where the stage leaves one open);
 - running: the ``running`` stage on the decision samples the screen lets through
-  (``screen``), with the node's recent samples and the plans applied so far; a
-  migration of the node is applied from the next sample;
+  (``screen``), with the node's recent samples, its memory peak over the service's
+  peak window and the plans applied so far; a migration of the node is applied from
+  the next sample;
 - OOM kill: an ``oom`` event, then the ``oom`` stage (``oom_recovery``); the run
   restarts at the size it proposes, or as it was when it proposes none.
 
@@ -27,6 +28,7 @@ from brain.domain import EventKind, JobStatus, Limits, PlanStatus, RoleSpec, Sta
 from brain.optimizing import (
     EventView,
     JobView,
+    MemoryPeak,
     NodeSample,
     NodeView,
     OptimizerContext,
@@ -66,32 +68,43 @@ def _when(ts: int | np.integer) -> datetime:
 
 
 class BrainLoop:
-    """Brain's default pipeline; ``safety`` overrides ``learned_margin``'s (its knob)."""
+    """Brain's default pipeline; ``safety`` overrides ``learned_margin``'s and ``release``
+    ``memory_release``'s settings (its knobs)."""
 
     family = "brain"
 
     def __init__(
-        self, registry: OptimizerRegistry, settings: Settings, safety: float | None = None
+        self,
+        registry: OptimizerRegistry,
+        settings: Settings,
+        safety: float | None = None,
+        release: dict[str, float] | None = None,
     ) -> None:
+        overrides = dict(settings.optimizer_settings)
         if safety is not None:
-            overrides = dict(settings.optimizer_settings)
             overrides["learned_margin"] = {**overrides.get("learned_margin", {}), "safety": safety}
-            settings = settings.model_copy(update={"optimizer_settings": overrides})
+        if release:
+            overrides["memory_release"] = {**overrides.get("memory_release", {}), **release}
+        settings = settings.model_copy(update={"optimizer_settings": overrides})
         self.safety = safety
+        self.release = dict(release or {})
         self._registry = registry
         self._settings = settings
         self._create = CreateStage(registry, settings)
         running = select_optimizers(registry, Stage.running, None, settings)
         names = {o.name for o in running}
-        self._screened = names <= screen.QUIET_FOR_ONE_NODE | {"oom_risk"}
-        self._oom_risk = None
-        if "oom_risk" in names:
-            chosen = [o for o in running if o.name == "oom_risk"]
-            self._oom_risk = resolve_settings(chosen, settings.optimizer_settings, {})["oom_risk"]
+        screened = {"oom_risk", "memory_release"}
+        self._screened = names <= screen.QUIET_FOR_ONE_NODE | screened
+        resolved = resolve_settings(
+            [o for o in running if o.name in screened], settings.optimizer_settings, {}
+        )
+        self._oom_risk = resolved.get("oom_risk")
+        self._release = resolved.get("memory_release")
 
     @property
     def name(self) -> str:
-        return "brain" if self.safety is None else f"brain_s{self.safety:g}"
+        name = "brain" if self.safety is None else f"brain_s{self.safety:g}"
+        return name + "".join(f"_{key}{value:g}" for key, value in sorted(self.release.items()))
 
     def related(self, run: Run, history: Sequence[Run]) -> Sequence[Run]:
         """The earlier runs the service would hand the create stage: the most recent
@@ -124,6 +137,20 @@ class BrainLoop:
             min_trend_samples=risk.min_trend_samples,
         )
 
+    def ceilings(self, samples: RunSamples) -> np.ndarray | None:
+        """The screen's release ceilings of ``samples``; None: ``memory_release`` is off."""
+        if not self._screened or self._release is None:
+            return None
+        release = self._release
+        return screen.release_ceilings(
+            samples.ts,
+            samples.mem,
+            window_s=self._settings.memory_peak_window_s,
+            hold_s=release.hold_s,
+            margin=release.margin,
+            below_share=release.below_share,
+        )
+
 
 class BrainPolicy:
     def __init__(self, loop: BrainLoop, run: Run, samples: RunSamples, start: Allocation) -> None:
@@ -132,6 +159,11 @@ class BrainPolicy:
         self._samples = samples
         self._start = start
         self._levels = loop.levels(samples)
+        self._ceilings = loop.ceilings(samples)
+        self._peaks: tuple[np.ndarray, np.ndarray] | None = None
+        # memory_release's own holds (after a migration, a kill or a growth): no sample
+        # before this time can be one it acts on (Unix seconds).
+        self._release_from = -np.inf
         self._plans: list[PlanView] = []
         self._events: list[EventView] = []
 
@@ -143,7 +175,11 @@ class BrainPolicy:
         if self._levels is None:
             found = np.flatnonzero(decides)
         else:
-            found = screen.candidates(self._levels[low:high], decides, current.memory_mib)
+            ceilings = None
+            if self._ceilings is not None:
+                held = self._samples.ts[low:high] < self._release_from
+                ceilings = np.where(held, np.inf, self._ceilings[low:high])
+            found = screen.candidates(self._levels[low:high], decides, current.memory_mib, ceilings)
         for offset in found:
             at = low + int(offset)
             context = self._context(Stage.running, at, current)
@@ -154,6 +190,7 @@ class BrainPolicy:
         return None
 
     def on_oom(self, at: int, current: Allocation) -> Allocation:
+        self._hold_release(at, killed=True)
         ts = _when(self._samples.ts[at])
         self._events.append(
             EventView(id=len(self._events) + 1, ts=ts, kind=EventKind.oom.value, node=NODE)
@@ -179,15 +216,27 @@ class BrainPolicy:
                 migrate=tuple(proposal.migrate),
                 source_event_id=proposal.source_event_id,
                 applied_at=ts,
+                reasons=tuple(proposal.reasons),
             )
         )
         if change is None:
             return None
+        self._hold_release(at, killed=False)
         size = Allocation(
             change.memory_mib if change.memory_mib is not None else current.memory_mib,
             change.cpu if change.cpu is not None else current.cpu,
         )
         return None if size == current else size
+
+    def _hold_release(self, at: int, killed: bool) -> None:
+        """Records a hold ``memory_release`` keeps after a migration or a kill on sample
+        ``at`` (``hold_s``, ``after_oom_s``). Its hold after a growth is left to it: the
+        screen may let through more than it acts on, never less."""
+        release = self._loop._release
+        if release is None:
+            return
+        hold = release.after_oom_s if killed else release.hold_s
+        self._release_from = max(self._release_from, float(self._samples.ts[at]) + hold)
 
     def _context(self, stage: Stage, at: int, current: Allocation) -> OptimizerContext:
         samples = self._samples
@@ -227,4 +276,13 @@ class BrainPolicy:
             plans=tuple(self._plans),
             node_max=self._loop._settings.node_max,
             node=NODE if stage == Stage.oom else None,
+            memory_peaks=(self._memory_peak(at),) if stage == Stage.running else (),
         )
+
+    def _memory_peak(self, at: int) -> MemoryPeak:
+        """The node's memory peak over the service's peak window ending at sample ``at``."""
+        if self._peaks is None:
+            window_s = self._loop._settings.memory_peak_window_s
+            self._peaks = screen.window_peaks(self._samples.ts, self._samples.mem, window_s)
+        peaks, since = self._peaks
+        return MemoryPeak(NODE, float(peaks[at]), _when(since[at]))

@@ -1,17 +1,23 @@
 """Which samples of a run the running stage can act on, found for all samples at once.
 
 For a single-node run without training-speed samples, PS nodes or cluster state, the
-only running-stage optimizer of the default pipeline that can propose anything is
-``oom_risk``, and it acts on a sample only when memory use reaches ``risk_threshold``
-of the allocation or the linear trend of the recent window crosses it within
-``horizon_s``. Both tests compare a per-sample *level* with the allocation:
+only running-stage optimizers of the default pipeline that can propose anything are
+``oom_risk`` and ``memory_release``. ``oom_risk`` acts on a sample only when memory use
+reaches ``risk_threshold`` of the allocation or the linear trend of the recent window
+crosses it within ``horizon_s``. Both tests compare a per-sample *level* with the
+allocation:
 
     level[k] = max(mem[k] / risk_threshold, trend of the window ending at k at +horizon_s)
 
-so the replay calls the pipeline only on decision samples whose level reaches the
-allocation (a little below it, against rounding), and the pipeline decides there as
-it would anywhere. The window is the service's: samples at or after ``ts[k] -
-window_s``; the trend needs ``min_trend_samples`` of them and a rising slope.
+``memory_release`` acts only when the peak of its longer window, covering at least
+``hold_s``, times ``margin`` is at most ``below_share`` of the allocation: a per-sample
+*ceiling* ``peak[k] x margin / below_share`` (infinite while the window covers less)
+that the allocation must reach. The replay calls the pipeline only on decision samples
+whose level reaches the allocation or whose ceiling the allocation reaches (with a
+little slack, against rounding), and the pipeline decides there as it would anywhere.
+
+The windows are the service's: samples at or after ``ts[k] - window_s``; the trend needs
+``min_trend_samples`` of them and a rising slope.
 """
 
 from __future__ import annotations
@@ -78,6 +84,55 @@ def oom_risk_levels(
     return np.maximum(y / risk_threshold, trend)
 
 
-def candidates(levels: np.ndarray, decides: np.ndarray, allocation_mib: float) -> np.ndarray:
-    """The decision samples whose level reaches ``allocation_mib``."""
-    return np.flatnonzero(decides & (levels >= allocation_mib * (1.0 - TOLERANCE)))
+def window_peaks(ts: np.ndarray, mem: np.ndarray, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample ``k``: the peak of ``mem`` over the samples at or after ``ts[k] -
+    window_s`` up to ``k``, and the time of the first of them (the service's window)."""
+    n = len(ts)
+    if n == 0:
+        return np.zeros(0), np.zeros(0, dtype=ts.dtype)
+    first = np.searchsorted(ts, ts - window_s, side="left")
+    # A sparse table: level j holds the peak of the 2**j samples from each index, so any
+    # window is the larger of two overlapping power-of-two spans.
+    table = [mem.astype(float)]
+    while 2 ** len(table) <= n:
+        half = 2 ** (len(table) - 1)
+        prev = table[-1]
+        table.append(np.maximum(prev[:-half], prev[half:]))
+    here = np.arange(n)
+    length = here - first + 1
+    level = np.floor(np.log2(length)).astype(int)
+    peaks = np.empty(n)
+    for j in np.unique(level):
+        at = np.flatnonzero(level == j)
+        span = table[j]
+        peaks[at] = np.maximum(span[first[at]], span[here[at] - 2**j + 1])
+    return peaks, ts[first]
+
+
+def release_ceilings(
+    ts: np.ndarray,
+    mem: np.ndarray,
+    *,
+    window_s: float,
+    hold_s: float,
+    margin: float,
+    below_share: float,
+) -> np.ndarray:
+    """``ceiling`` per sample (see the module docstring); MiB."""
+    peaks, since = window_peaks(ts, mem, window_s)
+    covered = ts.astype(np.int64) - since.astype(np.int64) >= hold_s
+    return np.where(covered, peaks * margin / below_share, np.inf)
+
+
+def candidates(
+    levels: np.ndarray,
+    decides: np.ndarray,
+    allocation_mib: float,
+    ceilings: np.ndarray | None = None,
+) -> np.ndarray:
+    """The decision samples whose level reaches ``allocation_mib``, or whose ceiling
+    ``allocation_mib`` reaches."""
+    acts = levels >= allocation_mib * (1.0 - TOLERANCE)
+    if ceilings is not None:
+        acts |= ceilings <= allocation_mib * (1.0 + TOLERANCE)
+    return np.flatnonzero(decides & acts)

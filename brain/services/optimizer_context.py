@@ -17,6 +17,7 @@ from brain.history.scope import history_namespaces
 from brain.history.views import job_view
 from brain.optimizing.context import (
     EventView,
+    MemoryPeak,
     NodeView,
     OptimizerContext,
     PlanView,
@@ -82,6 +83,11 @@ def build_context(
         cluster=cluster_view(session, settings, now, namespaces)
         if stage == Stage.running
         else None,
+        memory_peaks=tuple(
+            _memory_peaks(session, job, names, latest.node, settings.memory_peak_window_s)
+        )
+        if stage == Stage.running
+        else (),
     )
 
 
@@ -177,6 +183,27 @@ def _recent_node_samples(
     )
     # NodeSample's fields are the node, the time and NODE_MEASUREMENTS, in this order.
     return [NodeSampleView(names[node_id], ts, *measured) for node_id, ts, *measured in rows]
+
+
+def _memory_peaks(
+    session: Session, job: JobRow, names: dict[int, str], latest: datetime | None, seconds: int
+) -> list[MemoryPeak]:
+    """Each node's highest memory use over the window, from its first sample in it."""
+    if latest is None:
+        return []
+    rows = session.execute(
+        select(
+            NodeSampleRow.node_id, func.max(NodeSampleRow.memory_mib), func.min(NodeSampleRow.ts)
+        )
+        .where(
+            NodeSampleRow.job_id == job.id,
+            NodeSampleRow.ts >= latest - timedelta(seconds=seconds),
+            NodeSampleRow.memory_mib.is_not(None),
+        )
+        .group_by(NodeSampleRow.node_id)
+        .order_by(NodeSampleRow.node_id)
+    )
+    return [MemoryPeak(names[node_id], peak, as_utc(since)) for node_id, peak, since in rows]
 
 
 def _recent_speed(session: Session, job: JobRow, latest: datetime | None, seconds: int):

@@ -16,6 +16,7 @@ OURS = {
     "worker_tuning",
     "gpu_cpu",
     "slow_node",
+    "memory_release",
 }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from brain.domain import Resources
-from brain.optimizing.bounds.change_factor import change_factor
+from brain.optimizing.bounds.change_factor import change_factor, migration_change_factor
 from brain.optimizing.bounds.cluster_room import cluster_room
 from brain.optimizing.bounds.cpu_budget import cpu_budget
 from brain.optimizing.bounds.elastic_workers import elastic_workers
@@ -43,6 +43,7 @@ CHAIN: tuple[BoundingStep, ...] = (
     launch_sizes,
     node_list_counts,
     migration_sizes,
+    migration_change_factor,
     one_ps_change,
     elastic_workers,
     node_changes,

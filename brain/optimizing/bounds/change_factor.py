@@ -3,7 +3,8 @@
 No plan changes a role's count or per-node size by more than ``max_change_factor`` up
 or down (one estimate took a job from 12 cores to 64 and cut its PS memory from 8192 to
 948 MiB): a bad measurement costs one bounded step, and the next plan sees what the step
-did. An OOM fix is not bounded: memory must grow as far as it must.
+did; a migrated node's size is held to the same factor. An OOM fix is not bounded:
+memory must grow as far as it must.
 """
 
 from __future__ import annotations
@@ -58,6 +59,41 @@ def change_factor(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[
             )
         )
     return replace(proposal, roles=bounded), reasons
+
+
+def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
+    """Each migration's sizes kept between the node's size now / ``factor`` and x
+    ``factor``, as a role's are."""
+    factor = view.max_change_factor
+    if factor is None or proposal.source_event_id is not None:
+        return proposal, []
+    sizes = {n.name: n for n in view.nodes}
+    bounded, reasons = [], []
+    for change in proposal.migrate:
+        node = sizes.get(change.name or "")
+        values, changes = {}, []
+        for field in SIZE_FIELDS if node is not None else ():
+            wanted, size = getattr(change, field), getattr(node, field)
+            if wanted is None or not size:
+                continue
+            kept = min(max(wanted, size / factor), size * factor)
+            if abs(kept - wanted) > EPSILON:
+                kept = _round(field, kept, down=wanted > kept)
+                values[field] = kept
+                changes.append(f"{field} {size:g} -> {wanted:g} cut to {kept:g}")
+        if values:
+            change = replace(change, **values)
+            reasons.append(
+                Reason(
+                    GUARD,
+                    f"migrate {change.name}: one plan changes a node's size at most "
+                    f"{factor:g}x: " + ", ".join(changes),
+                    evidence={"node": change.name, "changes": changes},
+                    threshold={"max_change_factor": factor},
+                )
+            )
+        bounded.append(change)
+    return replace(proposal, migrate=bounded), reasons
 
 
 def _round(field: str, value: float, down: bool) -> float:

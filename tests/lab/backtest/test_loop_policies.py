@@ -25,7 +25,7 @@ from brain.optimizing.pipeline import run_stage
 from brain.replay.brain_policy import BrainLoop
 from brain.replay.harness import Allocation, HarnessSettings, run_samples, simulate
 from brain.replay.runs import runs_of
-from brain.replay.screen import candidates
+from brain.replay.screen import candidates, window_peaks
 from brain.replay.series import attach
 from tests.builders.traces import trace
 
@@ -184,28 +184,74 @@ def test_brain_sizes_a_run_with_history_from_the_create_stage():
     assert 200.0 < start.memory_mib < 4000.0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 # A flat window (0, 698, 0) once had a rounding slope that oom_risk took for a rise.
-@example(mem=[0.0, 698.0, 0.0], allocation=200.0)
+@example(mem=[0.0, 698.0, 0.0], allocation=200.0, margin=1.5, below=0.6)
 # A rise of 1e-38 MiB that the screen's sums round away but oom_risk's fit keeps.
-@example(mem=[0.0, 600.0, 1.1754943508222875e-38], allocation=200.0)
+@example(mem=[0.0, 600.0, 1.1754943508222875e-38], allocation=200.0, margin=1.5, below=0.6)
+# memory_release acting: 100 MiB for 10 minutes, 150 <= 60 % of 1000.
+@example(mem=[100.0, 100.0, 100.0], allocation=1000.0, margin=1.5, below=0.6)
 @given(
     mem=st.lists(st.floats(0, 2000), min_size=2, max_size=12),
     allocation=st.floats(200, 2000),
+    margin=st.floats(1.05, 3.0),
+    below=st.floats(0.1, 0.95),
 )
-def test_the_screen_lets_through_every_sample_the_running_stage_would_act_on(mem, allocation):
+def test_the_screen_lets_through_every_sample_the_running_stage_would_act_on(
+    mem, allocation, margin, below
+):
     table, series = one_workload([{}], [[(300 * (i + 1), 0.1, m) for i, m in enumerate(mem)]])
     run = runs_of(table)[0]
-    loop = brain()
+    # memory_release's shortest hold, so that it can act within the short series.
+    release = {"hold_s": 600.0, "margin": margin, "below_share": below}
+    loop = BrainLoop(load_registry(), Settings(), release=release)
     samples = run_samples(series, 0, HarnessSettings())
     policy = loop.policy(run, [], samples, series)
     current = Allocation(allocation, 1.0)
-    let_through = set(candidates(loop.levels(samples), samples.decides, allocation).tolist())
+    ceilings = loop.ceilings(samples)
+    let_through = set(
+        candidates(loop.levels(samples), samples.decides, allocation, ceilings).tolist()
+    )
     for at in range(len(mem)):
         context = policy._context(Stage.running, at, current)
-        proposal = run_stage(load_registry(), Stage.running, context, Settings()).proposal
+        proposal = run_stage(loop._registry, Stage.running, context, loop._settings).proposal
         if proposal.migrate:
             assert at in let_through
+
+
+def test_the_window_peak_is_the_largest_sample_of_the_window_and_where_it_starts():
+    ts = np.array([0, 300, 600, 900, 1200, 1800])
+    mem = np.array([5.0, 1.0, 4.0, 2.0, 3.0, 1.0])
+    peaks, since = window_peaks(ts, mem, window_s=600)
+    # windows [0], [0,300], [0..600], [300..900], [600..1200], [1200, 1800]
+    assert peaks.tolist() == [5.0, 5.0, 5.0, 4.0, 4.0, 3.0]
+    assert since.tolist() == [0, 0, 0, 300, 600, 1200]
+
+
+def test_brain_gives_memory_back_after_a_long_low_stretch_and_not_again_within_the_hold():
+    # 300 s samples, memory_release with a 1 h hold: the peak window covers 1 h at
+    # sample 12 (3900 s, the first sample at 300 s): 100 MiB x 1.5 = 150 <= 60 % of the
+    # 10000 MiB start, but one plan moves a size at most 8x: 1250 MiB from sample 13. The
+    # migration restarts the run 3900 s in: 300 s since the checkpoint at 3600 are lost
+    # and re-run at 1250 MiB. The next lowering waits for the 1 h hold: decided on
+    # sample 24 (3600 s after the restart: nothing lost), 1250 / 8 = 156.25 -> 157 MiB
+    # from sample 25.
+    mem = [100.0] * 30
+    table, series = one_workload(
+        [{"req_memory_mib": 10000, "req_cpu": 2.0}],
+        [[(300 * (i + 1), 0.1, m) for i, m in enumerate(mem)]],
+    )
+    runs = runs_of(table)
+    harness = HarnessSettings(checkpoint_s=1800)
+    samples = run_samples(series, 0, harness)
+    release = {"hold_s": 3600.0, "margin": 1.5, "below_share": 0.6}
+    loop = BrainLoop(load_registry(), Settings(), release=release)
+    policy = loop.policy(runs[0], [], samples, series)
+    outcome = simulate(samples, policy, harness)
+    assert (outcome.migrations, outcome.ooms) == (2, 0)
+    allocated_mib_h = (13 * 10000 + 12 * 1250 + 5 * 157) / 12 + 1250 / 12
+    assert outcome.memory_gib_h * 1024 == pytest.approx(allocated_mib_h)
+    assert outcome.lost_h == pytest.approx(300 / 3600)
 
 
 def test_brain_sizes_from_the_related_runs_the_service_hands_over():

@@ -3,7 +3,7 @@ role's count or size at most by max_change_factor (OOM fixes excepted)."""
 
 from brain.config import Settings
 from brain.domain import Resources, RoleSpec
-from brain.optimizing import Proposal
+from brain.optimizing import NodeChange, Proposal
 from brain.optimizing.bounds import enforce_bounds
 from brain.optimizing.roles import effective_roles, role_totals
 from tests.builders.views import job, node
@@ -66,3 +66,20 @@ def test_without_a_cpu_limit_the_site_budget_bounds_the_plan():
     totals = role_totals(effective_roles(plan.roles, job(roles=ROLES), NODES))
     assert totals.cpu == 15.9
     assert "the site's budget of 16 cores per job" in plan.reasons[0].message
+
+
+def test_a_migration_moves_a_node_size_at_most_by_the_factor():
+    # worker-0 has 8192 MiB and 4 cores: at x4 a migration to 1000 MiB stops at 2048,
+    # and 40 cores at 16; an OOM fix migrating it is not bounded.
+    shrink = Proposal(migrate=[NodeChange(role="worker", name="worker-0", cpu=40, memory_mib=1000)])
+    plan = enforce_bounds(shrink, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=4)
+    assert [(c.cpu, c.memory_mib) for c in plan.migrate] == [(16, 2048)]
+    assert plan.reasons[-1].message == (
+        "migrate worker-0: one plan changes a node's size at most 4x: cpu 4 -> 40 cut to 16, "
+        "memory_mib 8192 -> 1000 cut to 2048"
+    )
+    fix = Proposal(
+        migrate=[NodeChange(role="worker", name="worker-0", memory_mib=65536)], source_event_id=3
+    )
+    plan = enforce_bounds(fix, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=4)
+    assert plan.migrate[0].memory_mib == 65536

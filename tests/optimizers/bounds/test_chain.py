@@ -21,6 +21,7 @@ def test_the_steps_run_in_this_order():
         "launch_sizes",
         "node_list_counts",
         "migration_sizes",
+        "migration_change_factor",
         "one_ps_change",
         "elastic_workers",
         "node_changes",
