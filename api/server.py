@@ -33,6 +33,7 @@ from api.state import ServerState
 from brain.config import Settings
 from brain.plugins import APP_HOOKS_GROUP, load_callables
 from brain.retraining.service import start_learned_models
+from brain.savings.stored import store_pending_savings
 from brain.summaries.refresher import start_refresher
 from collectors.service import CONFIG_ERRORS, CollectorService
 
@@ -89,7 +90,13 @@ def prometheus_collector(state: ServerState) -> None:
 
 
 def summary_refresher(state: ServerState) -> None:
-    refresher = start_refresher(state.settings, state.session_factory, state.leadership.leading)
+    # Each new final summary gets the savings report's replay stored with it.
+    def store_replays() -> None:
+        store_pending_savings(state.session_factory, state.settings, state.registry)
+
+    refresher = start_refresher(
+        state.settings, state.session_factory, state.leadership.leading, store_replays
+    )
     if refresher is not None:
         state.shutdown_hooks.append(refresher.stop)
 

@@ -171,13 +171,13 @@ def _revision_0001() -> list[tuple[type, dict]]:
     ]
 
 
-def _revision_0002() -> list[tuple[type, dict]]:
-    summary = {
-        "job_id": 1,
+def _summary(job_id: int, uid: str, **extra) -> dict:
+    return {
+        "job_id": job_id,
         "final": True,
         "computed_at": _at(61),
-        "uid": "j1",
-        "name": "train-j1",
+        "uid": uid,
+        "name": f"train-{uid}",
         "user_name": "ana",
         "dataset": "clicks",
         "group_key": "ana/train/clicks",
@@ -196,7 +196,12 @@ def _revision_0002() -> list[tuple[type, dict]]:
         "series_buckets": 1,
         "speed_series": b"\x00\x01\x02",
         **_hours(10.0),
+        **extra,
     }
+
+
+def _revision_0002() -> list[tuple[type, dict]]:
+    summary = _summary(1, "j1")
     requests = {"cpu_request_cores": 4.0, "memory_request_mib": 8192.0, "gpu_request": 0.0}
     return [
         (JobSummaryRow, summary),
@@ -306,6 +311,11 @@ def _revision_0011() -> list[tuple[type, dict]]:
     return [(JobSummaryRow, summary)]
 
 
+def _revision_0012() -> list[tuple[type, dict]]:
+    # A uid held in a second namespace (unique per namespace from 0012 on).
+    return [(JobRow, _job(3, "j1", namespace="research"))]
+
+
 # What each revision lets a deployment store (revisions that changed no data: none).
 ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0001": _revision_0001,
@@ -318,6 +328,7 @@ ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0008": _revision_0008,
     "0009": _revision_0009,
     "0011": _revision_0011,
+    "0012": _revision_0012,
 }
 
 

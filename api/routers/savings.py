@@ -37,8 +37,10 @@ def site_savings(
     GiB- and GPU-hours; what Brain's default pipeline would have allocated, replayed on
     each job's stored samples (create stage from the group's earlier runs, running stage
     every 5 minutes, OOM kills answered by the OOM stage), with the OOM kills of that
-    replay; and what the applied plans saved. A namespace-restricted token sees only its
-    namespaces' jobs."""
+    replay; what the applied plans saved; and each in dollars where prices are set. The
+    replay is stored with each job's final summary (the summary refresher, `brain
+    summarize`); jobs not replayed yet are replayed on this request. A
+    namespace-restricted token sees only its namespaces' jobs."""
     since = utcnow() - timedelta(days=days)
     report = savings(
         session, registry, settings, since, by=by.value, namespaces=principal.namespaces
@@ -47,6 +49,7 @@ def site_savings(
         days=days,
         since=since,
         by=by,
+        priced=report.priced,
         rows=[SavingsRowOut(**row.as_dict()) for row in report.rows],
         total=SavingsRowOut(**report.total.as_dict()),
     )

@@ -31,7 +31,10 @@ class SavingsRowOut(BaseModel):
     )
     requested_gpu_h: float = Field(description="GPU-hours requested.")
     used_gpu_h: float = Field(description="GPU-hours used.")
-    brain_gpu_h: float = Field(description="GPU-hours Brain would allocate (as requested).")
+    brain_gpu_h: float = Field(
+        description="GPU-hours Brain would allocate: as requested (the replay sizes memory "
+        "and CPU, not GPUs)."
+    )
     replayed_node_hours: float = Field(description="Hours of the replayed nodes' series.")
     brain_ooms: int = Field(description="OOM kills in the replay.")
     brain_jobs_with_oom: int = Field(description="Replayed jobs with at least one OOM kill.")
@@ -45,10 +48,22 @@ class SavingsRowOut(BaseModel):
     )
     plans_saved_gib_h: float = Field(description="Memory GiB-hours applied plans saved.")
     plans_saved_gpu_h: float = Field(description="GPU-hours applied plans saved.")
+    requested_usd: float | None = Field(
+        description="Dollars of the requested hours at the site's prices (BRAIN_PRICE_*; "
+        "unpriced resources add nothing; null: no price is set)."
+    )
+    used_usd: float | None = Field(description="Dollars of the used hours (null: no price).")
+    brain_usd: float | None = Field(
+        description="Dollars of the hours Brain would allocate (null: no price)."
+    )
+    plans_saved_usd: float | None = Field(
+        description="Dollars applied plans saved (null: no price)."
+    )
 
 
 class SavingsOut(BaseModel):
     days: int
+    priced: bool = Field(description="Whether any price is set (the `*_usd` figures).")
     since: datetime = Field(description="Jobs that ended at or after this time.")
     by: SavingsBy
     rows: list[SavingsRowOut]

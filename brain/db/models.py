@@ -288,6 +288,22 @@ class JobSummaryRow(ResourceHoursColumns, Base):
     series_bucket_seconds: Mapped[float | None] = mapped_column(Double)
     series_buckets: Mapped[int] = mapped_column(Integer)
     speed_series: Mapped[bytes | None]
+    # The savings report's figures of a final summary (brain.savings.stored): the main
+    # role's requested, used and Brain-replayed hours; None until the replay has run.
+    savings_computed_at: Mapped[datetime | None]
+    savings_node_hours: Mapped[float | None] = mapped_column(Double)
+    savings_requested_core_hours: Mapped[float | None] = mapped_column(Double)
+    savings_used_core_hours: Mapped[float | None] = mapped_column(Double)
+    savings_brain_core_hours: Mapped[float | None] = mapped_column(Double)
+    savings_requested_gib_hours: Mapped[float | None] = mapped_column(Double)
+    savings_used_gib_hours: Mapped[float | None] = mapped_column(Double)
+    savings_brain_gib_hours: Mapped[float | None] = mapped_column(Double)
+    savings_requested_gpu_hours: Mapped[float | None] = mapped_column(Double)
+    savings_used_gpu_hours: Mapped[float | None] = mapped_column(Double)
+    savings_brain_gpu_hours: Mapped[float | None] = mapped_column(Double)
+    # Node-hours replayed on stored samples (0: none stored, sized by the create stage).
+    savings_replayed_node_hours: Mapped[float | None] = mapped_column(Double)
+    savings_brain_ooms: Mapped[int | None] = mapped_column(Integer)
 
 
 class RoleSummaryRow(UsageStatsColumns, ResourceHoursColumns, Base):

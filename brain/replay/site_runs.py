@@ -54,6 +54,9 @@ class SiteRun:
     used_gpu_h: float
     peak_node_id: int | None
     run: Run
+    gpu_type: str | None = None
+    # Its savings replay is stored with its summary (brain.savings.stored).
+    replayed: bool = False
 
 
 def load_runs(
@@ -76,6 +79,8 @@ def load_runs(
             JobRow.created_at,
             JobSummaryRow.ended_at,
             JobSummaryRow.run_seconds,
+            JobSummaryRow.gpu_type,
+            JobSummaryRow.savings_computed_at,
         )
         .join(JobRow, JobRow.id == JobSummaryRow.job_id)
         .where(JobSummaryRow.final.is_(True), JobSummaryRow.ended_at >= earliest)
@@ -116,6 +121,8 @@ def load_runs(
                 used_gpu_h=float(role.used_gpu_hours),
                 peak_node_id=None if peak is None else peak.node_id,
                 run=_run(job.job_id, job.group_key, start, run_hours, role, peak),
+                gpu_type=job.gpu_type,
+                replayed=job.savings_computed_at is not None,
             )
         )
     found.sort(key=lambda r: (r.group_key, r.start, r.job_id))

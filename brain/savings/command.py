@@ -41,7 +41,10 @@ def add_parser(commands) -> None:
         "stage from its group's earlier runs, running stage at --cadence-min, OOM kills "
         "answered by the OOM stage), with the replay's OOM kills per 1,000 node-hours; and "
         "what the applied plans saved (role totals before minus after each plan, to the "
-        "job's end). Run `brain summarize` first for jobs not yet summarized.",
+        "job's end); in dollars where prices are set (BRAIN_PRICE_*). Jobs whose replay is "
+        "stored with their summary (the summary refresher, `brain summarize`) are summed "
+        "from it; the others are replayed now, and all of them at a --cadence-min other "
+        "than 5. Run `brain summarize` first for jobs not yet summarized.",
     )
     parser.add_argument("--days", type=int, default=30, help="window in days (default 30)")
     parser.add_argument(
@@ -60,6 +63,12 @@ def add_parser(commands) -> None:
         metavar="MIN",
         help="minutes between the master's running-stage calls (default 5)",
     )
+    parser.add_argument(
+        "--store",
+        action="store_true",
+        help="first store the replay of every summarized job without one, as the summary "
+        "refresher of brain serve does (for sites that summarize from cron)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no timing")
     parser.set_defaults(handler=run)
@@ -73,11 +82,12 @@ def run(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
     from brain.config import Settings
-    from brain.db.engine import make_engine
+    from brain.db.engine import make_engine, make_session_factory
     from brain.domain import utcnow
     from brain.optimizing import load_registry
     from brain.progress import ProgressBar
     from brain.savings.report import savings
+    from brain.savings.stored import store_pending_savings
 
     started = time.perf_counter()
     settings = Settings()
@@ -92,9 +102,14 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with Session(engine) as session:
+            registry = load_registry()
+            if args.store:
+                stored = store_pending_savings(make_session_factory(engine), settings, registry)
+                if not args.quiet:
+                    print(f"stored the replay of {stored} jobs", file=sys.stderr)
             report = savings(
                 session,
-                load_registry(),
+                registry,
                 settings,
                 since,
                 by=args.by,
@@ -123,6 +138,7 @@ def to_json(report: Savings, days: int) -> dict:
         "days": days,
         "since": report.since.isoformat(),
         "by": report.by,
+        "priced": report.priced,
         "rows": [row.as_dict() for row in report.rows],
         "total": report.total.as_dict(),
     }
@@ -176,4 +192,10 @@ def to_table(report: Savings, days: int) -> str:
     ):
         if requested > 0:
             out.append(f"Brain would save {100 * (1 - brain / requested):.1f}% of requested {what}")
+    if report.priced:
+        out.append(
+            f"At the site's prices: requested ${total.requested_usd:,.2f}, used "
+            f"${total.used_usd:,.2f}, Brain ${total.brain_usd:,.2f}; applied plans saved "
+            f"${total.plans_saved_usd:,.2f}"
+        )
     return "\n".join(out)

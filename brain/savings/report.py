@@ -24,11 +24,12 @@ from datetime import datetime
 from itertools import groupby
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
-from brain.db.models import JobRow, ScalePlanRow
+from brain.costs import Prices
+from brain.db.models import JobRow, JobSummaryRow, ScalePlanRow
 from brain.domain import PlanStatus, RoleSpec, as_utc
 from brain.optimizing import OptimizerRegistry
 from brain.replay.brain_policy import BrainLoop
@@ -39,10 +40,15 @@ from brain.replay.harness import (
     decision_mask,
     simulate,
 )
+from brain.replay.runs import Run
 from brain.replay.site_runs import SiteRun, load_runs, load_series
 
 BY = ("namespace", "group")
 DEFAULT_SAMPLE_S = 60.0
+
+
+# The master's running-stage cadence of the stored replays (the report's default).
+STORED_CADENCE_S = 300.0
 
 
 @dataclass
@@ -67,6 +73,11 @@ class SavingsRow:
     plans_saved_core_h: float = 0.0
     plans_saved_gib_h: float = 0.0
     plans_saved_gpu_h: float = 0.0
+    # Dollars at the site's prices (None: no price set); unpriced resources add nothing.
+    requested_usd: float | None = None
+    used_usd: float | None = None
+    brain_usd: float | None = None
+    plans_saved_usd: float | None = None
 
     @property
     def brain_ooms_per_1000h(self) -> float | None:
@@ -76,8 +87,33 @@ class SavingsRow:
 
     def add(self, other: SavingsRow) -> None:
         for f in fields(self):
-            if f.name != "key":
-                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+            if f.name == "key":
+                continue
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if mine is None or theirs is None:
+                total = theirs if mine is None else mine
+            else:
+                total = mine + theirs
+            setattr(self, f.name, total)
+
+    def priced(self, prices: Prices, gpu_type: str | None) -> None:
+        """Sets the dollar figures of these hours, GPUs at ``gpu_type``'s price."""
+        if not prices.configured:
+            return
+        gpu = prices.gpu_price(gpu_type)
+        for field, core_h, gib_h, gpu_h in (
+            ("requested_usd", self.requested_core_h, self.requested_gib_h, self.requested_gpu_h),
+            ("used_usd", self.used_core_h, self.used_gib_h, self.used_gpu_h),
+            ("brain_usd", self.brain_core_h, self.brain_gib_h, self.brain_gpu_h),
+            (
+                "plans_saved_usd",
+                self.plans_saved_core_h,
+                self.plans_saved_gib_h,
+                self.plans_saved_gpu_h,
+            ),
+        ):
+            pairs = ((prices.core_hour_usd, core_h), (prices.gib_hour_usd, gib_h), (gpu, gpu_h))
+            setattr(self, field, sum(p * h for p, h in pairs if p is not None))
 
     def as_dict(self) -> dict:
         return asdict(self) | {"brain_ooms_per_1000h": self.brain_ooms_per_1000h}
@@ -89,6 +125,11 @@ class Savings:
     by: str
     rows: list[SavingsRow]
     total: SavingsRow
+    priced: bool = False
+
+
+# Per (row key, GPU type): the sums money is computed from (GPU prices differ by type).
+Parts = dict[tuple[str, str | None], SavingsRow]
 
 
 def savings(
@@ -99,48 +140,158 @@ def savings(
     *,
     by: str = "namespace",
     namespaces: Sequence[str] | None = None,
-    cadence_s: float = 300.0,
+    cadence_s: float = STORED_CADENCE_S,
     progress: Callable[[int, int], None] | None = None,
 ) -> Savings:
-    """The savings report of the jobs that ended since ``since``, grouped ``by``."""
+    """The savings report of the jobs that ended since ``since``, grouped ``by``.
+
+    At the stored cadence, jobs whose replay is stored with their summary are summed
+    from it (``brain.savings.stored``) and only the others are replayed now; at another
+    cadence every job is replayed."""
     if by not in BY:
         raise ValueError(f"by is one of {', '.join(BY)}")
-    runs = load_runs(session, since, namespaces=namespaces)
-    window = [r for r in runs if r.in_window]
-    series = load_series(session, [r.peak_node_id for r in window if r.peak_node_id is not None])
-    plans = _plan_savings(session, window)
-    loop = BrainLoop(registry, settings)
-    harness = HarnessSettings(cadence_s=cadence_s)
+    parts: Parts = {}
+    stored = cadence_s == STORED_CADENCE_S
+    if stored:
+        _sum_stored(session, since, by, namespaces, parts)
+    if not stored or _window_jobs(session, since, namespaces, replayed=False):
+        _replay_now(session, registry, settings, since, by, namespaces, cadence_s, progress, parts)
+    keys = _keys(session, since, by, namespaces)
+    ended = _window_jobs(session, since, namespaces, replayed=None)
+    for job_id, saved in _plan_savings(session, ended).items():
+        row = parts.setdefault(keys[job_id], SavingsRow(keys[job_id][0]))
+        row.plans_applied += saved[0]
+        row.plans_saved_core_h += saved[1]
+        row.plans_saved_gib_h += saved[2]
+        row.plans_saved_gpu_h += saved[3]
+    return _report(since, by, parts, settings.prices)
+
+
+def _report(since: datetime, by: str, parts: Parts, prices: Prices) -> Savings:
     rows: dict[str, SavingsRow] = {}
-    done = 0
-    for _, group in groupby(runs, key=lambda r: r.group_key):
-        mine = list(group)
-        for position, run in enumerate(mine):
-            if not run.in_window:
-                continue
-            history = [r.run for r in mine[:position]]
-            key = (run.namespace or "-") if by == "namespace" else run.group_key
-            row = rows.setdefault(key, SavingsRow(key))
-            _add_run(row, run, history, series.get(run.peak_node_id), loop, harness)
-            saved = plans.get(run.job_id)
-            if saved is not None:
-                row.plans_applied += saved[0]
-                row.plans_saved_core_h += saved[1]
-                row.plans_saved_gib_h += saved[2]
-                row.plans_saved_gpu_h += saved[3]
-            done += 1
-            if progress is not None:
-                progress(done, len(window))
+    for (key, gpu_type), part in parts.items():
+        part.priced(prices, gpu_type)
+        rows.setdefault(key, SavingsRow(key)).add(part)
     ordered = sorted(
         rows.values(), key=lambda r: (-(r.requested_gib_h + r.requested_core_h), r.key)
     )
     total = SavingsRow("total")
     for row in ordered:
         total.add(row)
-    return Savings(since, by, ordered, total)
+    return Savings(since, by, ordered, total, priced=prices.configured)
 
 
-def _add_run(row: SavingsRow, run: SiteRun, history, series, loop: BrainLoop, harness) -> None:
+def _key_column(by: str):
+    return JobSummaryRow.namespace if by == "namespace" else JobSummaryRow.group_key
+
+
+def _in_window(query, since: datetime, namespaces: Sequence[str] | None):
+    query = query.where(JobSummaryRow.final.is_(True), JobSummaryRow.ended_at >= since)
+    if namespaces is not None:
+        query = query.where(JobSummaryRow.namespace.in_(list(namespaces)))
+    return query
+
+
+def _window_jobs(
+    session: Session, since: datetime, namespaces: Sequence[str] | None, replayed: bool | None
+) -> dict[int, datetime]:
+    """Job id -> end of the window's jobs; ``replayed``: only those whose replay is (not)
+    stored (None: all)."""
+    query = _in_window(select(JobSummaryRow.job_id, JobSummaryRow.ended_at), since, namespaces)
+    if replayed is not None:
+        stored = JobSummaryRow.savings_computed_at
+        query = query.where(stored.is_not(None) if replayed else stored.is_(None))
+    return {job_id: as_utc(ended) for job_id, ended in session.execute(query)}
+
+
+def _keys(
+    session: Session, since: datetime, by: str, namespaces: Sequence[str] | None
+) -> dict[int, tuple[str, str | None]]:
+    query = select(JobSummaryRow.job_id, _key_column(by), JobSummaryRow.gpu_type)
+    found = session.execute(_in_window(query, since, namespaces))
+    return {job_id: (key or "-", gpu_type) for job_id, key, gpu_type in found}
+
+
+# SavingsRow field -> stored job summary column.
+STORED = {
+    "node_hours": JobSummaryRow.savings_node_hours,
+    "requested_core_h": JobSummaryRow.savings_requested_core_hours,
+    "used_core_h": JobSummaryRow.savings_used_core_hours,
+    "brain_core_h": JobSummaryRow.savings_brain_core_hours,
+    "requested_gib_h": JobSummaryRow.savings_requested_gib_hours,
+    "used_gib_h": JobSummaryRow.savings_used_gib_hours,
+    "brain_gib_h": JobSummaryRow.savings_brain_gib_hours,
+    "requested_gpu_h": JobSummaryRow.savings_requested_gpu_hours,
+    "used_gpu_h": JobSummaryRow.savings_used_gpu_hours,
+    "brain_gpu_h": JobSummaryRow.savings_brain_gpu_hours,
+    "replayed_node_hours": JobSummaryRow.savings_replayed_node_hours,
+    "brain_ooms": JobSummaryRow.savings_brain_ooms,
+}
+
+
+def _sum_stored(
+    session: Session, since: datetime, by: str, namespaces: Sequence[str] | None, parts: Parts
+) -> None:
+    """Adds the stored replays of the window's jobs, summed by the database."""
+    key = _key_column(by)
+    replayed = JobSummaryRow.savings_replayed_node_hours > 0
+    # A job without a main role (no nodes) is stored with no hours, and not counted.
+    query = select(
+        key,
+        JobSummaryRow.gpu_type,
+        func.count(JobSummaryRow.savings_node_hours),
+        func.count().filter(replayed),
+        func.count().filter(JobSummaryRow.savings_brain_ooms > 0),
+        *(func.sum(column) for column in STORED.values()),
+    ).where(JobSummaryRow.savings_computed_at.is_not(None))
+    query = _in_window(query, since, namespaces).group_by(key, JobSummaryRow.gpu_type)
+    for name, gpu_type, jobs, replayed_jobs, with_oom, *sums in session.execute(query):
+        row = SavingsRow(name or "-", jobs=jobs, replayed_jobs=replayed_jobs)
+        row.brain_jobs_with_oom = with_oom
+        for field, value in zip(STORED, sums, strict=True):
+            setattr(row, field, type(getattr(row, field))(value or 0))
+        parts.setdefault((row.key, gpu_type), SavingsRow(row.key)).add(row)
+
+
+def _replay_now(
+    session: Session,
+    registry: OptimizerRegistry,
+    settings: Settings,
+    since: datetime,
+    by: str,
+    namespaces: Sequence[str] | None,
+    cadence_s: float,
+    progress: Callable[[int, int], None] | None,
+    parts: Parts,
+) -> None:
+    """Adds the window's jobs without a stored replay (every job when ``cadence_s`` is not
+    the stored one), replayed now."""
+    stored_only = cadence_s == STORED_CADENCE_S
+    runs = load_runs(session, since, namespaces=namespaces)
+    window = [r for r in runs if r.in_window and not (stored_only and r.replayed)]
+    series = load_series(session, [r.peak_node_id for r in window if r.peak_node_id is not None])
+    loop = BrainLoop(registry, settings)
+    harness = HarnessSettings(cadence_s=cadence_s)
+    done = 0
+    for _, group in groupby(runs, key=lambda r: r.group_key):
+        mine = list(group)
+        for position, run in enumerate(mine):
+            if not run.in_window or (stored_only and run.replayed):
+                continue
+            history = [r.run for r in mine[:position]]
+            key = (run.namespace or "-") if by == "namespace" else run.group_key
+            found = job_savings(run, history, series.get(run.peak_node_id), loop, harness)
+            parts.setdefault((key, run.gpu_type), SavingsRow(key)).add(found)
+            done += 1
+            if progress is not None:
+                progress(done, len(window))
+
+
+def job_savings(
+    run: SiteRun, history: Sequence[Run], series, loop: BrainLoop, harness: HarnessSettings
+) -> SavingsRow:
+    """One job's figures: its main role's hours, and Brain's replayed on ``series``."""
+    row = SavingsRow("")
     samples = _samples(series, harness)
     policy = loop.policy(run.run, history, samples, None)
     nodes = max(run.node_count, 1)
@@ -153,6 +304,7 @@ def _add_run(row: SavingsRow, run: SiteRun, history, series, loop: BrainLoop, ha
     row.used_gib_h += run.used_gib_h
     row.requested_gpu_h += run.requested_gpu_h
     row.used_gpu_h += run.used_gpu_h
+    # The replay sizes memory and CPU only: GPUs stay as requested.
     row.brain_gpu_h += run.requested_gpu_h
     if len(samples) == 0:
         start = policy.start()
@@ -163,7 +315,7 @@ def _add_run(row: SavingsRow, run: SiteRun, history, series, loop: BrainLoop, ha
             _finite(start.memory_mib / 1024.0, run.requested_gib_h / max(node_hours, 1e-9))
             * node_hours
         )
-        return
+        return row
     outcome: RunOutcome = simulate(samples, policy, harness)
     row.replayed_jobs += 1
     # The replayed node's mean allocation (re-runs included) over the role's node-hours.
@@ -172,6 +324,7 @@ def _add_run(row: SavingsRow, run: SiteRun, history, series, loop: BrainLoop, ha
     row.replayed_node_hours += outcome.hours
     row.brain_ooms += outcome.ooms
     row.brain_jobs_with_oom += 1 if outcome.ooms else 0
+    return row
 
 
 def _finite(value: float, fallback: float) -> float:
@@ -196,10 +349,10 @@ def _samples(series, harness: HarnessSettings) -> RunSamples:
 
 
 def _plan_savings(
-    session: Session, runs: list[SiteRun]
+    session: Session, ended: dict[int, datetime]
 ) -> dict[int, tuple[int, float, float, float]]:
-    """Per job: applied plans, and core-, GiB- and GPU-hours they saved (module docstring)."""
-    ended = {r.job_id: r.ended_at for r in runs}
+    """Per job (id -> its end): applied plans, and core-, GiB- and GPU-hours they saved
+    (module docstring)."""
     found: dict[int, tuple[int, float, float, float]] = {}
     ids = list(ended)
     for start in range(0, len(ids), 2000):

@@ -111,6 +111,11 @@ def test_the_command_prints_the_same_report(settings, history, capsys, monkeypat
     assert main(["report", "savings", "--days", "30", "--json", "--quiet"]) == 0
     body = __import__("json").loads(capsys.readouterr().out)
     assert body["total"]["brain_gib_h"] == approx(32.0 + 3124 / 1024)
+    # --store keeps the replays with the summaries first; the report reads the same.
+    assert main(["report", "savings", "--days", "30", "--json", "--store"]) == 0
+    captured = capsys.readouterr()
+    assert "stored the replay of 3 jobs" in captured.err
+    assert __import__("json").loads(captured.out)["total"] == body["total"]
 
 
 def test_the_replay_reads_runs_and_series_from_the_database(settings, history, capsys, monkeypatch):
@@ -128,3 +133,75 @@ def test_the_replay_reads_runs_and_series_from_the_database(settings, history, c
     assert rows["brain"]["ooms"] == 0
     assert run_command("backtest", ["--replay", "--from-db", "--user", "x"]) == 2
     assert "takes --group but not --user" in capsys.readouterr().err
+
+
+def _report(session, settings, by="namespace"):
+    from brain.optimizing import load_registry
+    from brain.savings.report import savings
+
+    since = recent_hour(30)
+    return savings(session, load_registry(), settings, since, by=by)
+
+
+def _stored_count(session) -> int:
+    from sqlalchemy import func, select
+
+    from brain.db.models import JobSummaryRow
+
+    query = select(func.count()).where(JobSummaryRow.savings_computed_at.is_not(None))
+    return session.scalar(query)
+
+
+def test_the_stored_replay_and_a_fresh_one_give_the_same_report(settings, session, history):
+    from brain.optimizing import load_registry
+    from brain.savings.stored import store_savings
+
+    fresh = _report(session, settings)
+    fresh_by_group = _report(session, settings, by="group")
+    assert _stored_count(session) == 0
+    assert store_savings(session, load_registry(), settings) == 3
+    session.commit()
+    assert _stored_count(session) == 3
+    assert store_savings(session, load_registry(), settings) == 0  # nothing left to replay
+    stored = _report(session, settings)
+    assert [r.as_dict() for r in stored.rows] == [r.as_dict() for r in fresh.rows]
+    assert stored.total.as_dict() == fresh.total.as_dict()
+    assert stored.total.brain_gib_h == approx(32.0 + 3124 / 1024)
+    by_group = _report(session, settings, by="group")
+    assert [r.as_dict() for r in by_group.rows] == [r.as_dict() for r in fresh_by_group.rows]
+
+
+def test_a_stored_replay_counts_its_oom_kills(settings, session):
+    from brain.optimizing import load_registry
+    from brain.savings.stored import store_savings
+
+    # The group's first run keeps its ask, 16384 MiB; sample 6 jumps to 20000 MiB, past
+    # it with no trend to warn oom_risk: one OOM kill in the replay.
+    start = recent_hour(2)
+    job = worker_job(session, "k1", start, "team-k", [100.0] * 6 + [20000.0] + [100.0] * 6)
+    summarize_job(session, job)
+    session.commit()
+    fresh = _report(session, settings).total
+    assert (fresh.brain_ooms, fresh.brain_jobs_with_oom, fresh.replayed_jobs) == (1, 1, 1)
+    store_savings(session, load_registry(), settings)
+    session.commit()
+    assert _report(session, settings).total.as_dict() == fresh.as_dict()
+
+
+def test_money_where_prices_are_set(settings, session, history):
+    # $0.05 a core-hour, $0.01 a GiB-hour, no GPU price. team-a: 32 core-hours and
+    # 32 GiB-hours requested = $1.92; used 2 and 2 = $0.12; Brain's hours at the same
+    # prices; the plan saved 4 core-hours and 4 GiB-hours = $0.24.
+    priced = settings.model_copy(update={"price_core_hour_usd": 0.05, "price_gib_hour_usd": 0.01})
+    rows = {r.key: r for r in _report(session, priced).rows}
+    a = rows["team-a"]
+    assert a.requested_usd == approx(32 * 0.05 + 32 * 0.01)
+    assert a.used_usd == approx(2 * 0.05 + 2 * 0.01)
+    assert a.brain_usd == approx(a.brain_core_h * 0.05 + a.brain_gib_h * 0.01)
+    assert a.plans_saved_usd == approx(4 * 0.05 + 4 * 0.01)
+    unpriced = _report(session, settings).total
+    assert (unpriced.requested_usd, unpriced.brain_usd, unpriced.plans_saved_usd) == (
+        None,
+        None,
+        None,
+    )

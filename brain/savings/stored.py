@@ -1,0 +1,98 @@
+"""The savings report's figures of each finished job, replayed once and stored with its
+final summary, so that the report sums stored rows instead of replaying every job.
+
+A job is replayed as the report would replay it (``report.job_savings``: the same main
+role, peak node and Brain's default pipeline at the stored cadence), sized from the
+runs of its group that were summarized before it within the report's history window.
+Summarizing a job again (new samples) clears its figures, and the next pass replays it.
+"""
+
+from __future__ import annotations
+
+import logging
+from itertools import groupby
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from brain.config import Settings
+from brain.db.models import JobSummaryRow
+from brain.domain import as_utc, utcnow
+from brain.optimizing import OptimizerRegistry
+from brain.replay.brain_policy import BrainLoop
+from brain.replay.harness import HarnessSettings
+from brain.replay.site_runs import load_runs, load_series
+from brain.savings.report import STORED, STORED_CADENCE_S, job_savings
+
+log = logging.getLogger(__name__)
+
+# Jobs replayed per pass: a backlog is worked off over several passes.
+MAX_JOBS_PER_PASS = 5000
+
+
+def store_savings(
+    session: Session,
+    registry: OptimizerRegistry,
+    settings: Settings,
+    *,
+    limit: int = MAX_JOBS_PER_PASS,
+) -> int:
+    """Replays the finished jobs whose figures are not stored yet (oldest first, at most
+    ``limit``) and stores them; returns how many. The caller commits."""
+    pending = session.execute(
+        select(JobSummaryRow.job_id, JobSummaryRow.group_key, JobSummaryRow.ended_at)
+        .where(JobSummaryRow.final.is_(True), JobSummaryRow.savings_computed_at.is_(None))
+        .order_by(JobSummaryRow.group_key, JobSummaryRow.ended_at, JobSummaryRow.job_id)
+        .limit(limit)
+    ).all()
+    loop = BrainLoop(registry, settings)
+    harness = HarnessSettings(cadence_s=STORED_CADENCE_S)
+    now = utcnow()
+    done = 0
+    for group, found_rows in groupby(pending, key=lambda r: r.group_key):
+        rows = list(found_rows)
+        wanted = {r.job_id for r in rows}
+        earliest = min(as_utc(r.ended_at) for r in rows)
+        runs = load_runs(session, earliest, group=group)
+        replay = [r for r in runs if r.job_id in wanted]
+        series = load_series(
+            session, [r.peak_node_id for r in replay if r.peak_node_id is not None]
+        )
+        for position, run in enumerate(runs):
+            if run.job_id not in wanted:
+                continue
+            history = [r.run for r in runs[:position]]
+            found = job_savings(run, history, series.get(run.peak_node_id), loop, harness)
+            values = {column.key: getattr(found, field) for field, column in STORED.items()}
+            _store(session, run.job_id, now, values)
+            wanted.discard(run.job_id)
+            done += 1
+        # Summaries without a main role (no nodes) have nothing to replay: marked done.
+        for job_id in wanted:
+            _store(session, job_id, now, {})
+            done += 1
+    if done:
+        log.info("stored the savings replay of %d jobs", done)
+    return done
+
+
+def store_pending_savings(
+    factory: sessionmaker[Session], settings: Settings, registry: OptimizerRegistry
+) -> int:
+    """``store_savings`` until nothing is left, one transaction per pass; how many."""
+    total = 0
+    while True:
+        with factory() as session:
+            done = store_savings(session, registry, settings)
+            session.commit()
+        total += done
+        if not done:
+            return total
+
+
+def _store(session: Session, job_id: int, now, values: dict) -> None:
+    session.execute(
+        update(JobSummaryRow)
+        .where(JobSummaryRow.job_id == job_id)
+        .values(savings_computed_at=now, **values)
+    )
