@@ -26,10 +26,10 @@ class MemoryReleaseSettings(BaseModel):
         "migration of the node may be younger.",
     )
     margin: float = Field(
-        2.0, ge=1.05, le=10.0, description="New memory = this x the node's memory peak."
+        4.0, ge=1.05, le=10.0, description="New memory = this x the node's memory peak."
     )
     below_share: float = Field(
-        0.6,
+        0.5,
         gt=0.0,
         lt=1.0,
         description="Lower only when the new memory is at most this share of the node's "

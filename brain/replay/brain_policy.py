@@ -104,7 +104,11 @@ class BrainLoop:
     @property
     def name(self) -> str:
         name = "brain" if self.safety is None else f"brain_s{self.safety:g}"
-        return name + "".join(f"_{key}{value:g}" for key, value in sorted(self.release.items()))
+        release = self._release
+        if not self.release or release is None:
+            return name
+        hold_h = release.hold_s / 3600.0
+        return f"{name}_release{hold_h:g}h_x{release.margin:g}_b{release.below_share:g}"
 
     def related(self, run: Run, history: Sequence[Run]) -> Sequence[Run]:
         """The earlier runs the service would hand the create stage: the most recent

@@ -3,7 +3,9 @@
 Standard: ``request``, ``max_last7_x1.15``, ``p90_last7_x1.15``, ``vpa_like_x1.15``,
 ``autopilot_like_w24h_x1.15`` and ``brain`` (the default pipeline as configured).
 Sweeps, for tuning and the curves: the one-shot rules' and VPA's margin, the moving
-window's length and margin, and Brain's ``learned_margin`` safety.
+window's length and margin, and Brain's ``learned_margin`` safety (with
+``memory_release`` as configured), then at safety 0.6 ever quicker ``memory_release``
+settings, so that Brain's curve reaches the OOM rates of the moving window and VPA.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ VPA_MARGINS = (1.0, 1.15, 1.3, 1.5, 2.0)
 WINDOW_HOURS = (1.0, 6.0, 24.0)
 WINDOW_MARGINS = (1.0, 1.15, 1.3, 1.5, 2.0)
 SAFETIES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0)
+# memory_release settings from slow to quick: more memory given back, more OOM kills.
+RELEASES = (
+    {"hold_s": 21600.0, "margin": 2.0, "below_share": 0.6},
+    {"hold_s": 21600.0, "margin": 1.5, "below_share": 0.6},
+    {"hold_s": 10800.0, "margin": 1.5, "below_share": 0.6},
+    {"hold_s": 3600.0, "margin": 1.2, "below_share": 0.8},
+)
 
 
 def standard(
@@ -42,4 +51,5 @@ def sweeps(registry: OptimizerRegistry, settings: Settings, *, k: int = 7) -> li
     found += [VpaLoop(m) for m in VPA_MARGINS]
     found += [AutopilotLoop(w, m) for w in WINDOW_HOURS for m in WINDOW_MARGINS]
     found += [BrainLoop(registry, settings, s) for s in SAFETIES]
+    found += [BrainLoop(registry, settings, 0.6, r) for r in RELEASES]
     return found
