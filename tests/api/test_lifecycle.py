@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from api.app import create_app
 from api.server import summary_refresher
 from api.state import server_state
+from brain.config import Settings
 from brain.db.engine import make_session_factory
 from brain.db.models import JobRow, JobSummaryRow
+from brain.optimizing import load_registry
+from brain.savings.stored import store_pending_savings
 from brain.summaries.refresher import refresh_once
 from tests.builders import job_body, node_point
 
@@ -102,11 +106,20 @@ def test_samples_after_finish_make_the_summary_stale_until_refreshed(client, db)
         assert job.summarized_at is None
         assert session.get(JobSummaryRow, job.id).samples == 0
 
-    assert refresh_once(factory) == 1
+    # brain serve hands the refresher the savings replay to run after the summaries.
+    def store_replays() -> None:
+        store_pending_savings(factory, Settings(), load_registry())
+
+    assert refresh_once(factory, after_summaries=store_replays) == 1
     with factory() as session:
         job = session.scalar(select(JobRow).where(JobRow.uid == "late"))
         assert job.summarized_at is not None
-        assert session.get(JobSummaryRow, job.id).samples == 3
+        summary = session.get(JobSummaryRow, job.id)
+        assert summary.samples == 3
+        assert summary.savings_computed_at is not None
+        # The PS was replayed on its 3 samples (one a minute): 3 minutes, no OOM kill.
+        assert summary.savings_replayed_node_hours == pytest.approx(3 / 60)
+        assert summary.savings_brain_ooms == 0
     assert refresh_once(factory) == 0  # nothing stale any more
 
     # With retention, the same cycle ages out the (March) samples of the summarized job;
