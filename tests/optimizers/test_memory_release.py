@@ -11,7 +11,7 @@ from brain.domain import Stage
 from brain.optimizing import MemoryPeak, NodeChange, Reason, load_registry
 from brain.optimizing.pipeline import run_stage
 from optimizers.memory_release import MemoryReleaseOptimizer, MemoryReleaseSettings
-from tests.optimizers.builders import NOW, context, node, oom, plan
+from tests.builders.views import NOW, context, node, oom, plan
 
 SETTINGS = MemoryReleaseSettings(hold_s=21600, margin=1.5, below_share=0.6, after_oom_s=43200)
 WORKER = node("worker-0", "worker", cpu=4, memory_mib=10000)
