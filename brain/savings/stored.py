@@ -37,19 +37,22 @@ def store_savings(
     *,
     limit: int = MAX_JOBS_PER_PASS,
 ) -> int:
-    """Replays the finished jobs whose figures are not stored yet (oldest first, at most
-    ``limit``) and stores them; returns how many. The caller commits."""
+    """Replays the finished jobs whose figures are not stored yet and stores them, group
+    by group, whole groups until ``limit`` jobs are done; returns how many. The caller
+    commits. A group is never split across passes: its jobs are sized from one read
+    of its runs, as the report's own replay sizes them."""
     pending = session.execute(
         select(JobSummaryRow.job_id, JobSummaryRow.group_key, JobSummaryRow.ended_at)
         .where(JobSummaryRow.final.is_(True), JobSummaryRow.savings_computed_at.is_(None))
         .order_by(JobSummaryRow.group_key, JobSummaryRow.ended_at, JobSummaryRow.job_id)
-        .limit(limit)
     ).all()
     loop = BrainLoop(registry, settings)
     harness = HarnessSettings(cadence_s=STORED_CADENCE_S)
     now = utcnow()
     done = 0
     for group, found_rows in groupby(pending, key=lambda r: r.group_key):
+        if done >= limit:
+            break
         rows = list(found_rows)
         wanted = {r.job_id for r in rows}
         earliest = min(as_utc(r.ended_at) for r in rows)
