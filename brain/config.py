@@ -31,8 +31,6 @@ DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
         "hot_ps",
         "ps_scaling",
         "oom_risk",
-        # After oom_risk: where both migrate a node, the plan keeps the larger memory.
-        "memory_release",
         "worker_tuning",
         "cluster_shortage",
         "slow_node",

@@ -30,8 +30,8 @@ class MemoryReleaseSettings(BaseModel):
     )
     below_share: float = Field(
         0.5,
-        gt=0.0,
-        lt=1.0,
+        ge=0.05,
+        le=0.95,
         description="Lower only when the new memory is at most this share of the node's "
         "memory: a change restarts the node, so only a large saving pays.",
     )

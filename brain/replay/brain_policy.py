@@ -67,9 +67,19 @@ def _when(ts: int | np.integer) -> datetime:
     return datetime.fromtimestamp(int(ts), UTC)
 
 
+def with_release(stages: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``stages`` with ``memory_release`` in the running stage (after ``oom_risk``: where
+    both migrate a node, the plan keeps the larger memory)."""
+    running = list(stages.get(Stage.running.value, []))
+    if "memory_release" not in running:
+        at = running.index("oom_risk") + 1 if "oom_risk" in running else len(running)
+        running.insert(at, "memory_release")
+    return {**stages, Stage.running.value: running}
+
+
 class BrainLoop:
-    """Brain's default pipeline; ``safety`` overrides ``learned_margin``'s and ``release``
-    ``memory_release``'s settings (its knobs)."""
+    """Brain's default pipeline; ``safety`` overrides ``learned_margin``'s settings and
+    ``release``, when given, runs ``memory_release`` with these settings (its knobs)."""
 
     family = "brain"
 
@@ -83,9 +93,11 @@ class BrainLoop:
         overrides = dict(settings.optimizer_settings)
         if safety is not None:
             overrides["learned_margin"] = {**overrides.get("learned_margin", {}), "safety": safety}
+        update: dict = {"optimizer_settings": overrides}
         if release:
             overrides["memory_release"] = {**overrides.get("memory_release", {}), **release}
-        settings = settings.model_copy(update={"optimizer_settings": overrides})
+            update["stage_optimizers"] = with_release(settings.stage_optimizers)
+        settings = settings.model_copy(update=update)
         self.safety = safety
         self.release = dict(release or {})
         self._registry = registry

@@ -77,8 +77,9 @@ def test_the_pipeline_bounds_the_step_by_the_max_change_factor():
     big = node("worker-0", "worker", cpu=4, memory_mib=80000)
     ctx = context(Stage.running, nodes=[big], memory_peaks=[peak(1000)])
     chosen = {"memory_release": SETTINGS.model_dump()}
+    settings = Settings(optimizer_settings=chosen)
     proposal = run_stage(
-        load_registry(), Stage.running, ctx, Settings(optimizer_settings=chosen)
+        load_registry(), Stage.running, ctx, settings, requested=["oom_risk", "memory_release"]
     ).proposal
     assert [c.memory_mib for c in proposal.migrate] == [10000]
 

@@ -90,8 +90,8 @@ def test_knobs_are_chosen_on_the_tuning_period_and_reported_on_the_scored_one(fi
     # Runs 3 and 4 are scored: 2 h; run 4's kill is the request's only one.
     request = next(r for r in body["recommenders"] if r["name"] == "request")
     assert (body["scored_runs"], request["run_hours"], request["ooms"]) == (2, 2.0, 1)
-    # the defaults, every safety swept and the four quicker memory_release settings
-    assert len(body["curves"]["brain"]) == 13
+    # the defaults, every safety swept and the five memory_release settings
+    assert len(body["curves"]["brain"]) == 14
     assert {c["family"] for c in body["choices"]} >= {"brain", "vpa_like", "autopilot_like"}
     for choice in body["choices"]:
         point = next(p for p in body["curves"][choice["family"]] if p["name"] == choice["name"])

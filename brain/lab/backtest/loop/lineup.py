@@ -3,9 +3,9 @@
 Standard: ``request``, ``max_last7_x1.15``, ``p90_last7_x1.15``, ``vpa_like_x1.15``,
 ``autopilot_like_w24h_x1.15`` and ``brain`` (the default pipeline as configured).
 Sweeps, for tuning and the curves: the one-shot rules' and VPA's margin, the moving
-window's length and margin, and Brain's ``learned_margin`` safety (with
-``memory_release`` as configured), then at safety 0.6 ever quicker ``memory_release``
-settings, so that Brain's curve reaches the OOM rates of the moving window and VPA.
+window's length and margin, and Brain's ``learned_margin`` safety, then at safety 0.6
+``memory_release`` from its defaults to ever quicker settings, so that Brain's curve
+reaches the OOM rates of the moving window and VPA.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ VPA_MARGINS = (1.0, 1.15, 1.3, 1.5, 2.0)
 WINDOW_HOURS = (1.0, 6.0, 24.0)
 WINDOW_MARGINS = (1.0, 1.15, 1.3, 1.5, 2.0)
 SAFETIES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0)
-# memory_release settings from slow to quick: more memory given back, more OOM kills.
+# memory_release settings from slow (its defaults) to quick: more memory given back,
+# more OOM kills.
 RELEASES = (
+    {"hold_s": 43200.0, "margin": 4.0, "below_share": 0.5},
     {"hold_s": 21600.0, "margin": 2.0, "below_share": 0.6},
     {"hold_s": 21600.0, "margin": 1.5, "below_share": 0.6},
     {"hold_s": 10800.0, "margin": 1.5, "below_share": 0.6},
