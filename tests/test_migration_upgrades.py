@@ -313,7 +313,7 @@ def _revision_0011() -> list[tuple[type, dict]]:
 
 def _revision_0012() -> list[tuple[type, dict]]:
     # A uid held in a second namespace (unique per namespace from 0012 on).
-    return [(JobRow, _job(3, "j1", namespace="research"))]
+    return [(JobRow, _job(9, "j1", namespace="research"))]
 
 
 # What each revision lets a deployment store (revisions that changed no data: none).
@@ -416,11 +416,11 @@ def test_upgrade_from_a_populated_database_at_each_revision_keeps_every_value(ne
 
 
 def test_after_the_upgrade_a_uid_is_unique_per_namespace(new_database):
-    """From the previous head with data: j1 and j2 of namespace ml stay, another
-    namespace may then take j1, ml may not take it twice, nor may two jobs without a
-    namespace share a uid."""
+    """From 0011 (uids unique across namespaces) with data: j1 and j2 of namespace ml
+    stay, another namespace may then take j1, ml may not take it twice, nor may two jobs
+    without a namespace share a uid."""
     url = new_database()
-    previous = _revisions()[-2]
+    previous = "0011"
     engine = make_engine(url)
     try:
         for revision in _revisions()[: _revisions().index(previous) + 1]:
