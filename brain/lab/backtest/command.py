@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from brain.lab.run_source import add_run_source
+
 # The job statuses that end a run (brain.domain.JobStatus.finished), kept here so that
 # building the parser imports nothing.
 FINISHED_STATUSES = ("succeeded", "failed", "stopped")
@@ -39,16 +41,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="replay a trace of runs and compare recommenders",
         description=DESCRIPTION,
     )
-    source = parser.add_argument_group(
-        "run source", "Where the runs come from: one of these."
-    ).add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", type=Path, metavar="PATH", help="CSV or CSV.gz of run summaries")
-    source.add_argument(
-        "--from-db",
-        action="store_true",
-        help="finished jobs of the Brain database (BRAIN_DATABASE_URL), from their stored "
-        "summaries: one run per job, the job's group key as its workload, the requests and "
-        "usage of its main role per node (run `brain summarize` first for jobs not yet "
+    add_run_source(
+        parser,
+        from_db_help="finished jobs of the Brain database (BRAIN_DATABASE_URL), from their "
+        "stored summaries: one run per job, the job's group key as its workload, the requests "
+        "and usage of its main role per node (run `brain summarize` first for jobs not yet "
         "summarized); with --replay, the series of the main role's node with the highest "
         "memory peak, from the stored samples",
     )
@@ -80,13 +77,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=3,
         metavar="N",
         help="earlier runs a run needs to count outside cold start (default 3)",
-    )
-    parser.add_argument(
-        "--gpu-memory-mib",
-        type=float,
-        default=81920.0,
-        metavar="MIB",
-        help="memory of one GPU when the trace does not say (default 81920)",
     )
     parser.add_argument(
         "--sample-minutes",

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from brain.lab.run_source import add_run_source
+
 DESCRIPTION = """Fit the learned recommender (learned_peak: a calibrated forecast of each
 resource's next peak, per role) on a history of runs and store it as a new version in
 BRAIN_MODEL_DIR (or --model-dir). `brain serve` loads the newest version at start and,
@@ -23,15 +25,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "train", help="fit and store the learned recommender", description=DESCRIPTION
     )
-    source = parser.add_argument_group(
-        "run source", "Where the runs come from: one of these."
-    ).add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", type=Path, metavar="PATH", help="CSV or CSV.gz of run summaries")
-    source.add_argument(
-        "--from-db",
-        action="store_true",
-        help="succeeded jobs of the Brain database (BRAIN_DATABASE_URL), every role of "
-        "each from its stored summaries",
+    add_run_source(
+        parser,
+        from_db_help="succeeded jobs of the Brain database (BRAIN_DATABASE_URL), every role "
+        "of each from its stored summaries",
     )
     parser.add_argument(
         "--period",
@@ -40,13 +37,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--model-dir", type=Path, metavar="DIR", help="where to store it (default BRAIN_MODEL_DIR)"
-    )
-    parser.add_argument(
-        "--gpu-memory-mib",
-        type=float,
-        default=81920.0,
-        metavar="MIB",
-        help="memory of one GPU when the trace does not say (default 81920)",
     )
     parser.add_argument("--json", action="store_true", help="print what was stored as JSON")
     parser.set_defaults(handler=run)
