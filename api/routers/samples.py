@@ -22,7 +22,7 @@ from api.schemas.samples import (
     NodeOut,
     SampleBatch,
     SeriesOut,
-    checked_batch,
+    fast_validated_batch,
 )
 from api.state import server_state
 from brain.domain import utcnow
@@ -41,12 +41,14 @@ router = APIRouter(
 
 class _SampleBatchRequest(StrictJsonRequest):
     """A request whose JSON body is a sample batch, validated the fast way when it passes
-    (``checked_batch``). FastAPI then finds a SampleBatch where it expects one and keeps
-    it as it is; any other body is parsed and validated as on every other route."""
+    (``fast_validated_batch``). FastAPI then finds a SampleBatch where it expects one and
+    keeps it as it is; any other body is parsed and validated as on every other route."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            batch = checked_batch(await self.body(), server_state(self.app).settings.input_bounds)
+            batch = fast_validated_batch(
+                await self.body(), server_state(self.app).settings.input_bounds
+            )
             if batch is None:
                 return await super().json()
             self._json = batch

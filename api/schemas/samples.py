@@ -107,15 +107,15 @@ _SAFE_UTC = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
 
 
 @functools.cache  # one model per distinct bounds: those of the app's settings
-def _checked_batch_model(bounds: InputBounds) -> TypeAdapter[Any]:
+def _fast_validated_batch_model(bounds: InputBounds) -> TypeAdapter[Any]:
     def bounded(limit: float) -> Any:
         return Annotated[float, Field(ge=0, le=limit, allow_inf_nan=False)]
 
     earliest = max(bounds.min_timestamp, _SAFE_UTC[0])
     point = create_model(
-        "CheckedNodePoint",
+        "FastValidatedNodePoint",
         __base__=NodePointIn,
-        # No pattern: checked_batch refuses every NUL in the body at once.
+        # No pattern: fast_validated_batch refuses every NUL in the body at once.
         name=(Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX)], ...),
         role=(Annotated[str, Field(min_length=1, max_length=64)], ...),
         ts=(Annotated[AwareDatetime, Field(ge=earliest, le=_SAFE_UTC[1])], ...),
@@ -125,7 +125,7 @@ def _checked_batch_model(bounds: InputBounds) -> TypeAdapter[Any]:
         gpu_memory_total_mib=(bounded(bounds.memory_mib) | None, None),
     )
     batch = create_model(
-        "CheckedBatch",
+        "FastValidatedBatch",
         __config__=ConfigDict(extra="forbid"),
         nodes=(list[point], Field(default_factory=list)),
         speed=(list[SpeedPointIn], Field(default_factory=list)),
@@ -133,7 +133,7 @@ def _checked_batch_model(bounds: InputBounds) -> TypeAdapter[Any]:
     return TypeAdapter(batch)
 
 
-def checked_batch(body: bytes, bounds: InputBounds) -> SampleBatch | None:
+def fast_validated_batch(body: bytes, bounds: InputBounds) -> SampleBatch | None:
     """The batch in ``body`` when it passes the fast checks, else None (validate it as
     SampleBatch). Strict JSON types: no number from a string, no integer from 1.0.
     Node points are NodePointIn whose timestamps keep their offset (not yet UTC)."""
@@ -142,7 +142,7 @@ def checked_batch(body: bytes, bounds: InputBounds) -> SampleBatch | None:
     if _NUMERIC_TIME.search(body):  # pydantic-core reads "1700000000" as a Unix time
         return None
     try:
-        batch = _checked_batch_model(bounds).validate_json(body, strict=True)
+        batch = _fast_validated_batch_model(bounds).validate_json(body, strict=True)
     except ValidationError:
         return None
     return SampleBatch.model_construct(nodes=batch.nodes, speed=batch.speed)

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.schemas.samples import checked_batch
+from api.schemas.samples import fast_validated_batch
 from brain.bounds import InputBounds
 from brain.db.models import JobRow, NodeSampleRow, SpeedSampleRow
 from brain.services import samples
@@ -27,7 +27,7 @@ def _body(*points: dict) -> bytes:
 
 def test_a_plain_batch_passes_the_fast_checks_as_a_sample_batch():
     body = _body(node_point("j-ps-0", "2026-03-01T01:00:00+01:00", 2, 1024, gpu_util=0.5))
-    batch = checked_batch(body, InputBounds())
+    batch = fast_validated_batch(body, InputBounds())
     assert batch is not None
     (point,) = batch.nodes
     assert (point.name, point.role, point.index) == ("j-ps-0", "ps", 0)
@@ -54,30 +54,30 @@ def test_a_plain_batch_passes_the_fast_checks_as_a_sample_batch():
 )
 def test_the_fast_checks_decline_what_they_cannot_vouch_for(extra):
     good = node_point("j-ps-0", TS, 2, 1024)
-    assert checked_batch(_body(good), InputBounds()) is not None
-    assert checked_batch(_body(good, good | extra), InputBounds()) is None
+    assert fast_validated_batch(_body(good), InputBounds()) is not None
+    assert fast_validated_batch(_body(good, good | extra), InputBounds()) is None
 
 
 def test_the_site_bounds_are_those_given():
     point = node_point("j-ps-0", "2010-01-01T00:00:00Z", 100, 1024)
-    assert checked_batch(_body(point), InputBounds(cpu=100)) is not None
-    assert checked_batch(_body(point), InputBounds(cpu=99.5)) is None
-    assert checked_batch(_body(point), InputBounds(memory_mib=1023)) is None
+    assert fast_validated_batch(_body(point), InputBounds(cpu=100)) is not None
+    assert fast_validated_batch(_body(point), InputBounds(cpu=99.5)) is None
+    assert fast_validated_batch(_body(point), InputBounds(memory_mib=1023)) is None
     floor = datetime(2010, 1, 1, 0, 0, 1, tzinfo=UTC)
-    assert checked_batch(_body(point), InputBounds(min_timestamp=floor)) is None
+    assert fast_validated_batch(_body(point), InputBounds(min_timestamp=floor)) is None
 
 
 def test_a_name_holding_a_nul_anywhere_is_declined():
     """Refused by one look at the body, not a pattern per string."""
     named = node_point("j-ps-0", TS, 2, 1024) | {"name": "a\u0000b"}
     assert b"\\u0000" in _body(named)
-    assert checked_batch(_body(named), InputBounds()) is None
+    assert fast_validated_batch(_body(named), InputBounds()) is None
 
 
 def test_non_finite_numbers_are_declined():
     raw = _body(node_point("j-ps-0", TS, 2, 1024)).replace(b'"cpu": 2', b'"cpu": NaN')
     assert b"NaN" in raw
-    assert checked_batch(raw, InputBounds()) is None
+    assert fast_validated_batch(raw, InputBounds()) is None
 
 
 def test_a_declined_batch_is_validated_as_before(client, db):
