@@ -7,7 +7,7 @@ happens before the response is sent (``scope="function"``): a client never sees 
 success for a write that did not commit, and background tasks see the write. A GET
 or HEAD only reads: its session runs each statement on its own, without a transaction,
 and refuses to write; a GET that now and then writes asks for
-``RarelyWritingSessionDep``.
+``UpgradableReadSessionDep``.
 
 Thread hops: opening the session touches no database (it takes a connection at its
 first statement), so it happens on the event loop; a handler offloaded by
@@ -53,7 +53,7 @@ async def request_session(request: Request) -> AsyncIterator[Session]:
         yield session
 
 
-async def rarely_writing_session(request: Request) -> AsyncIterator[Session]:
+async def upgradable_read_session(request: Request) -> AsyncIterator[Session]:
     """For a GET that now and then must write (a suggestion summarizes a related run that
     finished moments ago): a read session, which ``api.routing.OffloadedRoute`` swaps for
     a transaction when the handler tries to write, running the handler again. The first
@@ -66,9 +66,9 @@ async def rarely_writing_session(request: Request) -> AsyncIterator[Session]:
         yield owned
 
 
-def in_transaction_instead(values: dict[str, Any]) -> bool:
+def upgrade_to_transaction(values: dict[str, Any]) -> bool:
     """Replace, among a handler's arguments, a request's read session that may be
-    upgraded (``rarely_writing_session``) by a new transaction; False if there is none."""
+    upgraded (``upgradable_read_session``) by a new transaction; False if there is none."""
     for name, value in values.items():
         if isinstance(value, Session) and _TRANSACTION_FACTORY in value.info:
             value.close()  # its connection goes back to the pool before the next is taken
@@ -146,7 +146,7 @@ async def get_registry(request: Request) -> OptimizerRegistry:
 
 
 SessionDep = Annotated[Session, Depends(request_session, scope="function")]
-RarelyWritingSessionDep = Annotated[Session, Depends(rarely_writing_session, scope="function")]
+UpgradableReadSessionDep = Annotated[Session, Depends(upgradable_read_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]
 RegistryDep = Annotated[OptimizerRegistry, Depends(get_registry)]

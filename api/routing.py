@@ -28,7 +28,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import finish_request, in_transaction_instead
+from api.deps import finish_request, upgrade_to_transaction
 from api.schemas.bounds import bounds_in_force
 from api.state import server_state
 from brain.db.engine import ReadOnlySessionError
@@ -60,7 +60,7 @@ def _on_thread_pool(endpoint: Callable[..., Any]) -> Callable[..., Coroutine[Any
                 result = endpoint(*args, **kwargs)
             except ReadOnlySessionError:
                 # A GET that must write after all, and may: again, in a transaction.
-                if not in_transaction_instead(kwargs):
+                if not upgrade_to_transaction(kwargs):
                     raise
                 result = endpoint(*args, **kwargs)
         except BaseException:

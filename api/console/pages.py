@@ -20,7 +20,7 @@ from api.console.session import (
     safe_back_to,
 )
 from api.console.views import chart_data, plan_timeline, resources_blocks
-from api.deps import RarelyWritingSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
+from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep, UpgradableReadSessionDep
 from api.dlrover.scaleplan import scaleplans
 from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
@@ -312,7 +312,7 @@ def _owner_page(request, session, settings, principal: Principal, owner: str, ke
 @router.get("/suggest", response_class=HTMLResponse)
 def suggestion_page(
     request: Request,
-    session: RarelyWritingSessionDep,
+    session: UpgradableReadSessionDep,
     settings: SettingsDep,
     registry: RegistryDep,
     sizing_model: SizingModelDep,

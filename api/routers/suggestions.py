@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from api.auth import every_namespace
-from api.deps import RarelyWritingSessionDep, RegistryDep, SettingsDep, SizingModelDep
+from api.deps import RegistryDep, SettingsDep, SizingModelDep, UpgradableReadSessionDep
 from api.errors import ERROR_RESPONSES
 from api.params import name_filter
 from api.routing import InputRoute
@@ -53,7 +53,7 @@ class Format(StrEnum):
 def get_suggestion(
     request: Request,
     # A related run that finished moments ago is summarized here: now and then a write.
-    session: RarelyWritingSessionDep,
+    session: UpgradableReadSessionDep,
     settings: SettingsDep,
     registry: RegistryDep,
     sizing_model: SizingModelDep,
