@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from brain.config import CollectorSettings
-from brain.services.collection import CollectableJob
+from brain.services.collector_store import CollectableJob
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The cycle is put together from one module per concern:
 
-- ``brain.services.collection``: which jobs to collect, where their stored load ends,
+- ``brain.services.collector_store``: which jobs to collect, where their stored load ends,
   and the write (the collector's only way into the database);
 - ``collectors.windows``: each job's window on the step grid, and which jobs share queries;
 - ``collectors.reading``: the range queries of a group; the cluster's state (free
@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from brain.config import CollectorSettings
 from brain.domain import ClusterState, utcnow
 from brain.services.cluster import record_cluster_state
-from brain.services.collection import CollectableJob, jobs_to_collect, last_sample_times
+from brain.services.collector_store import CollectableJob, jobs_to_collect, last_sample_times
 from brain.telemetry import Telemetry
 from collectors import writing
 from collectors.client import PrometheusClient, PrometheusError

@@ -5,7 +5,7 @@ Every point lies on a grid of ``BRAIN_PROMETHEUS_STEP_S`` counted from the epoch
 run asks for the same timestamps. A job's window runs from just after its last stored
 point (the first time: from its start, at most ``BRAIN_COLLECT_LOOKBACK_S`` back) to now
 minus ``BRAIN_COLLECT_DELAY_S``. Pure: the stored times come from
-``brain.services.collection``.
+``brain.services.collector_store``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from brain.config import CollectorSettings
-from brain.services.collection import CollectableJob
+from brain.services.collector_store import CollectableJob
 
 # Windows starting within this many steps (or one interval, if longer) share queries.
 GROUP_STEPS = 20

@@ -1,5 +1,5 @@
 """Writing a job's scraped load through the path of pushed samples
-(``brain.services.collection.store_collected``): one transaction per job, its points and
+(``brain.services.collector_store.store_collected``): one transaction per job, its points and
 its OOM events, or nothing."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.domain import EventKind
-from brain.services.collection import CollectedLoad, CollectedResult, store_collected
+from brain.services.collector_store import CollectedLoad, CollectedResult, store_collected
 from brain.services.events import EventInput
 from brain.services.nodes import NodeRef
 from brain.services.samples import NodePoint

@@ -359,10 +359,10 @@ def test_a_failed_write_rolls_back_that_job_only(
 ):
     from sqlalchemy.exc import OperationalError
 
-    from brain.services import collection
+    from brain.services import collector_store
 
     _register_both(session_factory, cluster)
-    real_ingest = collection.ingest
+    real_ingest = collector_store.ingest
 
     def ingest_then_fail_for_beta(session, job, nodes, speed):
         result = real_ingest(session, job, nodes, speed)  # rows are in the transaction...
@@ -370,7 +370,7 @@ def test_a_failed_write_rolls_back_that_job_only(
             raise OperationalError("INSERT", {}, Exception("connection lost"))  # ...then not
         return result
 
-    monkeypatch.setattr(collection, "ingest", ingest_then_fail_for_beta)
+    monkeypatch.setattr(collector_store, "ingest", ingest_then_fail_for_beta)
     telemetry = Telemetry()
     report = _collector(collector_settings, session_factory, telemetry).run_cycle(now=cluster.t0_dt)
     assert not report.ok and "uid-beta" in report.errors[0]
@@ -384,7 +384,7 @@ def test_a_failed_write_rolls_back_that_job_only(
     assert all(name.startswith("alpha-") for name in names)
 
     # The next cycle starts again from beta's (absent) stored points and completes it.
-    monkeypatch.setattr(collection, "ingest", real_ingest)
+    monkeypatch.setattr(collector_store, "ingest", real_ingest)
     retry = _collector(collector_settings, session_factory).run_cycle(now=cluster.t0_dt)
     assert retry.ok and retry.stored == 2 * POINTS_PER_POD and retry.events == 2
 

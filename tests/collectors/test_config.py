@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from brain.config import CollectorSettings
-from brain.services.collection import CollectableJob
+from brain.services.collector_store import CollectableJob
 from collectors.cli import parse_duration
 from collectors.client import PrometheusError, _parse
 from collectors.mapping import JobIndex, MappingConfigError, PodRef, SeriesMapper

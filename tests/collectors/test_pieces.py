@@ -10,7 +10,7 @@ import pytest
 
 from brain.config import CollectorSettings
 from brain.domain import ClusterState, EventKind
-from brain.services.collection import CollectableJob
+from brain.services.collector_store import CollectableJob
 from brain.services.nodes import NodeRef
 from brain.services.samples import NodePoint
 from collectors.client import Series

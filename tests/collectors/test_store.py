@@ -1,4 +1,4 @@
-"""brain.services.collection, the collector's way into the store, on real PostgreSQL."""
+"""brain.services.collector_store, the collector's way into the store, on real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from brain.db.models import NodeRow
 from brain.domain import EventKind, JobStatus
-from brain.services.collection import (
+from brain.services.collector_store import (
     CollectedLoad,
     CollectedResult,
     jobs_to_collect,
