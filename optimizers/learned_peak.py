@@ -25,7 +25,7 @@ from pydantic import Field
 from brain.domain import RoleSpec, Stage
 from brain.optimizing import OptimizerContext, Proposal
 from brain.optimizing.sizing import role_history
-from brain.recommending.sizing import RiskSizing, size_for
+from brain.recommending.risk_sizing import RiskSizing, size_for
 from optimizers._common import CpuStepSettings, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,

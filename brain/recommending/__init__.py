@@ -4,5 +4,6 @@
 - ``model``: the forecast, its fit and cross-conformal calibration (``PeakModel``);
 - ``trees``: the fitted trees as numpy arrays, for predicting without scikit-learn;
 - ``training``: examples from a history of runs, and ``train``;
-- ``store``: versioned model files (``brain train`` writes, ``brain serve`` reads).
+- ``store``: versioned model files (``brain train`` writes, ``brain serve`` reads);
+- ``risk_sizing``: from a forecast to a size and its stated risk.
 """

@@ -14,7 +14,7 @@ from brain.optimizing.sizing import ResourceHistory
 from brain.recommending import features as feat
 from brain.recommending import store
 from brain.recommending.model import LEVELS, Forecast, OverRequest, _over_request
-from brain.recommending.sizing import size_for
+from brain.recommending.risk_sizing import size_for
 from brain.recommending.training import runs_with_history, train
 from tests.builders.traces import daily_runs, random_memory_runs
 
