@@ -1,7 +1,7 @@
 """Sizing with the learned recommender: each role's memory, CPU and GPU share at a
 stated risk, from a calibrated forecast of the next run's peak.
 
-The model (``brain.recommending``) is trained by ``brain train`` or by ``brain serve``
+The model (``brain.learned_sizing``) is trained by ``brain train`` or by ``brain serve``
 on a schedule and handed in through ``context.sizing_model``; this optimizer never
 loads it. Per role and resource it builds the role's history (``role_history``: the
 largest node of each earlier run) and sizes at the resource's risk: memory with at
@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from brain.domain import RoleSpec, Stage
+from brain.learned_sizing.risk_sizing import RiskSizing, size_for
 from brain.optimizing import OptimizerContext, Proposal
 from brain.optimizing.sizing import role_history
-from brain.recommending.risk_sizing import RiskSizing, size_for
 from optimizers._common import CpuStepSettings, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,

@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from brain.domain import JobStatus, Limits, Resources, RoleSpec, Stage, Strategy
+from brain.learned_sizing.training import train
 from brain.optimizing import HistoricalJob, JobView, NodeUsage, OptimizerContext
-from brain.recommending.training import train
 from brain.replay.trace import TraceFile
 from optimizers.learned_peak import LearnedPeakOptimizer, LearnedPeakSettings
 

@@ -6,6 +6,6 @@
 - ``training``: ``brain train``, the learned recommender fitted on a history of runs.
 
 ``brain serve`` imports none of them (``tests/test_layering.py``). They build on the
-core (``brain.replay``, ``brain.recommending``, ``brain.optimizing``), which never
+core (``brain.replay``, ``brain.learned_sizing``, ``brain.optimizing``), which never
 imports them; only ``brain.cli`` names their commands.
 """

@@ -1,6 +1,6 @@
 """A learned sizing model as optimizers see it: handed in through the context.
 
-Optimizers stay pure: a service loads the model (``brain.recommending``) and puts it
+Optimizers stay pure: a service loads the model (``brain.learned_sizing``) and puts it
 in ``OptimizerContext.sizing_model``; an optimizer builds a ``ResourceHistory`` per
 role and resource from ``context.history`` and asks for a ``PeakForecast``.
 """
@@ -53,7 +53,7 @@ class PeakForecast(Protocol):
 
 
 class SizingModel(Protocol):
-    """A trained model of the next run's peak per resource (see ``brain.recommending``)."""
+    """A trained model of the next run's peak per resource (see ``brain.learned_sizing``)."""
 
     version: str
 

@@ -35,7 +35,7 @@ class ModelHolder:
 
 
 def load(directory: Path) -> ModelHolder:
-    from brain.recommending import store
+    from brain.learned_sizing import store
 
     model = store.load_newest(directory)
     if model is None:
@@ -47,8 +47,8 @@ def load(directory: Path) -> ModelHolder:
 
 def retrain_once(database_url: str, directory: Path, holder: ModelHolder) -> str | None:
     """Train on every succeeded job of the database, store it, swap it in; its version."""
-    from brain.recommending import store
-    from brain.recommending.training import train
+    from brain.learned_sizing import store
+    from brain.learned_sizing.training import train
     from brain.replay.trace import TraceError
     from brain.retraining.runs import role_runs
 
@@ -80,7 +80,7 @@ class ModelWatch:
         self._seen: int | None = -1
 
     def check(self) -> None:
-        from brain.recommending import store
+        from brain.learned_sizing import store
 
         mtime_ns = self._mtime_ns()
         if mtime_ns == self._seen:

@@ -9,7 +9,7 @@ import pytest
 
 from brain.lab.backtest.learned import Learned
 from brain.lab.backtest.learned import fit as fit_learned
-from brain.recommending import store
+from brain.learned_sizing import store
 from brain.replay import adapters
 from brain.replay.runs import runs_of
 from brain.retraining.service import load

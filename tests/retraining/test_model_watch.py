@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from brain.recommending import store
-from brain.recommending.training import train
+from brain.learned_sizing import store
+from brain.learned_sizing.training import train
 from brain.retraining.service import ModelHolder, ModelWatch
 from tests.builders.traces import random_memory_runs
 

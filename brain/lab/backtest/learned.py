@@ -1,9 +1,9 @@
 """The learned recommender in a backtest: trained on the tuning period, scored on the other.
 
-The model (``brain.recommending``) is fitted on the runs of the tuning period (all
+The model (``brain.learned_sizing``) is fitted on the runs of the tuning period (all
 runs when there is none: in-sample), then every run is forecast from its earlier runs
 in one batch and sized at each risk of the sweep, with the same rule as the
-``learned_peak`` optimizer (``brain.recommending.risk_sizing.size_for``): memory and GPU
+``learned_peak`` optimizer (``brain.learned_sizing.risk_sizing.size_for``): memory and GPU
 memory capped at the request as given, sizes rounded up to 1 MiB / 0.01 cores.
 
 Calibration: for the scored runs and every risk of the sweep, the risk the model
@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from brain.lab.backtest.engine import Replay
-from brain.recommending.model import DESIGN_RISKS, Forecast, PeakModel
-from brain.recommending.risk_sizing import size_for
-from brain.recommending.training import COLUMNS, runs_with_history, train
+from brain.learned_sizing.model import DESIGN_RISKS, Forecast, PeakModel
+from brain.learned_sizing.risk_sizing import size_for
+from brain.learned_sizing.training import COLUMNS, runs_with_history, train
 
 NAME = "learned_peak"
 KNOB = "risk"

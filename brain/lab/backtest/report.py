@@ -7,8 +7,8 @@ from typing import Any
 
 from brain.lab.backtest.metrics import Figures, Row
 from brain.lab.backtest.runner import Options, Outcome
-from brain.recommending.model import MIN_EXAMPLES
-from brain.recommending.training import COLUMNS as LEARNED_RESOURCES
+from brain.learned_sizing.model import MIN_EXAMPLES
+from brain.learned_sizing.training import COLUMNS as LEARNED_RESOURCES
 
 COLUMNS = (
     # header, width, how to print a Figures

@@ -46,8 +46,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from brain.config import Settings
     from brain.lab.backtest.periods import PeriodError, parse_period
-    from brain.recommending import store
-    from brain.recommending.training import train
+    from brain.learned_sizing import store
+    from brain.learned_sizing.training import train
     from brain.replay.trace import TraceError, TraceFile
 
     settings = Settings()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from brain.recommending.trees import FlatTrees
+from brain.learned_sizing.trees import FlatTrees
 
 
 def test_flat_trees_equal_scikit_learn_with_missing_values():

@@ -1,4 +1,4 @@
-"""The learned recommender: a calibrated forecast of each resource's next peak.
+"""Learned sizing: a calibrated forecast of each resource's next peak, and the size at a risk.
 
 - ``features``: what a workload's history says (pure numpy);
 - ``model``: the forecast, its fit and cross-conformal calibration (``PeakModel``);

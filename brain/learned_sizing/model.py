@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
+from brain.learned_sizing import features as feat
+from brain.learned_sizing.trees import FlatTrees, average
 from brain.optimizing.sizing import ResourceHistory
-from brain.recommending import features as feat
-from brain.recommending.trees import FlatTrees, average
 
 # Lower edges of the history-length groups calibrated apart.
 HISTORY_BINS = (0, 1, 3, 7)

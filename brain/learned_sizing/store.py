@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brain.recommending.model import PeakModel
+from brain.learned_sizing.model import PeakModel
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from brain.learned_sizing import features as feat
+from brain.learned_sizing.model import Examples, PeakModel, fit_resource
 from brain.optimizing.sizing import ResourceHistory
-from brain.recommending import features as feat
-from brain.recommending.model import Examples, PeakModel, fit_resource
 
 # Per resource: the run-table columns of its peak, its mean use and its request.
 COLUMNS = {

@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from brain.learned_sizing import features as feat
+from brain.learned_sizing import store
+from brain.learned_sizing.model import LEVELS, Forecast, OverRequest, _over_request
+from brain.learned_sizing.risk_sizing import size_for
+from brain.learned_sizing.training import runs_with_history, train
 from brain.optimizing.sizing import ResourceHistory
-from brain.recommending import features as feat
-from brain.recommending import store
-from brain.recommending.model import LEVELS, Forecast, OverRequest, _over_request
-from brain.recommending.risk_sizing import size_for
-from brain.recommending.training import runs_with_history, train
 from tests.builders.traces import daily_runs, random_memory_runs
 
 
