@@ -5,9 +5,10 @@ handler returns and rolls it back when it raises, so handlers and services never
 commit (services add and flush, and take a savepoint where they race). The commit
 happens before the response is sent (``scope="function"``): a client never sees a
 success for a write that did not commit, and background tasks see the write. A GET
-or HEAD only reads: its session runs each statement on its own, without a transaction,
-and refuses to write; a GET that now and then writes asks for
-``UpgradableReadSessionDep``.
+or HEAD only reads: it asks for ``ReadSessionDep``, a ``brain.db.engine.ReadSession``
+to the type checker (no add, flush or commit), which runs each statement on its own,
+without a transaction, and refuses to write when run; a GET that now and then writes
+asks for ``UpgradableReadSessionDep``.
 
 Thread hops: opening the session touches no database (it takes a connection at its
 first statement), so it happens on the event loop; a handler offloaded by
@@ -29,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.state import server_state
 from brain.config import Settings
+from brain.db.engine import ReadSession
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.sizing import SizingModel
 from brain.telemetry import Telemetry
@@ -50,6 +52,13 @@ async def request_session(request: Request) -> AsyncIterator[Session]:
     reads = request.method in READ_METHODS
     factory = state.read_session_factory if reads else state.session_factory
     async for session in _owned(factory()):
+        yield session
+
+
+async def read_session(request: Request) -> AsyncIterator[ReadSession]:
+    """For a handler that only reads: a session without a transaction that refuses to
+    write, typed so that the type checker refuses a write through it too."""
+    async for session in _owned(server_state(request.app).read_session_factory()):
         yield session
 
 
@@ -146,6 +155,7 @@ async def get_registry(request: Request) -> OptimizerRegistry:
 
 
 SessionDep = Annotated[Session, Depends(request_session, scope="function")]
+ReadSessionDep = Annotated[ReadSession, Depends(read_session, scope="function")]
 UpgradableReadSessionDep = Annotated[Session, Depends(upgradable_read_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TelemetryDep = Annotated[Telemetry, Depends(get_telemetry)]

@@ -381,6 +381,58 @@ def test_the_adapter_check_finds_dlrover_elsewhere(tmp_path):
     ]
 
 
+# --- read handlers are given a read session --------------------------------------------
+
+READ_ROUTE_METHODS = {"get", "head"}
+# The session dependency a handler that may write asks for.
+WRITING_SESSION = "SessionDep"
+
+
+def writing_sessions_in_read_handlers(root: Path) -> list[str]:
+    """GET and HEAD handlers of ``api`` that ask for a writing session (``SessionDep``)
+    rather than ``ReadSessionDep``, which the type checker keeps from writing."""
+    found = []
+    for path in sorted((root / "api").rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            reads = any(
+                isinstance(d, ast.Call)
+                and isinstance(d.func, ast.Attribute)
+                and d.func.attr in READ_ROUTE_METHODS
+                for d in node.decorator_list
+            )
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            found += [
+                f"{where}: {node.name}({a.arg})"
+                for a in arguments
+                if reads and getattr(a.annotation, "id", None) == WRITING_SESSION
+            ]
+    return found
+
+
+def test_read_handlers_are_given_a_read_session():
+    assert writing_sessions_in_read_handlers(ROOT) == []
+
+
+def test_the_read_session_check_finds_a_writing_session_in_a_get(tmp_path):
+    (tmp_path / "api" / "routers").mkdir(parents=True)
+    (tmp_path / "api" / "routers" / "jobs.py").write_text(
+        "@router.get('/{uid}')\n"
+        "def get_job(uid: str, session: ReadSessionDep): ...\n"
+        "@router.put('/{uid}')\n"
+        "def put_job(uid: str, session: SessionDep): ...\n"
+    )
+    assert writing_sessions_in_read_handlers(tmp_path) == []
+    (tmp_path / "api" / "routers" / "plans.py").write_text(
+        "@router.get('/plans')\nasync def list_plans(session: SessionDep): ...\n"
+    )
+    assert writing_sessions_in_read_handlers(tmp_path) == [
+        "api/routers/plans.py: list_plans(session)"
+    ]
+
+
 # --- brain serve without the offline tools -----------------------------------------------
 
 SERVE_ENTRIES = ("api.server", "api.workers")

@@ -8,7 +8,12 @@ import pytest
 from sqlalchemy import delete, event, func, select, text, update
 
 from api.state import server_state
-from brain.db.engine import ReadOnlySessionError, make_read_session_factory, sort_memory
+from brain.db.engine import (
+    ReadOnlySessionError,
+    ReadSession,
+    make_read_session_factory,
+    sort_memory,
+)
 from brain.db.models import JobRow
 from brain.domain import utcnow
 from brain.services import jobs
@@ -82,3 +87,17 @@ def test_gets_read_without_a_transaction_and_writes_keep_theirs(client, session_
     assert reads and all(autocommit for _, autocommit in reads)
     with session_factory() as check:
         assert jobs.get_job(check, "job-1").name == "ctr-train"
+
+
+def test_a_read_session_offers_no_write_to_the_type_checker():
+    surface = {name for name in dir(ReadSession) if not name.startswith("_")}
+    assert surface == {
+        "bind",
+        "connection",
+        "execute",
+        "get",
+        "get_bind",
+        "info",
+        "scalar",
+        "scalars",
+    }

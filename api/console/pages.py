@@ -20,7 +20,13 @@ from api.console.session import (
     safe_back_to,
 )
 from api.console.views import chart_data, plan_timeline, resources_blocks
-from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep, UpgradableReadSessionDep
+from api.deps import (
+    ReadSessionDep,
+    RegistryDep,
+    SettingsDep,
+    SizingModelDep,
+    UpgradableReadSessionDep,
+)
 from api.dlrover.scaleplan import scaleplans
 from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
@@ -108,7 +114,7 @@ def _filled(**fields: str | None) -> dict[str, str]:
 @router.get("/", response_class=HTMLResponse)
 def overview(
     request: Request,
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
@@ -164,7 +170,7 @@ def _week_cost(session, since, settings, namespace: str | None):
 @router.get("/jobs", response_class=HTMLResponse)
 def job_list(
     request: Request,
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     principal: Signed,
     user: Filter = None,
@@ -220,7 +226,7 @@ def job_list(
 def job_page(
     uid: str,
     request: Request,
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     principal: Signed,
     namespace: JobNamespaceFilter = None,
@@ -261,7 +267,7 @@ def job_page(
 
 @router.get("/pods/{namespace}/{pod}", response_class=HTMLResponse)
 def pod_page(
-    namespace: str, pod: str, request: Request, session: SessionDep, principal: Signed
+    namespace: str, pod: str, request: Request, session: ReadSessionDep, principal: Signed
 ) -> Response:
     """The job page of the job a pod belongs to (a node is named as its pod): where
     Grafana's per-pod panels (DCGM, cAdvisor) link to."""
@@ -277,7 +283,7 @@ def pod_page(
 def user_page(
     user: str,
     request: Request,
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
@@ -289,7 +295,7 @@ def user_page(
 def group_page(
     group: str,
     request: Request,
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     principal: Signed,
     namespace: NamespaceFilter = None,

@@ -19,8 +19,7 @@ import math
 import re
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, ScalePlanRow
 from brain.errors import Conflict
 from brain.optimizing.proposal import NodeChange, PlanBody
@@ -124,7 +123,7 @@ def to_k8s(
     }
 
 
-def scaleplan(session: Session, job: JobRow, plan: ScalePlanRow) -> dict[str, Any]:
+def scaleplan(session: ReadSession, job: JobRow, plan: ScalePlanRow) -> dict[str, Any]:
     """The ScalePlan object of a stored plan; Conflict (``field: format``) when the job's
     name or namespace is one Kubernetes would refuse."""
     problem = k8s_name_problem(plan.id, job.name, job.namespace)
@@ -134,7 +133,7 @@ def scaleplan(session: Session, job: JobRow, plan: ScalePlanRow) -> dict[str, An
 
 
 def scaleplans(
-    session: Session, job: JobRow, plans: list[ScalePlanRow]
+    session: ReadSession, job: JobRow, plans: list[ScalePlanRow]
 ) -> dict[int, dict[str, Any]]:
     """The ScalePlan objects of a job's stored plans, by plan id (the job's pods' ranks
     read once for all)."""

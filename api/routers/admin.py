@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
-from api.deps import SessionDep, SettingsDep, after_commit
+from api.deps import ReadSessionDep, SessionDep, SettingsDep, after_commit
 from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
 from api.schemas.admin import NewTokenOut, RetentionIn, RetentionOut, TokenIn, TokenOut
@@ -36,7 +36,7 @@ def _forget_cached_tokens(request: Request, session) -> None:
 
 
 @router.get("/tokens", response_model=list[TokenOut], summary="List API tokens")
-def list_tokens(session: SessionDep) -> list[TokenOut]:
+def list_tokens(session: ReadSessionDep) -> list[TokenOut]:
     """Every token, revoked and expired ones included; never a secret."""
     return [TokenOut.model_validate(token) for token in tokens.list_tokens(session)]
 

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends
 
 from api.auth import every_namespace
-from api.deps import SessionDep, SettingsDep
+from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
 from api.schemas.cluster import ClusterStateIn, ClusterStateOut
@@ -22,7 +22,7 @@ router = APIRouter(
 
 
 @router.get("/state", response_model=ClusterStateOut, summary="Free capacity and pending demand")
-def get_cluster_state(session: SessionDep) -> ClusterStateOut:
+def get_cluster_state(session: ReadSessionDep) -> ClusterStateOut:
     """The freshest cluster state of any source: free CPU, memory and GPUs, and what
     pending pods request. 404 until the collector (``BRAIN_PROMETHEUS_URL``) or a push
     has recorded one."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 
-from api.deps import SessionDep, SettingsDep
+from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobRefDep, job_responses
 from api.params import name_filter
@@ -45,7 +45,7 @@ def post_events(
 @router.get("", response_model=list[EventOut], summary="List events, oldest first")
 def list_events(
     job_ref: JobRefDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     kind: EventKind | None = None,
     node: Annotated[str | None, name_filter("Only events of this node.")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
 from api.auth import CurrentPrincipal
-from api.deps import SessionDep, SettingsDep
+from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobNamespace, JobRefDep, job_responses
 from api.paging import within_page_bytes
@@ -78,7 +78,7 @@ def put_job(
 
 
 @router.get("/{uid}", response_model=JobOut, summary="Read a job", responses=job_responses())
-def get_job(job_ref: JobRefDep, session: SessionDep) -> JobOut:
+def get_job(job_ref: JobRefDep, session: ReadSessionDep) -> JobOut:
     return JobOut.of(jobs.get_job(session, job_ref))
 
 
@@ -115,7 +115,7 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
 
 @router.get("", response_model=JobPage, summary="List jobs, newest first")
 def list_jobs(
-    session: SessionDep,
+    session: ReadSessionDep,
     principal: CurrentPrincipal,
     user: Annotated[str | None, name_filter("Only this user's jobs.", 128)] = None,
     status: JobStatus | None = None,

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import CurrentPrincipal
-from api.deps import RegistryDep, SessionDep, SettingsDep, SizingModelDep
+from api.deps import ReadSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.scaleplan import scaleplan
 from api.errors import ERROR_RESPONSES
@@ -88,7 +88,7 @@ def optimize(
 )
 def list_plans(
     job_ref: JobRefDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     before: Annotated[
         int | None, Query(ge=1, le=INT32_MAX, description="Only plans with a smaller id (paging).")
@@ -160,7 +160,7 @@ def _newest_after(factory, job_ref: JobRef, after: int) -> PlanOut | None:
 def get_plan(
     job_ref: JobRefDep,
     plan_id: PlanId,
-    session: SessionDep,
+    session: ReadSessionDep,
     format: Annotated[Literal["json", "k8s"], Query(description="`k8s`: ScalePlan YAML.")] = "json",
 ):
     job = jobs.get_job(session, job_ref)

@@ -6,10 +6,9 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from sqlalchemy.orm import Session
 
 from api.auth import namespace_asked
-from api.deps import SessionDep, SettingsDep
+from api.deps import ReadSessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobRefDep, job_responses
 from api.params import Offset
@@ -33,6 +32,7 @@ from api.schemas.portraits import (
 )
 from brain.config import Settings
 from brain.costs import Cost, Prices
+from brain.db.engine import ReadSession
 from brain.domain import utcnow
 from brain.history.plausible import SECONDS_PER_DAY
 from brain.services import jobs
@@ -76,7 +76,7 @@ SortQuery = Annotated[
     dependencies=[Depends(namespace_asked)],
 )
 def ranking(
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     by: Annotated[RankingBy, Query(description="What to rank.")] = RankingBy.user,
     days: DaysQuery = 30,
@@ -116,7 +116,7 @@ def ranking(
 )
 def job_portrait(
     job_ref: JobRefDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     points: Annotated[
         int,
@@ -142,7 +142,7 @@ def job_portrait(
 )
 def job_nodes(
     job_ref: JobRefDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size.")] = 100,
     offset: Offset = 0,
 ) -> NodePage:
@@ -167,7 +167,7 @@ def job_nodes(
 )
 def user_portrait(
     user: Annotated[str, Path(min_length=1, max_length=128, pattern=NO_NUL)],
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     days: DaysQuery = 30,
     sort: SortQuery = WasteSort.gpu,
@@ -191,7 +191,7 @@ def user_portrait(
 )
 def group_portrait(
     group: Annotated[str, Path(min_length=1, max_length=400, pattern=NO_NUL)],
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     days: DaysQuery = 30,
     sort: SortQuery = WasteSort.gpu,
@@ -211,7 +211,7 @@ def _max_run_s(settings) -> float:
 
 
 def owner_portrait_out(
-    session: Session,
+    session: ReadSession,
     settings: Settings,
     owner: str,
     key: str,
@@ -245,7 +245,7 @@ def owner_portrait_out(
 
 
 def spend_of(
-    session: Session,
+    session: ReadSession,
     prices: Prices,
     kind: str,
     keys: list[str | None],

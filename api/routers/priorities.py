@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.auth import namespace_asked
-from api.deps import SessionDep, SettingsDep
+from api.deps import ReadSessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routers.portraits import NamespaceQuery
 from api.routing import InputRoute
@@ -34,7 +34,7 @@ router = APIRouter(
     dependencies=[Depends(namespace_asked)],
 )
 def priorities(
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     by: Annotated[PriorityBy, Query(description="Score users or groups.")] = PriorityBy.user,
     days: Annotated[

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from api.deps import SessionDep, SettingsDep, TelemetryDep, after_commit
+from api.deps import ReadSessionDep, SessionDep, SettingsDep, TelemetryDep, after_commit
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobRefDep, job_responses
 from api.openapi_bounds import setting_mark
@@ -124,7 +124,7 @@ def _latest(field: str, points: list) -> list[tuple[str, datetime]]:
 @router.get("/samples", response_model=SeriesOut, summary="Read the time series back")
 def get_samples(
     job_ref: JobRefDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     node: Annotated[str | None, name_filter("Only this node.")] = None,
     role: Annotated[str | None, name_filter("Only nodes of this role.", 64)] = None,
     start: Annotated[
@@ -175,6 +175,6 @@ def put_node(
 
 
 @router.get("/nodes", response_model=list[NodeOut], summary="List a job's nodes")
-def list_nodes(job_ref: JobRefDep, session: SessionDep) -> list[NodeOut]:
+def list_nodes(job_ref: JobRefDep, session: ReadSessionDep) -> list[NodeOut]:
     job = jobs.get_job(session, job_ref)
     return [NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)]

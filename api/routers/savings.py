@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.auth import CurrentPrincipal
-from api.deps import RegistryDep, SessionDep, SettingsDep
+from api.deps import ReadSessionDep, RegistryDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
 from api.schemas.savings import SavingsBy, SavingsOut, SavingsRowOut
@@ -22,7 +22,7 @@ router = APIRouter(
 
 @router.get("", response_model=SavingsOut, summary="What Brain would have saved, and did")
 def site_savings(
-    session: SessionDep,
+    session: ReadSessionDep,
     settings: SettingsDep,
     registry: RegistryDep,
     principal: CurrentPrincipal,

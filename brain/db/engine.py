@@ -5,11 +5,28 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, TypeVarTuple, overload
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Executable,
+    Result,
+    ScalarResult,
+    create_engine,
+    event,
+    text,
+)
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.dml import UpdateBase
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.selectable import TypedReturnsRows
+    from sqlalchemy.util.typing import TupleAny
+
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 # A pooled connection returned less than this long ago is handed out without a ping.
 IDLE_PING_S = 5.0
@@ -104,6 +121,44 @@ class ReadOnlySessionError(RuntimeError):
     """Something tried to write through a session made for reading."""
 
 
+class ReadSession(Protocol):
+    """A session to read through, as the type checker sees it: statements and lookups,
+    no ``add``, ``delete``, ``flush``, ``commit`` or savepoint. What a read-only request
+    is given (``make_read_session_factory``'s sessions, which also refuse writes when
+    run) and what reading services take; a ``Session`` is one too, so a writer can call
+    them with its own."""
+
+    @property
+    def info(self) -> dict[Any, Any]: ...
+
+    @property
+    def bind(self) -> Engine | Connection | None: ...
+
+    @overload
+    def execute(self, statement: TypedReturnsRows[*_Ts], params: Any = None) -> Result[*_Ts]: ...
+
+    @overload
+    def execute(self, statement: Executable, params: Any = None) -> Result[*TupleAny]: ...
+
+    @overload
+    def scalar(self, statement: TypedReturnsRows[_T], params: Any = None) -> _T | None: ...
+
+    @overload
+    def scalar(self, statement: Executable, params: Any = None) -> Any: ...
+
+    @overload
+    def scalars(self, statement: TypedReturnsRows[_T], params: Any = None) -> ScalarResult[_T]: ...
+
+    @overload
+    def scalars(self, statement: Executable, params: Any = None) -> ScalarResult[Any]: ...
+
+    def get(self, entity: Any, ident: Any) -> Any: ...
+
+    def get_bind(self) -> Engine | Connection: ...
+
+    def connection(self) -> Connection: ...
+
+
 def make_read_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions for requests that only read: each statement runs on its own, without
     ``BEGIN`` and ``COMMIT``.
@@ -135,7 +190,7 @@ def _refuse_writes(_conn, statement, _multiparams, _params, _options) -> None:
 
 
 @contextmanager
-def sort_memory(session: Session, size: str) -> Iterator[None]:
+def sort_memory(session: ReadSession, size: str) -> Iterator[None]:
     """PostgreSQL's ``work_mem`` at ``size`` for the statements run inside.
 
     In a transaction ``SET LOCAL`` ends with it. A read session has none (``SET LOCAL``

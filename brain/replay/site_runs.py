@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import (
     JobRow,
     JobSummaryRow,
@@ -60,7 +60,7 @@ class SiteRun:
 
 
 def load_runs(
-    session: Session,
+    session: ReadSession,
     since: datetime,
     *,
     namespaces: Sequence[str] | None = None,
@@ -160,7 +160,7 @@ NODE_FIELDS = (
 )
 
 
-def _main_roles(session: Session, ids: list[int]) -> dict[int, Any]:
+def _main_roles(session: ReadSession, ids: list[int]) -> dict[int, Any]:
     best: dict[int, Any] = {}
     for chunk in _chunks(ids):
         for row in session.execute(select(*ROLE_FIELDS).where(RoleSummaryRow.job_id.in_(chunk))):
@@ -181,7 +181,7 @@ def _weight(row) -> tuple:
     )
 
 
-def _peak_nodes(session: Session, ids: list[int], roles: dict[int, Any]) -> dict[int, Any]:
+def _peak_nodes(session: ReadSession, ids: list[int], roles: dict[int, Any]) -> dict[int, Any]:
     """Per job, the main role's node with the highest memory peak."""
     best: dict[int, Any] = {}
     for chunk in _chunks(ids):
@@ -237,7 +237,7 @@ class NodeSeries:
     mem: np.ndarray
 
 
-def load_series(session: Session, node_ids: Sequence[int]) -> dict[int, NodeSeries]:
+def load_series(session: ReadSession, node_ids: Sequence[int]) -> dict[int, NodeSeries]:
     """The stored samples of ``node_ids``, oldest first."""
     found: dict[int, NodeSeries] = {}
     for chunk in _chunks(list(node_ids)):

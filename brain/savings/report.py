@@ -25,10 +25,10 @@ from itertools import groupby
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from brain.config import Settings
 from brain.costs import Prices
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, JobSummaryRow, ScalePlanRow
 from brain.domain import PlanStatus, RoleSpec, as_utc
 from brain.optimizing import OptimizerRegistry
@@ -133,7 +133,7 @@ Parts = dict[tuple[str, str | None], SavingsRow]
 
 
 def savings(
-    session: Session,
+    session: ReadSession,
     registry: OptimizerRegistry,
     settings: Settings,
     since: datetime,
@@ -193,7 +193,7 @@ def _in_window(query, since: datetime, namespaces: Sequence[str] | None):
 
 
 def _window_jobs(
-    session: Session, since: datetime, namespaces: Sequence[str] | None, replayed: bool | None
+    session: ReadSession, since: datetime, namespaces: Sequence[str] | None, replayed: bool | None
 ) -> dict[int, datetime]:
     """Job id -> end of the window's jobs; ``replayed``: only those whose replay is (not)
     stored (None: all)."""
@@ -205,7 +205,7 @@ def _window_jobs(
 
 
 def _keys(
-    session: Session, since: datetime, by: str, namespaces: Sequence[str] | None
+    session: ReadSession, since: datetime, by: str, namespaces: Sequence[str] | None
 ) -> dict[int, tuple[str, str | None]]:
     query = select(JobSummaryRow.job_id, _key_column(by), JobSummaryRow.gpu_type)
     found = session.execute(_in_window(query, since, namespaces))
@@ -230,7 +230,7 @@ STORED = {
 
 
 def _sum_stored(
-    session: Session, since: datetime, by: str, namespaces: Sequence[str] | None, parts: Parts
+    session: ReadSession, since: datetime, by: str, namespaces: Sequence[str] | None, parts: Parts
 ) -> None:
     """Adds the stored replays of the window's jobs, summed by the database."""
     key = _key_column(by)
@@ -254,7 +254,7 @@ def _sum_stored(
 
 
 def _replay_now(
-    session: Session,
+    session: ReadSession,
     registry: OptimizerRegistry,
     settings: Settings,
     since: datetime,
@@ -349,7 +349,7 @@ def _samples(series, harness: HarnessSettings) -> RunSamples:
 
 
 def _plan_savings(
-    session: Session, ended: dict[int, datetime]
+    session: ReadSession, ended: dict[int, datetime]
 ) -> dict[int, tuple[int, float, float, float]]:
     """Per job (id -> its end): applied plans, and core-, GiB- and GPU-hours they saved
     (module docstring)."""

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
+from brain.db.engine import ReadSession
 from brain.db.models import ClusterStateRow, JobRow, NodeRow, ScalePlanRow, SpeedSampleRow
 from brain.domain import (
     ROLE_WORKER,
@@ -47,7 +48,7 @@ def record_cluster_state(session: Session, state: ClusterState) -> None:
     session.flush()
 
 
-def latest_cluster_state(session: Session) -> ClusterState | None:
+def latest_cluster_state(session: ReadSession) -> ClusterState | None:
     """The freshest state of any source; ``None`` before anything was recorded."""
     row = session.scalars(
         select(ClusterStateRow).order_by(ClusterStateRow.ts.desc()).limit(1)

@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import EventRow, JobRow, NodeRow
 from brain.domain import EventKind
 from brain.errors import NotFound
@@ -65,7 +66,7 @@ def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -
 
 
 def list_events(
-    session: Session,
+    session: ReadSession,
     job: JobRow,
     kind: EventKind | None = None,
     node: str | None = None,

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.bounds import INT32_MAX
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow
 from brain.domain import (
     JobStatus,
@@ -64,7 +65,7 @@ class JobFilters:
     namespaces: frozenset[str] | None = None
 
 
-def get_job(session: Session, ref: JobRef | str) -> JobRow:
+def get_job(session: ReadSession, ref: JobRef | str) -> JobRow:
     """The job ``ref`` names (a bare uid: the one job with that uid, in any namespace):
     404 when there is none, 409 naming ``namespace`` when jobs of several namespaces
     the caller may read hold the uid."""
@@ -74,7 +75,7 @@ def get_job(session: Session, ref: JobRef | str) -> JobRow:
     return job
 
 
-def find_job(session: Session, ref: JobRef | str) -> JobRow | None:
+def find_job(session: ReadSession, ref: JobRef | str) -> JobRow | None:
     """As ``get_job``, None where that answers 404."""
     ref = JobRef.of(ref)
     found = list(session.scalars(_jobs_named(ref)))
@@ -202,7 +203,7 @@ def _check_times(started_at: datetime | None, finished_at: datetime | None) -> N
 
 
 def list_jobs(
-    session: Session, filters: JobFilters, limit: int, cursor: str | None
+    session: ReadSession, filters: JobFilters, limit: int, cursor: str | None
 ) -> tuple[list[JobRow], str | None]:
     """Jobs newest first, ``limit`` at a time; pass the returned cursor for the next page."""
     query = select(JobRow)

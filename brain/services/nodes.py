@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.bounds import MAX_ROLES
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
 from brain.errors import InvalidInput
@@ -58,13 +59,13 @@ def check_roles(session: Session, job: JobRow, roles: set[str]) -> None:
         )
 
 
-def list_nodes(session: Session, job: JobRow) -> list[NodeRow]:
+def list_nodes(session: ReadSession, job: JobRow) -> list[NodeRow]:
     return list(
         session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
     )
 
 
-def ranks_by_name(session: Session, job: JobRow) -> dict[str, int]:
+def ranks_by_name(session: ReadSession, job: JobRow) -> dict[str, int]:
     """Each of the job's nodes' index within its role (its rank), by node name."""
     return dict(
         session.execute(select(NodeRow.name, NodeRow.index).where(NodeRow.job_id == job.id)).all()

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
+from brain.db.engine import ReadSession
 from brain.db.models import EventRow, JobRow, ScalePlanRow
 from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
@@ -201,7 +202,7 @@ def _supersede_and_add(session: Session, job: JobRow, plan: ScalePlanRow, has_ac
     session.add(plan)
 
 
-def get_plan(session: Session, job: JobRow, plan_id: int) -> ScalePlanRow:
+def get_plan(session: ReadSession, job: JobRow, plan_id: int) -> ScalePlanRow:
     plan = session.scalar(
         select(ScalePlanRow).where(ScalePlanRow.job_id == job.id, ScalePlanRow.id == plan_id)
     )
@@ -211,7 +212,7 @@ def get_plan(session: Session, job: JobRow, plan_id: int) -> ScalePlanRow:
 
 
 def list_plans(
-    session: Session, job: JobRow, limit: int, before_id: int | None = None
+    session: ReadSession, job: JobRow, limit: int, before_id: int | None = None
 ) -> list[ScalePlanRow]:
     """Plans newest first; ``before_id`` pages backwards."""
     stmt = select(ScalePlanRow).where(ScalePlanRow.job_id == job.id)

@@ -4,12 +4,12 @@ for, and each node's role, for pages that start from a pod or mark a node's even
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, NodeRow
 
 
-def job_uid_of_pod(session: Session, namespace: str, pod: str) -> str | None:
+def job_uid_of_pod(session: ReadSession, namespace: str, pod: str) -> str | None:
     """The uid of the newest job in ``namespace`` with a node named ``pod``."""
     return session.scalar(
         select(JobRow.uid)
@@ -20,7 +20,7 @@ def job_uid_of_pod(session: Session, namespace: str, pod: str) -> str | None:
     )
 
 
-def roles_by_name(session: Session, job: JobRow) -> dict[str, str]:
+def roles_by_name(session: ReadSession, job: JobRow) -> dict[str, str]:
     """Each of the job's nodes' role, by node name."""
     return dict(
         session.execute(select(NodeRow.name, NodeRow.role).where(NodeRow.job_id == job.id)).all()

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, NodeRow, NodeSampleRow, SpeedSampleRow
 from brain.domain import NODE_MEASUREMENTS, JobStatus, NodePoint, as_utc
 from brain.services.nodes import NodeRef, ensure_nodes
@@ -173,7 +174,7 @@ class SampleQuery:
     limit: int = 10_000
 
 
-def node_samples(session: Session, job: JobRow, query: SampleQuery) -> list[NodePoint]:
+def node_samples(session: ReadSession, job: JobRow, query: SampleQuery) -> list[NodePoint]:
     """A job's node samples in time order, filtered; at most ``query.limit`` points."""
     stmt = (
         select(
@@ -198,7 +199,7 @@ def node_samples(session: Session, job: JobRow, query: SampleQuery) -> list[Node
     return [NodePoint(*row) for row in session.execute(stmt)]
 
 
-def speed_samples(session: Session, job: JobRow, query: SampleQuery) -> list[SpeedSampleRow]:
+def speed_samples(session: ReadSession, job: JobRow, query: SampleQuery) -> list[SpeedSampleRow]:
     stmt = select(SpeedSampleRow).where(SpeedSampleRow.job_id == job.id)
     if query.start is not None:
         stmt = stmt.where(SpeedSampleRow.ts >= query.start)

@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import AuthMode
+from brain.db.engine import ReadSession
 from brain.db.models import ApiToken
 from brain.domain import utcnow
 from brain.errors import Conflict, InvalidInput, NotFound, Unauthorized
@@ -189,7 +190,7 @@ def ensure_bootstrap_token(
     return outcome
 
 
-def list_tokens(session: Session) -> list[ApiToken]:
+def list_tokens(session: ReadSession) -> list[ApiToken]:
     return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at, ApiToken.id)))
 
 

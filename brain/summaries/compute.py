@@ -33,8 +33,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import EventKind, JobStatus, as_utc, utcnow
 from brain.summaries import series as series_
@@ -78,13 +78,13 @@ class SummaryRows:
         return [NodeSummaryRow(**node.columns) for node in self.node_values]
 
 
-def compute_summary(session: Session, job: JobRow, now: datetime | None = None) -> SummaryRows:
+def compute_summary(session: ReadSession, job: JobRow, now: datetime | None = None) -> SummaryRows:
     """The job's summary rows from its raw samples, events and plans (nothing is stored)."""
     return compute_summaries(session, [job], now)[0]
 
 
 def compute_summaries(
-    session: Session, jobs: list[JobRow], now: datetime | None = None
+    session: ReadSession, jobs: list[JobRow], now: datetime | None = None
 ) -> list[SummaryRows]:
     """``compute_summary`` of each job, with one statement per kind of input for all of
     them (a backfill pays a few round trips per batch, not a dozen per job)."""
@@ -296,7 +296,7 @@ def usage_columns(usage: Usage | None) -> dict[str, float | int | None]:
     return columns
 
 
-def _event_counts(session: Session, job_ids: list[int]) -> dict[int, dict[int | None, Counter]]:
+def _event_counts(session: ReadSession, job_ids: list[int]) -> dict[int, dict[int | None, Counter]]:
     """Per job, ``{node_id or None: Counter(oom_count=.., failure_count=..)}`` of its events."""
     rows = session.execute(
         select(EventRow.job_id, EventRow.node_id, EventRow.kind, func.count())

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_, case, func, literal, select
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, JobSummaryRow
 from brain.domain import JobStatus
 from brain.summaries.hours import RESOURCES, Hours
@@ -49,7 +49,7 @@ class JobTableRow:
 
 
 def job_table(
-    session: Session, filters: JobTableFilters, sort: str, limit: int, offset: int
+    session: ReadSession, filters: JobTableFilters, sort: str, limit: int, offset: int
 ) -> tuple[list[JobTableRow], int]:
     """A page of jobs and how many match."""
     if sort not in SORTS:

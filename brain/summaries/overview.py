@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow
 from brain.domain import JobStatus
 
@@ -20,7 +20,7 @@ class JobCounts:
 
 
 def job_counts(
-    session: Session, finished_since: datetime, namespaces: frozenset[str] | None = None
+    session: ReadSession, finished_since: datetime, namespaces: frozenset[str] | None = None
 ) -> JobCounts:
     """Jobs running and pending now, and jobs finished since ``finished_since``; only
     those in ``namespaces`` when given (a namespace-restricted token)."""

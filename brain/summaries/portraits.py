@@ -13,6 +13,7 @@ from functools import cache
 from sqlalchemy import ColumnElement, Integer, Select, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus
 from brain.errors import job_not_found
@@ -71,7 +72,7 @@ class Totals:
         return self.succeeded / self.finished if self.finished else None
 
 
-def job_portrait_of(session: Session, ref: JobRef | str, points: int) -> JobPortrait:
+def job_portrait_of(session: ReadSession, ref: JobRef | str, points: int) -> JobPortrait:
     """The portrait of the job ``ref`` names (404 when there is none, 409 when it names
     jobs of several namespaces): the job, its final summary and its roles come in one
     statement, a round trip less than ``get_job`` first."""
@@ -138,7 +139,7 @@ def _portrait(rows: SummaryRows, points: int) -> JobPortrait:
 
 
 def node_page(
-    session: Session, job: JobRow, limit: int, offset: int
+    session: ReadSession, job: JobRow, limit: int, offset: int
 ) -> tuple[list[NodeSummaryRow], int]:
     """A page of the job's node summaries by role and name, and how many there are."""
     final = session.scalar(select(JobSummaryRow.final).where(JobSummaryRow.job_id == job.id))
@@ -159,7 +160,7 @@ def node_page(
 
 
 def owner_portrait(
-    session: Session,
+    session: ReadSession,
     owner: str,
     value: str,
     since: datetime,
@@ -212,7 +213,7 @@ def _owner_jobs(owner: str, by_namespace: bool) -> list[ColumnElement[bool]]:
 
 
 def owner_totals(
-    session: Session, owner: str, since: datetime, max_run_s: float = DEFAULT_MAX_RUN_S
+    session: ReadSession, owner: str, since: datetime, max_run_s: float = DEFAULT_MAX_RUN_S
 ) -> list[tuple[str | None, str, Totals]]:
     """Every user or group (``owner``) of each namespace with believed jobs ended since
     ``since``, with its totals: (namespace, key, totals). An owner is one per namespace:
@@ -255,7 +256,7 @@ def _totals_by(kind: str) -> Select:
     )
 
 
-def totals_since(session: Session, since: datetime, namespace: str | None = None) -> Totals:
+def totals_since(session: ReadSession, since: datetime, namespace: str | None = None) -> Totals:
     """Totals over every job ended since ``since``; with ``namespace``, over its jobs."""
     params = {"since": since, "namespace": namespace} | window_params(since, DEFAULT_MAX_RUN_S)
     return _totals(session.execute(_all_totals(namespace is not None), params).one())
@@ -267,7 +268,7 @@ def _all_totals(by_namespace: bool) -> Select:
 
 
 def ranking(
-    session: Session,
+    session: ReadSession,
     by: str,
     since: datetime,
     sort: str,

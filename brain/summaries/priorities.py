@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy.orm import Session
-
 from brain.config import PrioritySettings
+from brain.db.engine import ReadSession
 from brain.history.plausible import DEFAULT_MAX_RUN_S
 from brain.summaries.portraits import Totals, owner_totals
 
@@ -88,7 +87,7 @@ def priority_of(totals: Totals, settings: PrioritySettings) -> Priority:
 
 
 def priorities(
-    session: Session,
+    session: ReadSession,
     by: str,
     since: datetime,
     settings: PrioritySettings,

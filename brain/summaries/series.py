@@ -18,8 +18,8 @@ from itertools import groupby
 
 import numpy as np
 from sqlalchemy import Double, Integer, column, func, select, values
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import NodeRow, NodeSampleRow
 from brain.db.types import UTCDateTime
 
@@ -72,7 +72,7 @@ def unpack(data: bytes, merge: dict[str, str]) -> Columns:
     return dict(zip(names, matrix, strict=True))
 
 
-def usage_buckets(session: Session, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
+def usage_buckets(session: ReadSession, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
     """Per job (id -> its grid) and role, the usage of the job's node samples on its grid."""
     if not grids:
         return {}
@@ -81,7 +81,7 @@ def usage_buckets(session: Session, grids: dict[int, Grid]) -> dict[int, dict[st
     return {job_id: _usage_buckets_rows(session, job_id, grid) for job_id, grid in grids.items()}
 
 
-def _usage_buckets_rows(session: Session, job_id: int, grid: Grid) -> dict[str, Columns]:
+def _usage_buckets_rows(session: ReadSession, job_id: int, grid: Grid) -> dict[str, Columns]:
     rows = session.execute(
         select(NodeRow.role, NodeSampleRow.ts, NodeSampleRow.cpu, NodeSampleRow.memory_mib)
         .add_columns(NodeSampleRow.gpu_util, NodeSampleRow.gpu_memory_mib)
@@ -107,7 +107,9 @@ def _usage_buckets_rows(session: Session, job_id: int, grid: Grid) -> dict[str, 
     return result
 
 
-def _usage_buckets_sql(session: Session, grids: dict[int, Grid]) -> dict[int, dict[str, Columns]]:
+def _usage_buckets_sql(
+    session: ReadSession, grids: dict[int, Grid]
+) -> dict[int, dict[str, Columns]]:
     # Each job's grid joins its samples, so one statement buckets a whole batch of jobs.
     grid = values(
         column("job_id", Integer),

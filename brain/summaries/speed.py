@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
+from brain.db.engine import ReadSession
 from brain.db.models import ScalePlanRow, SpeedSampleRow
 from brain.domain import PlanStatus, as_utc
 
@@ -52,7 +52,7 @@ class SpeedStats:
     per_worker_mean_steps_per_s: float | None
 
 
-def load_speeds(session: Session, job_ids: list[int]) -> dict[int, Speed]:
+def load_speeds(session: ReadSession, job_ids: list[int]) -> dict[int, Speed]:
     """Each job's speed samples, oldest first (empty for a job without any)."""
     rows = session.execute(
         select(SpeedSampleRow.job_id, SpeedSampleRow.ts)
@@ -83,7 +83,7 @@ def speed_stats(speed: Speed) -> SpeedStats:
     )
 
 
-def plan_effects(session: Session, speeds: dict[int, Speed]) -> dict[int, list[dict[str, Any]]]:
+def plan_effects(session: ReadSession, speeds: dict[int, Speed]) -> dict[int, list[dict[str, Any]]]:
     """Per job (id -> its speed), each applied plan with the speed before and after it.
 
     A plan counts as applied at its last update (when its status became ``applied``).

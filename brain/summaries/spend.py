@@ -11,6 +11,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from brain.costs import Cost, Prices
+from brain.db.engine import ReadSession
 from brain.db.models import JobRow, JobSummaryRow
 from brain.summaries.hours import Hours
 from brain.summaries.portraits import RANKING_KEYS, TOTALS_KEYS
@@ -20,7 +21,7 @@ KEYS = {**RANKING_KEYS, **TOTALS_KEYS}
 
 
 def spend_by(
-    session: Session,
+    session: ReadSession,
     kind: str,
     keys: Iterable[str | None],
     since: datetime,

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Double, Integer, String, column, func, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.orm import Session
 
-from brain.db.engine import sort_memory
+from brain.db.engine import ReadSession, sort_memory
 from brain.db.models import NodeRow, NodeSampleRow
 from brain.domain import as_utc
 
@@ -58,7 +57,7 @@ class JobUsage:
     by_role: dict[str, Usage]
 
 
-def job_usage(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
+def job_usage(session: ReadSession, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
     """The usage of each job's samples (job id -> its nodes; jobs without samples get
     empty ``JobUsage``)."""
     if session.get_bind().dialect.name == "postgresql":
@@ -79,7 +78,7 @@ def _unnest_table(name: str, **columns: tuple[Sequence[Any], Any]) -> Any:
     )
 
 
-def _job_usage_sql(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
+def _job_usage_sql(session: ReadSession, nodes: dict[int, list[NodeRow]]) -> dict[int, JobUsage]:
     job_ids = list(nodes)
     result = {job_id: JobUsage({}, {}) for job_id in job_ids}
     # The caller's nodes give each sample's role: joining the nodes table would hash all
@@ -133,7 +132,7 @@ def _job_usage_sql(session: Session, nodes: dict[int, list[NodeRow]]) -> dict[in
     return result
 
 
-def _job_usage_rows(session: Session, job_id: int) -> JobUsage:
+def _job_usage_rows(session: ReadSession, job_id: int) -> JobUsage:
     stmt = (
         select(
             NodeRow.role,
