@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from brain.lab.backtest.metrics import Figures, Row
-from brain.lab.backtest.runner import Options, Outcome
+from brain.lab.backtest.runner import BacktestResult, Options
 from brain.learned_sizing.model import MIN_EXAMPLES
 from brain.learned_sizing.training import COLUMNS as LEARNED_RESOURCES
 
@@ -39,7 +39,7 @@ def scope(options: Options) -> str:
     return "in-sample: all runs, knobs at their defaults"
 
 
-def to_json(outcome: Outcome, meta: dict[str, Any]) -> dict[str, Any]:
+def to_json(outcome: BacktestResult, meta: dict[str, Any]) -> dict[str, Any]:
     """``meta`` (source, runs, periods...), one entry per recommender and resource, and
     the knob curves, choices and dominance counts when knobs were swept."""
     result = meta | {
@@ -67,7 +67,7 @@ def to_json(outcome: Outcome, meta: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def to_table(outcome: Outcome, options: Options) -> str:
+def to_table(outcome: BacktestResult, options: Options) -> str:
     """A scope line, rows grouped by resource (warm figures then the cold-start ones), the
     knobs chosen on the tuning period and the dominance counts."""
     lines = [scope(options), ""]
@@ -93,7 +93,7 @@ def to_table(outcome: Outcome, options: Options) -> str:
     return "\n".join(lines)
 
 
-def _untrained(outcome: Outcome) -> list[str]:
+def _untrained(outcome: BacktestResult) -> list[str]:
     """Says why learned_peak has no row for a resource, rather than leaving it out unseen."""
     if outcome.model is None:
         return []
@@ -108,7 +108,7 @@ def _untrained(outcome: Outcome) -> list[str]:
     ]
 
 
-def _calibration(outcome: Outcome) -> list[str]:
+def _calibration(outcome: BacktestResult) -> list[str]:
     model = outcome.model
     lines = [
         f"learned_peak trained on {model.runs} runs ({model.period_start} .. "

@@ -35,7 +35,10 @@ class Options:
 
 
 @dataclass
-class Outcome:
+class BacktestResult:
+    """What one backtest found: the figures per recommender and resource, and what
+    tuning, calibration and training produced on the way."""
+
     rows: list[Row]
     runs: int
     workloads: int
@@ -69,7 +72,7 @@ def backtest(
     registry: OptimizerRegistry,
     options: Options,
     progress: ProgressFactory | None = None,
-) -> Outcome:
+) -> BacktestResult:
     recommenders = lineup.standard(registry, k=options.k, margin=options.margin)
     result = replay(table, recommenders, _progress(progress, "replay", len(table)))
     scored = _mask(table, options.score_on)
@@ -78,7 +81,7 @@ def backtest(
         # Trained on the tuning period (out of time), else on every run (in-sample).
         model = learned.fit(table, _mask(table, options.tune_on))
         learned.add_sizes(result, model, table, sweep=False)
-    outcome = Outcome(
+    outcome = BacktestResult(
         rows=evaluate(table, result, options.min_history, scored),
         runs=len(table),
         workloads=int(table["workload"].nunique()),
