@@ -38,7 +38,7 @@ def optimize_ask(request) -> OptimizeAsk:
 
 
 @dataclass
-class Answer:
+class PlanAnswer:
     """What ``optimize`` answers: a plan for the master (None: none, ``reason`` says why),
     the stored plan's id and reasons, and the outcome it is counted under."""
 
@@ -49,7 +49,7 @@ class Answer:
     outcome: str = "ok"
 
 
-def optimize_response(uid: str, answer: Answer):
+def optimize_response(uid: str, answer: PlanAnswer):
     response = brain_pb2.OptimizeResponse(
         response=brain_pb2.Response(success=answer.plan is not None, reason=answer.reason)
     )

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.dlrover.elasticjob_request import learn_request
 from api.dlrover.elasticjobs import ElasticJobLookup
 from api.dlrover.estimate_reuse import reusable_estimate
-from api.dlrover.messages import Answer, OptimizeAsk
+from api.dlrover.messages import OptimizeAsk, PlanAnswer
 from api.dlrover.no_history import body_to_send
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.replies import to_dlrover
@@ -62,7 +62,7 @@ class Planner:
     def close(self) -> None:
         self._workers.shutdown(wait=True)
 
-    def answer_in_time(self, ask: OptimizeAsk) -> Answer:
+    def answer_in_time(self, ask: OptimizeAsk) -> PlanAnswer:
         """The answer to ``ask``, or an empty one after ``BRAIN_GRPC_OPTIMIZE_TIMEOUT_S``."""
         expired = threading.Event()
         future = self._workers.submit(self._answer, ask, expired)
@@ -81,15 +81,15 @@ class Planner:
                 ask.uid or "?",
                 timeout_s,
             )
-            return Answer(None, "Brain did not answer in time; no plan", outcome="timeout")
+            return PlanAnswer(None, "Brain did not answer in time; no plan", outcome="timeout")
         if answer.plan is None or answer.plan.is_empty:
             answer.outcome = "no_plan" if answer.plan_id is not None else "invalid"
         return answer
 
-    def _answer(self, ask: OptimizeAsk, expired: threading.Event) -> Answer:
+    def _answer(self, ask: OptimizeAsk, expired: threading.Event) -> PlanAnswer:
         if not ask.uid:
             log.warning("optimize %r without a job uid: no plan", ask.stage)
-            return Answer(None, "no job uid in the request")
+            return PlanAnswer(None, "no job uid in the request")
         if not storable_uid(ask.uid):
             # As REST bounds the path: one line, never the store's traceback per call.
             raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
@@ -102,7 +102,7 @@ class Planner:
 
     def _plan(
         self, session: Session, uid: str, namespace: str | None, call: BrainCall
-    ) -> tuple[Answer, ScalePlanRow | None]:
+    ) -> tuple[PlanAnswer, ScalePlanRow | None]:
         """The answer, and the stored plan it is made of (None: no plan was made)."""
         if call.stage == Stage.create:
             job = master_reports.ensure_running_job(session, uid, None, namespace)
@@ -125,14 +125,14 @@ class Planner:
         )
         if optimized is None:
             reason = f"no {call.stage.value} optimizer configured for this request"
-            return Answer(None, reason), None
+            return PlanAnswer(None, reason), None
         plan, context = optimized.plan, optimized.context
         body = body_to_send(plan, call, context)
         roles = current_roles(session, job) if context is None else roles_in(context)
         dlrover_plan = to_dlrover(body, call.reply, roles, call.oom_pod)
         reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]
         log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
-        return Answer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons), plan
+        return PlanAnswer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons), plan
 
     def _optimize(
         self, session: Session, job: JobRow, call: BrainCall, node: str | None
