@@ -38,7 +38,10 @@ FAILED = "Brain failed"
 
 
 @dataclass
-class Outcome:
+class CallOutcome:
+    """The label a gRPC call is counted under (``ok``, ``timeout``, an error's), which
+    its handler may set."""
+
     value: str = "ok"
 
 
@@ -69,7 +72,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         return self.reports.wait_idle(timeout_s)
 
     def persist_metrics(self, request, context):
-        def handle(outcome: Outcome):
+        def handle(outcome: CallOutcome):
             outcome.value = self.reports.take(request)
             return empty_pb2.Empty()
 
@@ -78,7 +81,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
     def optimize(self, request, context):
         ask = messages.optimize_ask(request)
 
-        def handle(outcome: Outcome):
+        def handle(outcome: CallOutcome):
             answer = self._planner.answer_in_time(ask)
             outcome.value = answer.outcome
             return messages.optimize_response(ask.uid, answer)
@@ -86,7 +89,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         return self._served("optimize", ask.uid, handle, messages.no_plan)
 
     def get_job_metrics(self, request, context):
-        def handle(_outcome: Outcome):
+        def handle(_outcome: CallOutcome):
             return messages.job_metrics_response(job_metrics(self._sessions, request.job_uuid))
 
         return self._served("get_job_metrics", request.job_uuid, handle, messages.metrics_failure)
@@ -95,12 +98,12 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         self,
         method: str,
         uid: str,
-        handle: Callable[[Outcome], object],
+        handle: Callable[[CallOutcome], object],
         empty: Callable[[str], object],
     ):
         """Run ``handle``, count the call by outcome and time it; an error is logged and
         answered with ``empty(reason)``, never raised."""
-        outcome = Outcome()
+        outcome = CallOutcome()
         started = time.perf_counter()
         try:
             return handle(outcome)
