@@ -76,7 +76,7 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             outcome.value = self.reports.take(request)
             return empty_pb2.Empty()
 
-        return self._served("persist_metrics", request.job_meta.uuid, handle, _empty)
+        return self._run_counted("persist_metrics", request.job_meta.uuid, handle, _empty)
 
     def optimize(self, request, context):
         ask = messages.optimize_ask(request)
@@ -86,15 +86,17 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
             outcome.value = answer.outcome
             return messages.optimize_response(ask.uid, answer)
 
-        return self._served("optimize", ask.uid, handle, messages.no_plan)
+        return self._run_counted("optimize", ask.uid, handle, messages.no_plan)
 
     def get_job_metrics(self, request, context):
         def handle(_outcome: CallOutcome):
             return messages.job_metrics_response(job_metrics(self._sessions, request.job_uuid))
 
-        return self._served("get_job_metrics", request.job_uuid, handle, messages.metrics_failure)
+        return self._run_counted(
+            "get_job_metrics", request.job_uuid, handle, messages.metrics_failure
+        )
 
-    def _served(
+    def _run_counted(
         self,
         method: str,
         uid: str,
