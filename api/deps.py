@@ -32,7 +32,7 @@ from api.state import server_state
 from brain.config import Settings
 from brain.db.engine import ReadSession
 from brain.optimizing import OptimizerRegistry
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.telemetry import Telemetry
 
 _AFTER_COMMIT = "after_commit"

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from brain.config import Settings
 from brain.leadership import Leadership
 from brain.optimizing import OptimizerRegistry
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.services.tokens import AuthPolicy
 from brain.telemetry import Telemetry
 

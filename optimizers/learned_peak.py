@@ -25,7 +25,7 @@ from pydantic import Field
 from brain.domain import RoleSpec, Stage
 from brain.learned_sizing.risk_sizing import RiskSizing, size_for
 from brain.optimizing import OptimizerContext, Proposal
-from brain.optimizing.sizing import role_history
+from brain.optimizing.sizing_model import role_history
 from optimizers._common import CpuStepSettings, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,

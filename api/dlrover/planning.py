@@ -31,7 +31,7 @@ from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage
 from brain.errors import InvalidInput, NotFound
 from brain.optimizing import OptimizerRegistry
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.services import master_reports, plans
 from brain.services.nodes import NodeRef
 from brain.services.optimizer_context import current_roles, roles_in

@@ -22,7 +22,7 @@ from api.dlrover.elasticjobs import ElasticJobLookup, custom_objects_api
 from api.dlrover.servicer import BrainServicer
 from brain.config import Settings
 from brain.optimizing import OptimizerRegistry
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.summaries.store import summarize_job_ids
 from brain.telemetry import Telemetry
 

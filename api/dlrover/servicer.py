@@ -30,7 +30,7 @@ from api.dlrover.report_intake import ReportIntake
 from brain.config import Settings
 from brain.errors import BrainError
 from brain.optimizing import OptimizerRegistry
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

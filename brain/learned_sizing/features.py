@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from brain.optimizing.sizing import ResourceHistory
+from brain.optimizing.sizing_model import ResourceHistory
 
 RECENT = 7
 # Runs a forecast looks at: the service hands the create stage BRAIN_HISTORY_JOBS (10)

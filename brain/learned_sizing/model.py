@@ -39,7 +39,7 @@ import numpy as np
 
 from brain.learned_sizing import features as feat
 from brain.learned_sizing.trees import FlatTrees, average
-from brain.optimizing.sizing import ResourceHistory
+from brain.optimizing.sizing_model import ResourceHistory
 
 # Lower edges of the history-length groups calibrated apart.
 HISTORY_BINS = (0, 1, 3, 7)

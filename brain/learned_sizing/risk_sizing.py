@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from brain.optimizing.sizing import PeakForecast
+from brain.optimizing.sizing_model import PeakForecast
 
 
 @dataclass(frozen=True)

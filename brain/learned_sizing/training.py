@@ -17,7 +17,7 @@ import pandas as pd
 
 from brain.learned_sizing import features as feat
 from brain.learned_sizing.model import Examples, PeakModel, fit_resource
-from brain.optimizing.sizing import ResourceHistory
+from brain.optimizing.sizing_model import ResourceHistory
 
 # Per resource: the run-table columns of its peak, its mean use and its request.
 COLUMNS = {

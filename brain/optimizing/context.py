@@ -23,7 +23,7 @@ from brain.domain import (
 )
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import NodeChange, Reason
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 
 
 @dataclass(frozen=True)

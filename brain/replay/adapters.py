@@ -23,7 +23,7 @@ from brain.optimizing import (
     OptimizerContext,
     Proposal,
 )
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.replay.runs import Run, Submission
 
 # Reads one resource's size (in the backtest's unit) from the proposed role.

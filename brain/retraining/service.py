@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from brain.config import Settings
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.periodic import Periodic
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from brain.optimizing.context import (
 from brain.optimizing.context import NodeSample as NodeSampleView
 from brain.optimizing.context import SpeedSample as SpeedSampleView
 from brain.optimizing.roles import effective_roles
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.services.cluster import cluster_view
 from brain.services.nodes import GONE_NODE_STATUSES
 from brain.summaries.store import fresh_related

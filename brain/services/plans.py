@@ -24,7 +24,7 @@ from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.roles import effective_roles
-from brain.optimizing.sizing import SizingModel
+from brain.optimizing.sizing_model import SizingModel
 from brain.services import plan_size
 from brain.services.desired_state import apply_plan
 from brain.services.locks import lock_job

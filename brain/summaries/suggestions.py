@@ -38,7 +38,7 @@ from brain.optimizing import (
 )
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.roles import overlay_roles
-from brain.optimizing.sizing import SizingModel, role_history
+from brain.optimizing.sizing_model import SizingModel, role_history
 from brain.summaries.store import fresh_related
 
 # Runs from which a suggestion is considered measured rather than tentative.

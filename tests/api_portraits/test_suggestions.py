@@ -285,7 +285,7 @@ def test_by_default_learned_margin_sizes_memory_and_cpu_of_every_role(default_cl
 def test_with_a_trained_model_each_size_states_its_oom_risk(default_client, three_runs, session):
     from brain.history.related import RelatedQuery, find_related
     from brain.lab.backtest.learned import fit
-    from brain.optimizing.sizing import role_history
+    from brain.optimizing.sizing_model import role_history
 
     table = random_runs(workloads=30, runs=10)
     model = fit(table, table["workload"].notna().to_numpy()).model

@@ -15,7 +15,7 @@ from brain.learned_sizing import store
 from brain.learned_sizing.model import LEVELS, Forecast, OverRequest, _over_request
 from brain.learned_sizing.risk_sizing import size_for
 from brain.learned_sizing.training import runs_with_history, train
-from brain.optimizing.sizing import ResourceHistory
+from brain.optimizing.sizing_model import ResourceHistory
 from tests.builders.traces import daily_runs, random_memory_runs
 
 

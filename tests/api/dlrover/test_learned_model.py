@@ -10,7 +10,7 @@ import pytest
 
 from api.state import server_state
 from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
-from brain.optimizing.sizing import ResourceHistory
+from brain.optimizing.sizing_model import ResourceHistory
 from brain.retraining.service import ModelHolder
 from tests.builders.dlrover import (
     JOB_UID,
