@@ -92,6 +92,25 @@ def no_change(
     return Proposal(reasons=[reason(optimizer, message, evidence, threshold)])
 
 
+def too_early(
+    optimizer: str,
+    observed_s: float,
+    ready_after_s: float,
+    evidence: dict[str, Any],
+    threshold: dict[str, Any],
+) -> Proposal | None:
+    """No change while less training than `ready_after_s` has been observed."""
+    if observed_s >= ready_after_s:
+        return None
+    return no_change(
+        optimizer,
+        f"not ready: {observed_s:.0f} s of training observed, the estimate needs "
+        f"{ready_after_s:.0f} s",
+        evidence,
+        threshold,
+    )
+
+
 def resized(
     node: NodeView, *, cpu: float | None = None, memory_mib: float | None = None
 ) -> NodeChange:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from brain.domain import ROLE_WORKER, Resources, RoleSpec
 from brain.optimizing import NodeView, OptimizerContext, Proposal
 from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
-from optimizers._common import ceil_to, mean, mean_cpu, no_change, reason
+from optimizers._common import ceil_to, mean, mean_cpu, no_change, reason, too_early
 
 if TYPE_CHECKING:
     from optimizers.estimate import EstimateSettings
@@ -145,12 +145,4 @@ def _not_ready(
             evidence,
             threshold,
         )
-    if observed < settings.ready_after_s:
-        return no_change(
-            NAME,
-            f"not ready: {observed:.0f} s of training observed, the estimate needs "
-            f"{settings.ready_after_s:.0f} s",
-            evidence,
-            threshold,
-        )
-    return None
+    return too_early(NAME, observed, settings.ready_after_s, evidence, threshold)

@@ -23,6 +23,7 @@ from optimizers._common import (
     no_change,
     reason,
     seconds_since,
+    too_early,
 )
 
 NAME = "estimate"
@@ -442,15 +443,7 @@ def _not_ready(
             evidence,
             threshold,
         )
-    if observed < settings.ready_after_s:
-        return no_change(
-            NAME,
-            f"not ready: {observed:.0f} s of training observed, the estimate needs "
-            f"{settings.ready_after_s:.0f} s",
-            evidence,
-            threshold,
-        )
-    return None
+    return too_early(NAME, observed, settings.ready_after_s, evidence, threshold)
 
 
 def _ps_memory_total(
