@@ -19,24 +19,6 @@ from brain import bounds
 from brain.costs import Prices
 from brain.domain import Resources
 
-DEFAULT_STAGE_OPTIMIZERS: dict[str, list[str]] = {
-    # learned_margin last: it overrides the seed rules' memory and CPU wherever a role
-    # has history (best by the out-of-time backtest; README, Backtest).
-    "create": ["startup", "gpu_cpu", "learned_margin"],
-    "oom": ["oom_recovery"],
-    "estimate": ["estimate"],
-    # cluster_shortage after worker_tuning: while the cluster is short its smaller worker
-    # count is the one that stands.
-    "running": [
-        "hot_ps",
-        "ps_scaling",
-        "oom_risk",
-        "worker_tuning",
-        "cluster_shortage",
-        "slow_node",
-    ],
-}
-
 
 class CollectorSettings(BaseSettings):
     """The Prometheus collector's settings (``collectors/``; all PromQL lives in
@@ -402,9 +384,12 @@ class Settings(BaseSettings):
         "(OOM fixes excepted), so that one bad measurement costs one bounded step; unset: "
         "no such bound.",
     )
-    stage_optimizers: dict[str, list[str]] = Field(
-        default_factory=lambda: {k: list(v) for k, v in DEFAULT_STAGE_OPTIMIZERS.items()},
-        description="Which optimizers run for each stage (JSON in the environment).",
+    stage_optimizers: dict[str, list[str]] | None = Field(
+        None,
+        description="Which optimizers run for each stage, in order (JSON in the "
+        "environment); a stage left out runs none. Unset: each stage runs its default "
+        "pipeline, the optimizers that declare a place there (GET /api/v1/optimizers, "
+        "`default_order`).",
     )
     optimizer_settings: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_WORKER, RoleSpec, Stage
 from brain.optimizing import OptimizerContext, PlanView, Proposal
+from brain.optimizing.changes import Changes
 from brain.optimizing.cluster import ElasticJob
 from optimizers._common import cited_uid, cooling_down, no_change, reason
 
@@ -48,6 +49,9 @@ class ClusterShortageOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_WORKER}))
+    # After worker_tuning: while the cluster is short, its smaller worker count stands.
+    default_order: ClassVar[dict[Stage, int]] = {Stage.running: 50}
     Settings: ClassVar[type[ClusterShortageSettings]] = ClusterShortageSettings
 
     def propose(self, context: OptimizerContext, settings: ClusterShortageSettings) -> Proposal:

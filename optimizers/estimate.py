@@ -11,6 +11,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage, Strategy
 from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal, Reason
+from brain.optimizing.changes import ANY_ROLE, Changes
 from brain.optimizing.roles import effective_roles, exceeded_limits, role_totals
 from optimizers import allreduce_estimate
 from optimizers._common import (
@@ -137,6 +138,8 @@ class ResourceEstimateOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.estimate})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.estimate: 10}
     Settings: ClassVar[type[EstimateSettings]] = EstimateSettings
 
     def propose(self, context: OptimizerContext, settings: EstimateSettings) -> Proposal:

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from brain.domain import RoleSpec, Stage, gpu_cards
 from brain.optimizing import HistoricalJob, NodeUsage, OptimizerContext, Proposal
+from brain.optimizing.changes import ANY_ROLE, Changes
 from optimizers._common import CpuStepSettings, ceil_to, cited_uid, mean, no_change, reason
 from optimizers.gpu_sizing import GpuBounds, gpu_step_field, per_node_cap
 
@@ -159,6 +160,8 @@ class GpuCpuSuggestionOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.create: 20}
     Settings: ClassVar[type[GpuCpuSettings]] = GpuCpuSettings
 
     def propose(self, context: OptimizerContext, settings: GpuCpuSettings) -> Proposal:

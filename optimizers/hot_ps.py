@@ -9,6 +9,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_PS, Stage
 from brain.optimizing import OptimizerContext, Proposal
+from brain.optimizing.changes import Changes
 from optimizers._common import (
     CpuStepSettings,
     PsChangeSettings,
@@ -62,6 +63,8 @@ class HotPsOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(nodes=frozenset({ROLE_PS}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.running: 10}
     Settings: ClassVar[type[HotPsSettings]] = HotPsSettings
 
     def propose(self, context: OptimizerContext, settings: HotPsSettings) -> Proposal:

@@ -49,6 +49,7 @@ from pydantic import Field
 
 from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.optimizing import HistoricalJob, OptimizerContext, Proposal
+from brain.optimizing.changes import ANY_ROLE, Changes
 from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,
@@ -336,6 +337,10 @@ class LearnedMarginOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    # Last at create: it overrides the seed rules' memory and CPU wherever a role has
+    # history (best by the out-of-time backtest; docs/optimizers.md).
+    default_order: ClassVar[dict[Stage, int]] = {Stage.create: 90}
     Settings: ClassVar[type[LearnedMarginSettings]] = LearnedMarginSettings
 
     def propose(self, context: OptimizerContext, settings: LearnedMarginSettings) -> Proposal:

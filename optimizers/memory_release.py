@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from brain.domain import EventKind, PlanStatus, Stage
 from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal
+from brain.optimizing.changes import ANY_ROLE, Changes
 from optimizers._common import ceil_mib, migrates, no_change, reason, resized
 
 NAME = "memory_release"
@@ -58,6 +59,8 @@ class MemoryReleaseOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    # No default place: it trades OOM kills for memory (docs/savings.md).
     Settings: ClassVar[type[MemoryReleaseSettings]] = MemoryReleaseSettings
 
     def propose(self, context: OptimizerContext, settings: MemoryReleaseSettings) -> Proposal:

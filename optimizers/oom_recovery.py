@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from brain.domain import EventKind, Stage
 from brain.optimizing import OptimizerContext, Proposal
+from brain.optimizing.changes import ANY_ROLE, Changes
 from optimizers._common import ceil_mib, no_change, reason, resized
 
 NAME = "oom_recovery"
@@ -36,6 +37,8 @@ class OomRecoveryOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.oom})
+    changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.oom: 10}
     Settings: ClassVar[type[OomRecoverySettings]] = OomRecoverySettings
 
     def propose(self, context: OptimizerContext, settings: OomRecoverySettings) -> Proposal:

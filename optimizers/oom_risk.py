@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from brain.domain import Stage
 from brain.optimizing import NodeSample, NodeView, OptimizerContext, Proposal
+from brain.optimizing.changes import ANY_ROLE, Changes
 from optimizers._common import (
     ceil_mib,
     cooling_down,
@@ -65,6 +66,8 @@ class OomRiskOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.running: 30}
     Settings: ClassVar[type[OomRiskSettings]] = OomRiskSettings
 
     def propose(self, context: OptimizerContext, settings: OomRiskSettings) -> Proposal:

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage
 from brain.optimizing import NodeView, OptimizerContext, Proposal
+from brain.optimizing.changes import Changes
 from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
 from optimizers._common import PsChangeSettings, mean, no_change, ps_changed_recently, reason
 
@@ -83,6 +84,8 @@ class PsScalingOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_PS}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.running: 20}
     Settings: ClassVar[type[PsScalingSettings]] = PsScalingSettings
 
     def propose(self, context: OptimizerContext, settings: PsScalingSettings) -> Proposal:

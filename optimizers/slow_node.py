@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_WORKER, PlanStatus, Stage
 from brain.optimizing import NodeChange, NodeSample, OptimizerContext, Proposal
+from brain.optimizing.changes import Changes
 from optimizers._common import no_change, reason
 
 NAME = "slow_node"
@@ -197,6 +198,8 @@ class SlowNodeOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(nodes=frozenset({ROLE_WORKER}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.running: 60}
     Settings: ClassVar[type[SlowNodeSettings]] = SlowNodeSettings
 
     def propose(self, context: OptimizerContext, settings: SlowNodeSettings) -> Proposal:

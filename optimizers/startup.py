@@ -9,6 +9,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage, Strategy
 from brain.optimizing import HistoricalJob, OptimizerContext, Proposal
+from brain.optimizing.changes import ANY_ROLE, Changes
 from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, reason
 
 NAME = "startup"
@@ -50,6 +51,8 @@ class StartupOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.create: 10}
     Settings: ClassVar[type[StartupSettings]] = StartupSettings
 
     def propose(self, context: OptimizerContext, settings: StartupSettings) -> Proposal:

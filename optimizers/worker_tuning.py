@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, Resources, RoleSpec, Stage
 from brain.optimizing import OptimizerContext, PlanView, Proposal, SpeedSample
+from brain.optimizing.changes import Changes
 from brain.optimizing.roles import (
     current_role,
     effective_roles,
@@ -96,6 +97,8 @@ class WorkerTuningOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_WORKER}))
+    default_order: ClassVar[dict[Stage, int]] = {Stage.running: 40}
     Settings: ClassVar[type[WorkerTuningSettings]] = WorkerTuningSettings
 
     def propose(self, context: OptimizerContext, settings: WorkerTuningSettings) -> Proposal:

@@ -71,9 +71,28 @@ class PlanStatusIn(BaseModel):
     )
 
 
+class ChangesOut(BaseModel):
+    groups: list[str] = Field(
+        description="Roles whose count or per-node size its plans may set; * is every role."
+    )
+    nodes: list[str] = Field(
+        description="Roles whose single nodes its plans may migrate (relaunch with another "
+        "size or on another host); * is every role."
+    )
+
+
 class OptimizerOut(BaseModel):
     name: str
     stages: list[str]
     description: str
     settings_schema: dict[str, Any] = Field(description="JSON Schema of the settings.")
     defaults: dict[str, Any]
+    default_order: dict[str, int] = Field(
+        description="Stage -> its place in that stage's default pipeline: lower runs "
+        "first, and where two set the same field the later one's value stands. At a stage "
+        "not listed it runs only when configured (BRAIN_STAGE_OPTIMIZERS) or requested."
+    )
+    changes: ChangesOut = Field(
+        description="What its plans may change; a job master that applies part of a plan "
+        "(DLRover's PS and worker stages) runs the optimizers whose changes it applies."
+    )

@@ -4,6 +4,7 @@ Optimizers live outside ``brain`` (the ``optimizers`` package or third-party
 packages) and are discovered through the ``brain.optimizers`` entry-point group.
 """
 
+from brain.optimizing.changes import ANY_ROLE, Changes
 from brain.optimizing.context import (
     EventView,
     HistoricalJob,
@@ -20,6 +21,8 @@ from brain.optimizing.proposal import NodeChange, Proposal, Reason
 from brain.optimizing.registry import Optimizer, OptimizerRegistry, load_registry
 
 __all__ = [
+    "ANY_ROLE",
+    "Changes",
     "EventView",
     "HistoricalJob",
     "JobView",

@@ -19,6 +19,7 @@ from brain.domain import Stage
 from brain.errors import InvalidInput
 from brain.optimizing.bounds import enforce_bounds
 from brain.optimizing.bounds.cpu_budget import budgeted_job
+from brain.optimizing.changes import changes_of, undeclared
 from brain.optimizing.combine import combine
 from brain.optimizing.context import OptimizerContext
 from brain.optimizing.proposal import Proposal, Reason
@@ -66,11 +67,19 @@ def run_stage(
     return StageResult(bounded, [o.name for o in optimizers])
 
 
+def stage_pipeline(registry: OptimizerRegistry, settings: Settings, stage: Stage) -> list[str]:
+    """The names ``stage`` runs unless a request names its own: the configured list
+    (``BRAIN_STAGE_OPTIMIZERS``), else the optimizers' declared default pipeline."""
+    if settings.stage_optimizers is not None:
+        return list(settings.stage_optimizers.get(stage, []))
+    return registry.default_pipeline(stage)
+
+
 def select_optimizers(
     registry: OptimizerRegistry, stage: Stage, requested: list[str] | None, settings: Settings
 ) -> list[Optimizer]:
-    """The optimizers to run: the request's list, else the configured one for the stage."""
-    names = requested if requested is not None else settings.stage_optimizers.get(stage, [])
+    """The optimizers to run: the request's list, else the stage's configured pipeline."""
+    names = requested if requested is not None else stage_pipeline(registry, settings, stage)
     chosen: list[Optimizer] = []
     for position, name in enumerate(names):
         optimizer = registry.get(name)
@@ -116,7 +125,15 @@ def resolve_settings(
 
 def _propose(optimizer: Optimizer, context: OptimizerContext, settings: BaseModel) -> Proposal:
     try:
-        return optimizer.propose(context, settings)
+        proposal = optimizer.propose(context, settings)
     except Exception as exc:  # one broken optimizer must not sink the others
         log.exception("optimizer %s failed on job %s", optimizer.name, context.job.uid)
         return Proposal(reasons=[Reason(optimizer.name, f"optimizer failed: {exc!r}; ignored")])
+    # Callers that apply part of a plan choose optimizers by their declared changes, so a
+    # proposal beyond them would reach a master that ignores it, or one told otherwise.
+    beyond = undeclared(changes_of(optimizer), proposal)
+    if beyond:
+        log.error("optimizer %s changed %s, which it does not declare", optimizer.name, beyond)
+        message = f"proposed changes it does not declare ({', '.join(beyond)}); ignored"
+        return Proposal(reasons=[Reason(optimizer.name, message)])
+    return proposal

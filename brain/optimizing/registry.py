@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from brain.domain import Stage
+from brain.optimizing.changes import changes_of, default_position
 from brain.optimizing.context import OptimizerContext
 from brain.optimizing.proposal import Proposal
 
@@ -27,6 +28,11 @@ class Optimizer(Protocol):
     model whose every field has a default, a description and bounds; the class
     docstring is its description. ``propose`` is pure: context and settings in,
     proposal out.
+
+    Two more class attributes are optional (``brain.optimizing.changes``): ``changes``,
+    the roles its proposals may change (without it: anything), and ``default_order``,
+    its place in the default pipeline of each stage it runs at unless configured
+    otherwise (without it: it runs only when configured or requested).
     """
 
     name: ClassVar[str]
@@ -43,6 +49,8 @@ class OptimizerInfo:
     description: str
     settings_schema: dict[str, Any]
     defaults: dict[str, Any]
+    default_order: dict[str, int]
+    changes: dict[str, list[str]]
 
 
 class OptimizerRegistry:
@@ -67,6 +75,21 @@ class OptimizerRegistry:
     def info(self) -> list[OptimizerInfo]:
         return [describe(self._by_name[name]) for name in self.names()]
 
+    def default_pipeline(self, stage: Stage) -> list[str]:
+        """The optimizers that declare a place in ``stage``'s default pipeline, in that
+        order (ties by name)."""
+        placed = [
+            (position, name)
+            for name, optimizer in self._by_name.items()
+            if (position := default_position(optimizer, stage)) is not None
+        ]
+        return [name for _, name in sorted(placed)]
+
+    def default_pipelines(self) -> dict[str, list[str]]:
+        """Every stage's default pipeline, stages without one left out."""
+        pipelines = {stage.value: self.default_pipeline(stage) for stage in Stage}
+        return {stage: names for stage, names in pipelines.items() if names}
+
 
 def describe(optimizer: Optimizer) -> OptimizerInfo:
     doc = (type(optimizer).__doc__ or "").strip()
@@ -76,6 +99,15 @@ def describe(optimizer: Optimizer) -> OptimizerInfo:
         description=doc,
         settings_schema=optimizer.Settings.model_json_schema(),
         defaults=optimizer.Settings().model_dump(),
+        default_order={
+            stage.value: position
+            for stage in sorted(optimizer.stages)
+            if (position := default_position(optimizer, stage)) is not None
+        },
+        changes={
+            "groups": sorted(changes_of(optimizer).groups),
+            "nodes": sorted(changes_of(optimizer).nodes),
+        },
     )
 
 

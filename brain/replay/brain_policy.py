@@ -36,7 +36,7 @@ from brain.optimizing import (
     PlanView,
     Proposal,
 )
-from brain.optimizing.pipeline import resolve_settings, run_stage, select_optimizers
+from brain.optimizing.pipeline import resolve_settings, run_stage, select_optimizers, stage_pipeline
 from brain.replay import adapters, screen
 from brain.replay.adapters import OptimizerRecommender
 from brain.replay.harness import Allocation, Change, RunSamples, requested
@@ -96,7 +96,8 @@ class BrainLoop:
         update: dict = {"optimizer_settings": overrides}
         if release:
             overrides["memory_release"] = {**overrides.get("memory_release", {}), **release}
-            update["stage_optimizers"] = with_release(settings.stage_optimizers)
+            pipelines = {s.value: stage_pipeline(registry, settings, s) for s in Stage}
+            update["stage_optimizers"] = with_release(pipelines)
         settings = settings.model_copy(update=update)
         self.safety = safety
         self.release = dict(release or {})

@@ -36,6 +36,11 @@ def test_optimizers_are_listed_with_settings_schema(client):
     assert hot["defaults"]["hot_threshold"] == 0.8
     assert hot["settings_schema"]["properties"]["hot_threshold"]["maximum"] == 1.0
     assert "hot" in hot["description"].lower()
+    # what runs by default, in which order, and what each may change
+    assert hot["default_order"] == {"running": 10}
+    assert hot["changes"] == {"groups": [], "nodes": ["ps"]}
+    assert listed["worker_tuning"]["changes"] == {"groups": ["worker"], "nodes": []}
+    assert listed["memory_release"]["default_order"] == {}
 
 
 def test_hot_ps_plan_round_trip(client):

@@ -9,8 +9,9 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.state import server_state
-from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
+from brain.config import Settings
 from brain.domain import RoleSpec
+from brain.optimizing import load_registry
 from brain.retraining.service import ModelHolder
 from brain.summaries import summarize_job
 from optimizers.startup import StartupSettings
@@ -27,7 +28,7 @@ ROLES = {
 def settings(pg_url, db, tmp_path) -> Settings:
     """The seed rules alone at the create stage: their numbers are worked out below; the
     default stage (learned_margin last) has its own test."""
-    seed = {**DEFAULT_STAGE_OPTIMIZERS, "create": ["startup", "gpu_cpu"]}
+    seed = {**load_registry().default_pipelines(), "create": ["startup", "gpu_cpu"]}
     return Settings(database_url=pg_url, stage_optimizers=seed, model_dir=str(tmp_path / "m"))
 
 

@@ -107,6 +107,14 @@ def test_optimizers_page_lists_each_with_defaults(client):
     names = [o["name"] for o in client.get("/api/v1/optimizers").json()]
     html = client.get("/ui/optimizers").text
     assert re.findall(r'data-optimizer="([^"]+)"', html) == names
+    # what each declares: hot_ps migrates PS nodes in the running stage by default;
+    # learned_peak sets any role's group and runs only when asked
+    hot_ps = html.split('data-optimizer="hot_ps"')[1].split("</section>")[0]
+    assert "Runs by default at: running</p>" in hot_ps
+    assert "Sets the groups of: none. Migrates nodes of: ps." in hot_ps
+    peak = html.split('data-optimizer="learned_peak"')[1].split("</section>")[0]
+    assert "Runs by default at: none (only when configured or requested)" in peak
+    assert "Sets the groups of: every role. Migrates nodes of: none." in peak
 
 
 def test_overview_counts_and_the_weeks_totals(client, history, session):

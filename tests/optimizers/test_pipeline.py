@@ -65,6 +65,18 @@ def test_a_failing_optimizer_is_a_reason_and_the_others_still_count():
     assert result.proposal.roles["worker"].cpu == 4
 
 
+def test_a_proposal_beyond_the_optimizers_declared_changes_is_ignored_and_said_so():
+    # ps_mover declares PS migrations only; it also asks for a PS group, so the whole
+    # proposal is dropped (a master applying part of a plan chooses by the declarations)
+    settings = Settings(stage_optimizers={"running": ["ps_mover", "worker_size"]})
+    result = run_stage(registry(), Stage.running, context(Stage.running), settings)
+    assert result.proposal.migrate == [] and "ps" not in result.proposal.roles
+    assert result.proposal.reasons[0] == Reason(
+        "ps_mover", "proposed changes it does not declare (ps group); ignored"
+    )
+    assert result.proposal.roles["worker"].cpu == 4  # the declared-nothing one stands
+
+
 @pytest.mark.parametrize(
     ("requested", "overrides", "field"),
     [

@@ -36,6 +36,7 @@ from brain.optimizing import (
     SpeedSample,
     load_registry,
 )
+from brain.optimizing.changes import changes_of, undeclared
 from brain.optimizing.pipeline import run_stage
 from brain.optimizing.roles import EPSILON, SIZE_FIELDS, effective_roles, node_level_totals
 from optimizers.learned_margin import MEMORY_BELOW_PEAK
@@ -152,7 +153,12 @@ def live_state(draw, the_job):
 
 
 def plan_for(stage, the_job, history=(), nodes=(), samples=(), speed=(), events=()):
-    context = OptimizerContext(
+    context = context_for(stage, the_job, history, nodes, samples, speed, events)
+    return run_stage(REGISTRY, stage, context, SETTINGS).proposal
+
+
+def context_for(stage, the_job, history=(), nodes=(), samples=(), speed=(), events=()):
+    return OptimizerContext(
         stage=stage,
         now=NOW,
         job=the_job,
@@ -164,7 +170,6 @@ def plan_for(stage, the_job, history=(), nodes=(), samples=(), speed=(), events=
         node_max=NODE_MAX,
         node=events[0].node if events else None,
     )
-    return run_stage(REGISTRY, stage, context, SETTINGS).proposal
 
 
 def assert_trusted(proposal, the_job, nodes):
@@ -307,3 +312,32 @@ def assert_memory_kept(proposal, the_job, nodes, peaks):
             peak,
             proposal.reasons,
         )
+
+
+@PROPERTY
+@given(st.data())
+def test_every_optimizer_changes_only_what_it_declares(data):
+    # DLRover's PS and worker stages run the optimizers by their declared changes, and
+    # the pipeline ignores a proposal beyond them: each of ours must keep within its own
+    the_job, history = data.draw(job_shapes())
+    nodes, samples, speed = data.draw(live_state(the_job))
+    for stage in Stage:
+        events = ()
+        if stage == Stage.oom and nodes:
+            victim = data.draw(st.sampled_from(nodes))
+            events = (EventView(id=1, ts=NOW, kind="oom", node=victim.name),)
+        live = stage != Stage.create
+        context = context_for(
+            stage,
+            the_job,
+            history,
+            nodes if live else (),
+            samples if live else (),
+            speed if live else (),
+            events,
+        )
+        for name in REGISTRY.names():
+            optimizer = REGISTRY.get(name)
+            if stage in optimizer.stages:
+                proposal = optimizer.propose(context, optimizer.Settings())
+                assert undeclared(changes_of(optimizer), proposal) == [], (name, proposal)

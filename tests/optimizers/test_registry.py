@@ -1,11 +1,18 @@
 import logging
+import re
 from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import pytest
 from annotated_types import Ge, Le
+from pydantic import BaseModel
 
-from brain.optimizing import load_registry
-from brain.optimizing.registry import ENTRY_POINT_GROUP
+from brain.config import Settings
+from brain.domain import Stage
+from brain.optimizing import OptimizerRegistry, load_registry
+from brain.optimizing.changes import ANYTHING, changes_of, default_position
+from brain.optimizing.pipeline import select_optimizers, stage_pipeline
+from brain.optimizing.registry import ENTRY_POINT_GROUP, describe
 
 OURS = {
     "startup",
@@ -62,3 +69,92 @@ def test_settings_fields_are_described_and_bounded(name):
         if field.annotation in (int, float):
             kinds = {type(m) for m in field.metadata}
             assert {Ge, Le} <= kinds, field_name
+
+
+# The default pipelines as docs/optimizers.md lists them, in the order they run.
+DOCUMENTED_DEFAULTS = {
+    "create": ["startup", "gpu_cpu", "learned_margin"],
+    "oom": ["oom_recovery"],
+    "estimate": ["estimate"],
+    "running": [
+        "hot_ps",
+        "ps_scaling",
+        "oom_risk",
+        "worker_tuning",
+        "cluster_shortage",
+        "slow_node",
+    ],
+}
+
+
+class NoSettings(BaseModel):
+    pass
+
+
+class UndeclaredOptimizer:
+    """Declares neither its changes nor a default place."""
+
+    name = "undeclared"
+    stages = frozenset({Stage.running})
+    Settings = NoSettings
+
+    def propose(self, context, settings):
+        raise AssertionError("never called")
+
+
+def placed(name, at):
+    """An optimizer declaring a place ``at`` in the running stage's default pipeline."""
+    return type(
+        name,
+        (UndeclaredOptimizer,),
+        {"name": name, "default_order": {Stage.running: at}, "__doc__": "Placed."},
+    )()
+
+
+def test_the_default_pipelines_are_the_documented_ones():
+    registry = load_registry()
+    assert registry.default_pipelines() == DOCUMENTED_DEFAULTS
+    # unset, the settings run them; `learned_peak` and `memory_release` only when asked
+    for stage in Stage:
+        chosen = select_optimizers(registry, stage, None, Settings())
+        assert [o.name for o in chosen] == DOCUMENTED_DEFAULTS[stage.value]
+
+
+def test_the_docs_table_lists_the_default_pipelines_in_order():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "optimizers.md").read_text()
+    table = page.split("\n## ")[0]
+    rows = re.findall(r"^\| `(\w+)` \| (.*?) \| [^|]* \|$", table, re.MULTILINE)
+    listed = {stage: re.findall(r"`(\w+)`", cell) for stage, cell in rows}
+    assert listed == DOCUMENTED_DEFAULTS
+
+
+def test_a_default_pipeline_runs_by_declared_place_then_name():
+    registry = OptimizerRegistry([placed("b", 20), placed("c", 10), placed("a", 20)])
+    registry.add(UndeclaredOptimizer())
+    assert registry.default_pipeline(Stage.running) == ["c", "a", "b"]
+    assert registry.default_pipeline(Stage.create) == []
+    assert registry.default_pipelines() == {"running": ["c", "a", "b"]}
+
+
+def test_configured_stages_replace_the_defaults_and_a_left_out_stage_runs_none():
+    registry = load_registry()
+    settings = Settings(stage_optimizers={"running": ["worker_tuning", "hot_ps"]})
+    assert stage_pipeline(registry, settings, Stage.running) == ["worker_tuning", "hot_ps"]
+    assert stage_pipeline(registry, settings, Stage.create) == []
+
+
+def test_a_plugin_that_declares_nothing_may_change_anything_and_runs_only_when_asked():
+    optimizer = UndeclaredOptimizer()
+    assert changes_of(optimizer) == ANYTHING
+    assert changes_of(optimizer).sets_group("any role") and changes_of(optimizer).migrates("ps")
+    assert default_position(optimizer, Stage.running) is None
+    info = describe(optimizer)
+    assert info.changes == {"groups": ["*"], "nodes": ["*"]} and info.default_order == {}
+
+
+def test_the_declarations_are_described():
+    info = {i.name: i for i in load_registry().info()}
+    assert info["hot_ps"].changes == {"groups": [], "nodes": ["ps"]}
+    assert info["hot_ps"].default_order == {"running": 10}
+    assert info["learned_margin"].changes == {"groups": ["*"], "nodes": []}
+    assert info["learned_peak"].default_order == {}

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from dlrover.python.common.constants import JobOptStage, NodeType
 
-from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
+from brain.config import Settings
+from brain.optimizing import load_registry
 from tests.builders import node_point
 from tests.builders.dlrover import (
     JOB_UID,
@@ -24,7 +25,7 @@ from tests.builders.dlrover import (
 def settings(pg_url, db, tmp_path) -> Settings:
     """The seed create rules, whose sizes the numbers below work out (the default create
     stage adds learned_margin)."""
-    seed = {**DEFAULT_STAGE_OPTIMIZERS, "create": ["startup", "gpu_cpu"]}
+    seed = {**load_registry().default_pipelines(), "create": ["startup", "gpu_cpu"]}
     return Settings(database_url=pg_url, stage_optimizers=seed, model_dir=str(tmp_path / "m"))
 
 

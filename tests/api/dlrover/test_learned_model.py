@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from api.state import server_state
-from brain.config import DEFAULT_STAGE_OPTIMIZERS, Settings
+from brain.config import Settings
+from brain.optimizing import load_registry
 from brain.optimizing.sizing_model import ResourceHistory
 from brain.retraining.service import ModelHolder
 from tests.builders.dlrover import (
@@ -53,7 +54,7 @@ class LastPeakModel:
 def settings(pg_url, db, tmp_path) -> Settings:
     """learned_peak sizes at create (it uses the model; without one it is learned_margin)."""
     create = ["startup", "gpu_cpu", "learned_peak"]
-    stages = {**DEFAULT_STAGE_OPTIMIZERS, "create": create}
+    stages = {**load_registry().default_pipelines(), "create": create}
     return Settings(database_url=pg_url, stage_optimizers=stages, model_dir=str(tmp_path / "m"))
 
 

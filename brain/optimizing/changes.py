@@ -1,0 +1,69 @@
+"""What an optimizer declares beyond its name and stages: the roles its proposals may
+change, and its place in a stage's default pipeline.
+
+Declared on the optimizer's class, so that nothing outside it names a plugin: the
+default pipelines are the optimizers that declare a place there, in that order, and a
+caller that applies only part of a plan (a DLRover master reads the PS group at one of
+its stages and the worker group at another) runs the optimizers whose declared changes
+that part carries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from brain.domain import Stage
+from brain.optimizing.proposal import Proposal
+
+# Stands for every role, the well-known ones and any other a job declares.
+ANY_ROLE = "*"
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The roles an optimizer's proposals may change, in two kinds.
+
+    ``groups``: roles whose count or per-node size it may set (``Proposal.roles``,
+    ``launch`` and ``remove``). ``nodes``: roles whose single nodes it may migrate, that
+    is relaunch with another size or on another host (``Proposal.migrate``).
+    """
+
+    groups: frozenset[str] = frozenset()
+    nodes: frozenset[str] = frozenset()
+
+    def sets_group(self, role: str) -> bool:
+        return role in self.groups or ANY_ROLE in self.groups
+
+    def migrates(self, role: str) -> bool:
+        return role in self.nodes or ANY_ROLE in self.nodes
+
+
+# What a plugin that declares nothing may change: anything.
+ANYTHING = Changes(groups=frozenset({ANY_ROLE}), nodes=frozenset({ANY_ROLE}))
+
+
+def undeclared(changes: Changes, proposal: Proposal) -> list[str]:
+    """What ``proposal`` changes that ``changes`` does not declare, e.g. ``["ps group"]``."""
+    found = [f"{role} group" for role in proposal.roles if not changes.sets_group(role)]
+    found += [
+        f"{c.role} group"
+        for c in [*proposal.launch, *proposal.remove]
+        if not changes.sets_group(c.role)
+    ]
+    found += [f"{c.role} node {c.name}" for c in proposal.migrate if not changes.migrates(c.role)]
+    return list(dict.fromkeys(found))
+
+
+def changes_of(optimizer: Any) -> Changes:
+    """The optimizer's declared ``changes``; a plugin that declares none may change
+    anything (so it is never left out of a caller that filters by role)."""
+    declared = getattr(optimizer, "changes", None)
+    return declared if isinstance(declared, Changes) else ANYTHING
+
+
+def default_position(optimizer: Any, stage: Stage) -> int | None:
+    """Where the optimizer runs in ``stage``'s default pipeline (``default_order``;
+    lower first, and a later optimizer's value wins where two set the same field), or
+    ``None``: it runs there only when configured or requested."""
+    return dict(getattr(optimizer, "default_order", {})).get(stage)
