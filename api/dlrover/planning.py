@@ -24,13 +24,15 @@ from api.dlrover.no_history import body_to_send
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.replies import to_dlrover
 from api.dlrover.report_checks import UID_CHARS, storable_uid
-from api.dlrover.stages import BrainCall, translate
+from api.dlrover.stages import BrainCall, Reply, carries, translate
 from api.dlrover.transaction import transaction
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage
 from brain.errors import InvalidInput, NotFound
 from brain.optimizing import OptimizerRegistry
+from brain.optimizing.changes import changes_of
+from brain.optimizing.pipeline import stage_pipeline
 from brain.optimizing.sizing_model import SizingModel
 from brain.services import master_reports, plans
 from brain.services.nodes import NodeRef
@@ -138,9 +140,9 @@ class Planner:
         self, session: Session, job: JobRow, call: BrainCall, node: str | None
     ) -> plans.Optimized | None:
         names = None
-        if call.optimizers is not None:
-            configured = self._settings.stage_optimizers.get(call.stage.value, [])
-            names = [name for name in configured if name in call.optimizers]
+        if call.only_what_reply_carries:
+            configured = stage_pipeline(self._registry, self._settings, call.stage)
+            names = [name for name in configured if self._carried(name, call.reply)]
             if not names:
                 return None
         return plans.optimize(
@@ -154,3 +156,7 @@ class Planner:
             sizing_model=self._sizing_model(),
             ps_hosts=ps_hosts_of,
         )
+
+    def _carried(self, name: str, reply: Reply) -> bool:
+        optimizer = self._registry.get(name)
+        return optimizer is not None and carries(reply, changes_of(optimizer))

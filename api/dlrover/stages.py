@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from brain.domain import ROLE_PS, ROLE_WORKER, Stage
 from brain.errors import InvalidInput
+from brain.optimizing.changes import Changes
 
 WORKER_PHASE_KEY = "optimizer.worker.optimize-phase"
 # DLRover names pods <job>-edljob-<role>-<id>; the master itself parses them this way.
@@ -52,12 +53,13 @@ class OomPod:
 
 @dataclass(frozen=True)
 class BrainCall:
-    """One optimize request, translated: run ``stage`` with ``optimizers`` (``None``: the
-    stage's configured ones, else the configured ones among these) and reply ``reply``."""
+    """One optimize request, translated: run ``stage`` and reply ``reply``. With
+    ``only_what_reply_carries``, run only the stage's configured optimizers whose declared
+    changes the reply carries (``carries``): the master applies nothing else there."""
 
     stage: Stage
     reply: Reply
-    optimizers: frozenset[str] | None = None
+    only_what_reply_carries: bool = False
     oom_pod: OomPod | None = None
 
 
@@ -66,10 +68,17 @@ class UnknownRequest(InvalidInput):
     message says why."""
 
 
-# The running stage split the way the master asks: PS-side optimizers for its PS stage,
-# worker tuning for its worker stages.
-PS_SIDE = frozenset({"hot_ps", "ps_scaling", "oom_risk"})
-WORKER_SIDE = frozenset({"worker_tuning"})
+def carries(reply: Reply, changes: Changes) -> bool:
+    """Whether the master applies any change of this kind from ``reply``: the running
+    stage is split the way it asks, the PS group and PS migrations at its PS stage, the
+    worker group (never a migration) at its worker stages."""
+    match reply:
+        case Reply.ps:
+            return changes.sets_group(ROLE_PS) or changes.migrates(ROLE_PS)
+        case Reply.workers:
+            return changes.sets_group(ROLE_WORKER)
+        case _:
+            return True
 
 
 def translate(stage: str, phase: str | None, oom_pods: list[str]) -> BrainCall:
@@ -91,11 +100,11 @@ def translate(stage: str, phase: str | None, oom_pods: list[str]) -> BrainCall:
         case DLRoverStage.worker_initial if phase in (None, "", "initial"):
             return BrainCall(Stage.estimate, Reply.workers)
         case DLRoverStage.worker_initial | DLRoverStage.worker_running:
-            return BrainCall(Stage.running, Reply.workers, optimizers=WORKER_SIDE)
+            return BrainCall(Stage.running, Reply.workers, only_what_reply_carries=True)
         case DLRoverStage.ps_initial:
             return BrainCall(Stage.estimate, Reply.ps)
         case DLRoverStage.ps_running:
-            return BrainCall(Stage.running, Reply.ps, optimizers=PS_SIDE)
+            return BrainCall(Stage.running, Reply.ps, only_what_reply_carries=True)
         case _:
             return BrainCall(Stage.running, Reply.any)
 
