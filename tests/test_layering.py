@@ -574,3 +574,52 @@ def test_the_lab_checks_find_a_lab_module_in_serve(tmp_path):
         "brain.lab.simulation",
         "brain.lab.simulation.run",
     ]
+
+
+# --- what runs where is declared by the optimizers, not listed in the core --------------
+
+# Where a list of plugins would decide what runs: the settings' defaults, the stage
+# machinery and the DLRover stage mapping.
+PIPELINE_DECIDERS = ("brain/config.py", "brain/optimizing", "api/dlrover")
+
+
+def plugin_names(pyproject: Path) -> set[str]:
+    entry_points = tomllib.loads(pyproject.read_text())["project"]["entry-points"]
+    return set(entry_points.get("brain.optimizers", {}))
+
+
+def plugins_named_in_the_core(root: Path) -> list[str]:
+    """String constants naming one of our optimizers where the pipeline is decided."""
+    names = plugin_names(root / "pyproject.toml")
+    found = []
+    for place in PIPELINE_DECIDERS:
+        paths = [root / place] if place.endswith(".py") else sorted((root / place).rglob("*.py"))
+        for path in paths:
+            if not path.exists():
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and node.value in names:
+                    found.append(f"{path.relative_to(root).as_posix()} names {node.value}")
+    return found
+
+
+def test_no_plugin_is_named_where_the_pipeline_is_decided():
+    assert plugins_named_in_the_core(ROOT) == []
+
+
+def test_the_plugin_name_check_finds_a_listed_plugin(tmp_path):
+    _write_tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[project.entry-points."brain.optimizers"]\n'
+            'hot_ps = "optimizers.hot_ps:HotPsOptimizer"\n',
+            "brain/config.py": 'DEFAULTS = {"running": ["hot_ps"]}\n',
+            "brain/optimizing/pipeline.py": '"""Runs hot_ps and others."""\nSTAGE = "running"\n',
+            "api/dlrover/stages.py": 'PS_SIDE = frozenset({"hot_ps"})\n',
+            "api/routers/plans.py": 'EXAMPLE = "hot_ps"\n',
+        },
+    )
+    assert plugins_named_in_the_core(tmp_path) == [
+        "brain/config.py names hot_ps",
+        "api/dlrover/stages.py names hot_ps",
+    ]
