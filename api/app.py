@@ -46,7 +46,7 @@ from brain.db import migrate
 from brain.db.engine import make_engine, make_read_session_factory, make_session_factory
 from brain.leadership import elect
 from brain.optimizing import load_registry
-from brain.portrait_metrics import PortraitMetrics
+from brain.portraits.metrics import PortraitMetrics
 from brain.services.tokens import AuthPolicy, TokenVerifier
 from brain.telemetry import Telemetry
 

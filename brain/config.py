@@ -107,7 +107,7 @@ class CollectorSettings(BaseSettings):
 
 class PrioritySettings(BaseSettings):
     """Thresholds of the priority from utilization (GET /api/v1/priorities; see
-    brain/summaries/priorities.py for the score). Flat ``BRAIN_PRIORITY_*`` variables;
+    brain/portraits/priorities.py for the score). Flat ``BRAIN_PRIORITY_*`` variables;
     ``Settings.priority`` holds them."""
 
     model_config = SettingsConfigDict(env_prefix="BRAIN_", extra="ignore")

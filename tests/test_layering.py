@@ -43,6 +43,7 @@ IMPURE_BRAIN_MODULES = (
     "brain.config",
     "brain.db",
     "brain.history",
+    "brain.portraits",
     "brain.services",
     "brain.summaries",
 )

@@ -63,7 +63,7 @@ def test_brain_serve_loads_neither_pandas_nor_matplotlib(sqlite_url, tmp_path):
     out = json.loads(result.stdout.splitlines()[-1])
     assert out["statuses"] == [201, 200, 200, 200, 200, 200, 200, 200, 200]
     assert "brain.optimizing" in out["modules"]  # the check sees what was loaded
-    assert "brain.summaries.portraits" in out["modules"]
+    assert "brain.portraits.jobs" in out["modules"]
     loaded = [m for m in out["modules"] if m.split(".")[0] in OFFLINE_ONLY]
     assert loaded == []
 

@@ -38,15 +38,15 @@ from api.state import server_state
 from brain.domain import JobStatus, utcnow
 from brain.errors import Conflict, Unauthorized
 from brain.job_ref import JobRef
+from brain.portraits import jobs as portraits
+from brain.portraits.job_table import SORTS, JobTableFilters, job_table
+from brain.portraits.overview import job_counts
+from brain.portraits.spend import run_spend, spend_by
+from brain.portraits.suggestions import SuggestionQuery, suggest
+from brain.portraits.trend import weekly_trend
 from brain.services import events, jobs, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
-from brain.summaries import portraits
-from brain.summaries.job_table import SORTS, JobTableFilters, job_table
-from brain.summaries.overview import job_counts
-from brain.summaries.spend import run_spend, spend_by
-from brain.summaries.suggestions import SuggestionQuery, suggest
-from brain.summaries.trend import weekly_trend
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")

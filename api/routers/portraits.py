@@ -35,11 +35,11 @@ from brain.costs import Cost, Prices
 from brain.db.engine import ReadSession
 from brain.domain import utcnow
 from brain.history.plausible import SECONDS_PER_DAY
+from brain.portraits import jobs as portraits
+from brain.portraits.priorities import priority_of
+from brain.portraits.spend import spend_by
 from brain.services import jobs
-from brain.summaries import portraits
-from brain.summaries.priorities import priority_of
 from brain.summaries.series import STORED_BUCKETS
-from brain.summaries.spend import spend_by
 
 router = APIRouter(
     prefix="/api/v1/portraits",

@@ -16,8 +16,8 @@ from api.schemas.portraits import Page, TotalsOut
 from api.schemas.priorities import PrioritiesOut, PriorityBy, PriorityOut, PriorityRow
 from brain.domain import utcnow
 from brain.history.plausible import SECONDS_PER_DAY
-from brain.summaries import priorities as priorities_
-from brain.summaries.priorities import PriorityClass
+from brain.portraits import priorities as priorities_
+from brain.portraits.priorities import PriorityClass
 
 router = APIRouter(
     prefix="/api/v1/priorities",

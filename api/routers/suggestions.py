@@ -15,8 +15,8 @@ from api.params import name_filter
 from api.routing import InputRoute
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from brain.errors import InvalidInput
-from brain.summaries.spend import run_spend
-from brain.summaries.suggestions import SuggestionQuery, suggest
+from brain.portraits.spend import run_spend
+from brain.portraits.suggestions import SuggestionQuery, suggest
 
 router = APIRouter(
     prefix="/api/v1/suggestions",

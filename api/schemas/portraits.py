@@ -14,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from brain.costs import Cost, Prices
 from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.history.plausible import DEFAULT_MAX_RUN_S, excluded_reason
+from brain.portraits.jobs import JobPortrait, Totals
+from brain.portraits.priorities import PriorityClass
 from brain.summaries import series as series_
 from brain.summaries.hours import Hours
-from brain.summaries.portraits import JobPortrait, Totals
-from brain.summaries.priorities import PriorityClass
 
 
 class RankingBy(StrEnum):

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from brain.summaries.spend import RunSpend
+from brain.portraits.spend import RunSpend
 
 TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "oom_risk", "gpu")
 # Basis runs named on the text line; the JSON lists them all.

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from brain.config import PrioritySettings
+from brain.portraits.jobs import Totals
+from brain.portraits.priorities import PriorityClass, priority_of
 from brain.summaries import summarize_job
 from brain.summaries.hours import Hours
-from brain.summaries.portraits import Totals
-from brain.summaries.priorities import PriorityClass, priority_of
 from tests.builders import add_event, at, flat_job, recent_hour
 
 approx = pytest.approx

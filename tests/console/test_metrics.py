@@ -178,7 +178,7 @@ def test_user_series_stay_bounded_with_ten_thousand_users(settings, db):
 
 
 def test_a_database_that_does_not_answer_leaves_the_other_metrics(fresh, history, monkeypatch):
-    from brain import portrait_metrics
+    from brain.portraits import metrics as portrait_metrics
 
     def down(*_args, **_kwargs):
         from sqlalchemy.exc import OperationalError

@@ -15,9 +15,9 @@ from api.state import server_state
 from brain.config import Settings
 from brain.db.models import JobSummaryRow
 from brain.domain import RoleSpec, Stage, utcnow
+from brain.portraits.suggestions import SuggestionQuery, suggest
 from brain.services.optimizer_context import build_context
 from brain.summaries import summarize_job
-from brain.summaries.suggestions import SuggestionQuery, suggest
 from tests.builders import flat_job, make_job, recent_hour
 from tests.builders.optimizers import registry
 

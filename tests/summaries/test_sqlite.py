@@ -8,8 +8,8 @@ from sqlalchemy import select
 from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import NodeSummaryRow, RoleSummaryRow
 from brain.history.related import MATCH_NAME, MATCH_USER_DATASET, RelatedQuery, find_related
+from brain.portraits.jobs import job_portrait_of
 from brain.summaries import summarize_job
-from brain.summaries.portraits import job_portrait_of
 from tests.builders import flat_job, hand_job, recent_hour
 
 approx = pytest.approx

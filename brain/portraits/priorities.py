@@ -22,7 +22,7 @@ from enum import StrEnum
 from brain.config import PrioritySettings
 from brain.db.engine import ReadSession
 from brain.history.plausible import DEFAULT_MAX_RUN_S
-from brain.summaries.portraits import Totals, owner_totals
+from brain.portraits.jobs import Totals, owner_totals
 
 
 class PriorityClass(StrEnum):

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 from brain.costs import Cost, Prices
 from brain.db.engine import ReadSession
 from brain.db.models import JobRow, JobSummaryRow
+from brain.portraits.jobs import RANKING_KEYS, TOTALS_KEYS
+from brain.portraits.suggestions import Suggestion
 from brain.summaries.hours import Hours
-from brain.summaries.portraits import RANKING_KEYS, TOTALS_KEYS
-from brain.summaries.suggestions import Suggestion
 
 KEYS = {**RANKING_KEYS, **TOTALS_KEYS}
 

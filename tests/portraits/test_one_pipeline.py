@@ -5,8 +5,8 @@ from __future__ import annotations
 from brain.config import Settings
 from brain.domain import RoleSpec, Stage
 from brain.optimizing import Reason
+from brain.portraits.suggestions import SuggestionQuery, suggest
 from brain.services.plans import optimize
-from brain.summaries.suggestions import SuggestionQuery, suggest
 from tests.builders import make_job, recent_hour
 from tests.builders.optimizers import registry
 

@@ -25,8 +25,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.domain import utcnow
+from brain.portraits.jobs import SORT_ORDERS, Totals, totals_by
 from brain.summaries.hours import RESOURCES
-from brain.summaries.portraits import SORT_ORDERS, Totals, totals_by
 
 log = logging.getLogger(__name__)
 OTHER = "(other)"

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from brain.db.models import JobSummaryRow
 from brain.domain import as_utc
+from brain.portraits.jobs import OWNER_KEYS
 from brain.summaries.hours import Hours
-from brain.summaries.portraits import OWNER_KEYS
 
 WEEK = timedelta(weeks=1)
 
