@@ -4,7 +4,8 @@ for the API (``job_body``, ``node_point``), jobs recorded through the API (``rec
 (``make_job`` and the ``add_*`` helpers, ``hand_job``, ``flat_job``); and API tokens
 (``token_secret``) with the header that presents one (``bearer``). ``views`` builds what
 optimizers see (jobs, nodes, samples, plans, contexts), ``optimizers`` holds stand-in
-optimizers, ``traces`` builds traces of runs for the backtest and the learned models,
+optimizers, ``traces`` builds traces of runs for the replay, the backtest and the learned
+models, ``db_runs`` finished and summarized jobs as the database's runs to replay,
 ``tenancy`` two teams' tokens, runs and plans, ``dlrover`` DLRover's master objects and
 the jobs the drop-in tests give it."""
 

@@ -1,13 +1,18 @@
 """Traces of runs, as ``brain.replay.trace.normalize`` reads a site's (one row per run):
 written out row by row so the expected figures can be worked out by hand, daily runs
-from given peaks, or daily runs drawn at random around a scale per workload."""
+from given peaks, or daily runs drawn at random around a scale per workload; and one
+workload's daily runs with their samples attached (``one_workload``), for the loop replay."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from brain.replay.series import RunSeries, attach
 from brain.replay.trace import normalize
+
+DAY = 86400
+START = int(pd.Timestamp("2024-01-01", tz="UTC").timestamp())
 
 
 def trace(rows: list[dict]) -> pd.DataFrame:
@@ -84,3 +89,19 @@ def random_memory_runs(workloads: int, runs: int, seed: int) -> pd.DataFrame:
             for w in range(workloads)
         }
     )
+
+
+def one_workload(
+    days: list[dict], series: list[list[tuple[int, float, float]]], sample_s: float = 300.0
+) -> tuple[pd.DataFrame, RunSeries]:
+    """A run table of one workload ``w`` (one row per day from ``START``) and its series:
+    per day, (seconds into the day, cpu, mem_mib) samples."""
+    table = trace(
+        [{"workload": "w", "day": f"2024-01-0{i + 1}", **row} for i, row in enumerate(days)]
+    )
+    rows = [
+        {"workload": "w", "ts": START + i * DAY + s, "cpu": cpu, "mem_mib": mem}
+        for i, day in enumerate(series)
+        for s, cpu, mem in day
+    ]
+    return table, attach(table, pd.DataFrame(rows), period_s=DAY, sample_s=sample_s)

@@ -1,13 +1,9 @@
-"""Runs from the database: summarized jobs as the normalized run table, and the CLI."""
+"""Runs from the database: summarized jobs as the normalized run table."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from sqlalchemy.orm import Session
@@ -16,86 +12,8 @@ from brain.domain import JobStatus, RoleSpec
 from brain.replay.db_source import DatabaseRuns
 from brain.replay.trace import RUN_COLUMNS, TraceError
 from brain.services.jobs import JobFilters
-from brain.services.samples import NodePoint, ingest
-from brain.summaries import summarize_job
 from tests.builders import make_job
-from tests.commands import run_command
-
-T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
-PS_JOB_ROLES = {
-    "ps": RoleSpec(count=1, cpu=4, memory_mib=8192),
-    "worker": RoleSpec(count=2, cpu=8, memory_mib=16384),
-}
-
-
-def database_url(engine) -> str:
-    return engine.url.render_as_string(hide_password=False)
-
-
-def add_job(
-    engine,
-    uid: str,
-    usage: dict[str, list[tuple[float, float]]],
-    *,
-    roles: dict | None = None,
-    group: str = "alice/ctr",
-    user: str = "alice",
-    status: str = "succeeded",
-    start: datetime = T0,
-    hours: float = 2.0,
-    started: bool = True,
-    gpu: dict[str, list[tuple[float, float, float]]] | None = None,
-) -> None:
-    """A job whose nodes (``<role>-<index>``) used ``usage`` (cpu, memory_mib) one sample a
-    minute, summarized as the service does when it ends."""
-    with Session(engine) as session:
-        job = make_job(
-            session,
-            uid,
-            name=uid.rsplit("-", 1)[0],
-            user=user,
-            dataset=None,
-            group_key=group,
-            roles=PS_JOB_ROLES if roles is None else roles,
-            status=status,
-            created_at=start - timedelta(minutes=5),
-            start=start,
-            started=started,
-            hours=hours,
-        )
-        points = []
-        for node, samples in usage.items():
-            role, index = node.rsplit("-", 1)
-            for i, (cpu, memory) in enumerate(samples):
-                extra = gpu[node][i] if gpu and node in gpu else (None, None, None)
-                points.append(
-                    NodePoint(
-                        node,
-                        role,
-                        int(index),
-                        start + timedelta(minutes=i),
-                        float(cpu),
-                        float(memory),
-                        *extra,
-                    )
-                )
-        ingest(session, job, points, [])
-        summarize_job(session, job)
-        session.commit()
-
-
-def ps_job(engine, uid: str, **kwargs) -> None:
-    """Two workers: per node CPU p95 7.4 and 2 (pooled: 5.85); one PS using little."""
-    add_job(
-        engine,
-        uid,
-        {
-            "worker-0": [(1, 100), (1, 100), (1, 100), (1, 100), (9, 100)],
-            "worker-1": [(2, 300), (2, 300), (2, 300), (2, 300), (2, 500)],
-            "ps-0": [(0.5, 50)] * 5,
-        },
-        **kwargs,
-    )
+from tests.builders.db_runs import T0, add_job, database_url, ps_job
 
 
 def test_a_ps_job_is_one_run_of_its_worker_role_with_per_node_peaks(db):
@@ -195,45 +113,6 @@ def test_an_unreachable_database_is_a_trace_error():
     with pytest.raises(TraceError, match="cannot read the database"):
         source.load()
     assert "secret" not in source.name and "status=succeeded" in source.name
-
-
-def test_job_filters_need_from_db(tmp_path, capsys):
-    trace = tmp_path / "t.csv"
-    trace.write_text("workload,day,samples,req_memory_mib,mem_max\nw,2024-01-01,3,10,5\n")
-    assert run_command("backtest", ["--trace", str(trace), "--user", "alice"]) == 2
-    assert "--user need --from-db" in capsys.readouterr().err
-
-
-def test_cli_backtests_the_database_as_json(db):
-    for day in range(5):
-        ps_job(db, f"ctr-{day}", start=T0 + timedelta(days=day))
-    env = {**os.environ, "BRAIN_DATABASE_URL": database_url(db)}
-    result = subprocess.run(
-        [sys.executable, "-m", "api.main", "backtest", "--from-db", "--json", "--quiet"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    assert report["runs"] == 5 and report["workloads"] == 1
-    assert report["source"].startswith("database postgresql+psycopg://")
-    request = next(
-        e for e in report["recommenders"] if (e["name"], e["resource"]) == ("request", "memory")
-    )
-    # 3 earlier runs needed: runs 4 and 5 are warm; workers peak at 500 of 16384 MiB
-    assert request["runs"] == 2 and request["under_rate"] == 0.0
-    assert request["alloc_used"] == pytest.approx(16384 / 500)
-
-
-def test_an_empty_selection_exits_with_2(db, monkeypatch, capsys):
-    ps_job(db, "ctr-1")
-    monkeypatch.setenv("BRAIN_DATABASE_URL", database_url(db))
-    assert run_command("backtest", ["--from-db", "--group", "none/such"]) == 2
-    assert "no summarized finished job" in capsys.readouterr().err
-    assert run_command("backtest", ["--from-db", "--group", "alice/ctr", "--json", "--quiet"]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"] == 1
 
 
 def test_the_main_role_is_chosen_per_workload(db, caplog):
