@@ -15,6 +15,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from brain.config import ClusterSettings, CollectorSettings, PrioritySettings, Settings
+from brain.optimizing.changes import ANY_ROLE
 from brain.optimizing.registry import OptimizerRegistry
 
 # Settings' nested groups are read from flat BRAIN_* variables like the others.
@@ -98,8 +99,18 @@ def optimizers_reference(registry: OptimizerRegistry) -> str:
     sections = []
     for info in registry.info():
         stages = ", ".join(f"`{stage}`" for stage in info.stages)
+        defaults = ", ".join(f"`{stage}` (place {at})" for stage, at in info.default_order.items())
+        declared = (
+            f"Stages: {stages}. Runs by default at: {defaults or 'none'}. "
+            f"Sets the groups of: {_roles(info.changes['groups'])}; "
+            f"migrates nodes of: {_roles(info.changes['nodes'])}."
+        )
         sections.append(
-            f"### `{info.name}`\n\nStages: {stages}.\n\n{inspect.cleandoc(info.description)}\n\n"
+            f"### `{info.name}`\n\n{declared}\n\n{inspect.cleandoc(info.description)}\n\n"
             + optimizer_settings_table(registry, info.name)
         )
     return "\n".join(sections)
+
+
+def _roles(names: list[str]) -> str:
+    return ", ".join("every role" if n == ANY_ROLE else f"`{n}`" for n in names) or "none"

@@ -13,6 +13,7 @@ from brain.optimizing import OptimizerRegistry, load_registry
 from brain.optimizing.changes import ANYTHING, changes_of, default_position
 from brain.optimizing.pipeline import select_optimizers, stage_pipeline
 from brain.optimizing.registry import ENTRY_POINT_GROUP, describe
+from brain.reference import optimizers_reference
 
 OURS = {
     "startup",
@@ -158,3 +159,14 @@ def test_the_declarations_are_described():
     assert info["hot_ps"].default_order == {"running": 10}
     assert info["learned_margin"].changes == {"groups": ["*"], "nodes": []}
     assert info["learned_peak"].default_order == {}
+
+
+def test_the_docs_reference_states_each_optimizers_declarations():
+    text = optimizers_reference(load_registry())
+    hot_ps = text.split("### `hot_ps`")[1].split("###")[0]
+    assert (
+        "Stages: `running`. Runs by default at: `running` (place 10). "
+        "Sets the groups of: none; migrates nodes of: `ps`." in hot_ps
+    )
+    peak = text.split("### `learned_peak`")[1].split("###")[0]
+    assert "Runs by default at: none. Sets the groups of: every role;" in peak
