@@ -158,13 +158,13 @@ def _week_cost(session, since, settings, namespace: str | None):
     ``namespace``'s alone."""
     if namespace is not None:
         spent = spend_by(session, "namespace", [namespace], since, settings.prices)
-        return CostOut.of(spent[namespace])
+        return CostOut.model_validate(spent[namespace])
     keys = [key for key, _ in portraits.totals_by(session, "namespace", since)]
     spent = spend_by(session, "namespace", keys, since, settings.prices)
     total = None
     for cost in spent.values():
         total = cost if total is None else total + cost
-    return CostOut.of(total)
+    return None if total is None else CostOut.model_validate(total)
 
 
 @router.get("/jobs", response_class=HTMLResponse)
@@ -342,7 +342,7 @@ def suggestion_page(
             found = suggest(session, registry, settings, query, sizing_model=sizing_model)
             spend = run_spend(session, found, settings.prices, query.gpu_type)
             suggestion = SuggestionOut.model_validate(found)
-            suggestion.cost = SuggestionCostOut.of(spend)
+            suggestion.cost = None if spend is None else SuggestionCostOut.model_validate(spend)
             blocks = resources_blocks(suggestion)
     return page(
         request,

@@ -84,7 +84,8 @@ def get_suggestion(
     )
     found = suggest(session, registry, settings, query, sizing_model=sizing_model)
     out = SuggestionOut.model_validate(found)
-    out.cost = SuggestionCostOut.of(run_spend(session, found, settings.prices, gpu_type))
+    spend = run_spend(session, found, settings.prices, gpu_type)
+    out.cost = None if spend is None else SuggestionCostOut.model_validate(spend)
     wants_text = format == Format.text or (
         format is None and "text/plain" in request.headers.get("accept", "")
     )

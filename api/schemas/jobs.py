@@ -15,6 +15,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from api.schemas.attributes import validated_from
 from api.schemas.common import (
     NO_NUL,
     Cores,
@@ -224,29 +225,15 @@ class JobOut(BaseModel):
 
     @classmethod
     def of(cls, job: JobRow) -> JobOut:
-        return cls(
-            uid=job.uid,
-            name=job.name,
-            user=job.user,
-            dataset=job.dataset,
-            group_key=job.group_key,
-            framework=job.framework,
-            strategy=job.strategy,
-            namespace=job.namespace,
-            cluster=job.cluster,
-            gpu_type=job.gpu_type,
+        """The stored job; fields not given here are the row's of the same name."""
+        return validated_from(
+            cls,
+            job,
             limits=Limits(cpu=job.limit_cpu, memory_mib=job.limit_memory_mib, gpu=job.limit_gpu),
             roles={
                 role: RoleResources.of(spec, (job.role_bounds or {}).get(role))
                 for role, spec in (job.roles or {}).items()
             },
-            total_steps=job.total_steps,
-            status=job.status,
-            exit_reason=job.exit_reason,
-            created_at=job.created_at,
-            updated_at=job.updated_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
         )
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.attributes import validated_from
 from api.schemas.common import NO_NUL, Name, Text, Timestamp
 from brain.db.models import ScalePlanRow
 from brain.domain import PlanStatus, Stage
@@ -48,16 +49,8 @@ class PlanOut(PlanBody):
 
     @classmethod
     def of(cls, plan: ScalePlanRow, job_uid: str) -> PlanOut:
-        return cls(
-            id=plan.id,
-            job_uid=job_uid,
-            stage=plan.stage,
-            status=plan.status,
-            status_message=plan.status_message,
-            created_at=plan.created_at,
-            updated_at=plan.updated_at,
-            **plan.body.model_dump(),
-        )
+        """The stored plan; fields not given here are the row's of the same name."""
+        return validated_from(cls, plan, job_uid=job_uid, **plan.body.model_dump())
 
 
 class PlanStatusIn(BaseModel):

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.attributes import validated_from
 from brain.costs import Cost, Prices
 from brain.db.models import JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.history.plausible import DEFAULT_MAX_RUN_S, excluded_reason
@@ -103,17 +105,11 @@ class ResourceHours(BaseModel):
 class CostOut(BaseModel):
     """Dollars at the configured prices (BRAIN_PRICE_*): only priced resources count."""
 
+    # Read from a brain.costs.Cost, field by field.
+    model_config = ConfigDict(from_attributes=True)
     requested_usd: float = Field(description="What the requested resource-hours cost.")
     used_usd: float = Field(description="What the used resource-hours cost.")
     waste_usd: float = Field(description="Requested − used, dollars.")
-
-    @classmethod
-    def of(cls, cost: Cost | None) -> CostOut | None:
-        if cost is None:
-            return None
-        return cls(
-            requested_usd=cost.requested_usd, used_usd=cost.used_usd, waste_usd=cost.waste_usd
-        )
 
 
 COST_DESCRIPTION = "Dollars at the configured prices; null when no price is set (the default)."
@@ -122,7 +118,7 @@ COST_DESCRIPTION = "Dollars at the configured prices; null when no price is set 
 def priced(prices: Prices | None, hours: Hours, gpu_type: str | None) -> CostOut | None:
     if prices is None or not prices.configured:
         return None
-    return CostOut.of(prices.of(hours, gpu_type))
+    return CostOut.model_validate(prices.of(hours, gpu_type))
 
 
 class UsageStat(BaseModel):
@@ -177,17 +173,11 @@ class RequestedAndUsed(BaseModel):
     oom_count: int
     failure_count: int
 
-    @staticmethod
-    def fields_of(row: RoleSummaryRow | NodeSummaryRow) -> dict:
-        return {
-            "cpu_request_cores": row.cpu_request_cores,
-            "memory_request_mib": row.memory_request_mib,
-            "gpu_request": row.gpu_request,
-            "used": Usage.of(row),
-            "hours": ResourceHours.of(Hours.of(row)),
-            "oom_count": row.oom_count,
-            "failure_count": row.failure_count,
-        }
+    @classmethod
+    def of(cls, row: RoleSummaryRow | NodeSummaryRow) -> Self:
+        """The stored role (RoleOut) or node (NodeSummaryOut); fields not given here are
+        the row's of the same name."""
+        return validated_from(cls, row, used=Usage.of(row), hours=ResourceHours.of(Hours.of(row)))
 
 
 class RoleOut(RequestedAndUsed):
@@ -195,10 +185,6 @@ class RoleOut(RequestedAndUsed):
 
     role: str
     node_count: int
-
-    @classmethod
-    def of(cls, row: RoleSummaryRow) -> RoleOut:
-        return cls(role=row.role, node_count=row.node_count, **cls.fields_of(row))
 
 
 class PlanEffect(BaseModel):
@@ -241,28 +227,10 @@ class JobSummaryOut(BaseModel):
 
     @classmethod
     def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> JobSummaryOut:
-        return cls(
-            uid=row.uid,
-            name=row.name,
-            user=row.user,
-            dataset=row.dataset,
-            group_key=row.group_key,
-            gpu_type=row.gpu_type,
-            status=row.status,
-            final=row.final,
-            computed_at=row.computed_at,
-            started_at=row.started_at,
-            ended_at=row.ended_at,
-            run_seconds=row.run_seconds,
-            node_count=row.node_count,
-            samples=row.samples,
-            hours=ResourceHours.of(Hours.of(row)),
-            oom_count=row.oom_count,
-            failure_count=row.failure_count,
-            speed_mean_steps_per_s=row.speed_mean_steps_per_s,
-            speed_per_worker_mean_steps_per_s=row.speed_per_worker_mean_steps_per_s,
-            plans=row.plans,
-            cost=priced(prices, Hours.of(row), row.gpu_type),
+        """The stored summary; fields not given here are the row's of the same name."""
+        hours = Hours.of(row)
+        return validated_from(
+            cls, row, hours=ResourceHours.of(hours), cost=priced(prices, hours, row.gpu_type)
         )
 
 
@@ -349,18 +317,6 @@ class NodeSummaryOut(RequestedAndUsed):
     run_seconds: float = Field(description="Registration or first sample until the node's end.")
     sampled_seconds: float = Field(description="First to last sample.")
 
-    @classmethod
-    def of(cls, row: NodeSummaryRow) -> NodeSummaryOut:
-        return cls(
-            name=row.name,
-            role=row.role,
-            first_sample_at=row.first_sample_at,
-            last_sample_at=row.last_sample_at,
-            run_seconds=row.run_seconds,
-            sampled_seconds=row.sampled_seconds,
-            **cls.fields_of(row),
-        )
-
 
 class Page(BaseModel):
     total: int = Field(description="Items in all pages.")
@@ -393,19 +349,16 @@ class TotalsOut(BaseModel):
 
     @classmethod
     def of(cls, totals: Totals, cost: Cost | None = None) -> TotalsOut:
-        return cls(
-            jobs=totals.jobs,
-            finished=totals.finished,
-            succeeded=totals.succeeded,
-            failed=totals.failed,
-            stopped=totals.stopped,
-            running=totals.running,
-            success_rate=totals.success_rate,
+        """The totals; fields not given here are theirs of the same name (``cost``, a
+        Cost, is read as a CostOut)."""
+        return validated_from(
+            cls,
+            totals,
             run_hours=totals.run_seconds / 3600.0,
             hours=ResourceHours.of(totals.hours),
             oom_count=totals.hours.oom_count,
             failure_count=totals.hours.failure_count,
-            cost=CostOut.of(cost),
+            cost=cost,
         )
 
 
@@ -424,18 +377,10 @@ class WastefulJob(BaseModel):
 
     @classmethod
     def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> WastefulJob:
-        return cls(
-            uid=row.uid,
-            name=row.name,
-            user=row.user,
-            dataset=row.dataset,
-            group_key=row.group_key,
-            gpu_type=row.gpu_type,
-            status=row.status,
-            ended_at=row.ended_at,
-            hours=ResourceHours.of(Hours.of(row)),
-            oom_count=row.oom_count,
-            cost=priced(prices, Hours.of(row), row.gpu_type),
+        """The stored summary; fields not given here are the row's of the same name."""
+        hours = Hours.of(row)
+        return validated_from(
+            cls, row, hours=ResourceHours.of(hours), cost=priced(prices, hours, row.gpu_type)
         )
 
 

@@ -6,8 +6,6 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from brain.portraits.spend import RunSpend
-
 TABLE_COLUMNS = ("role", "count", "cpu_request", "cpu_limit", "memory_mib", "oom_risk", "gpu")
 # Basis runs named on the text line; the JSON lists them all.
 TEXT_RUNS = 5
@@ -66,23 +64,14 @@ class ReasonOut(BaseModel):
 class SuggestionCostOut(BaseModel):
     """Dollars a day at the configured prices (BRAIN_PRICE_*)."""
 
+    # Read from a RunSpend (what run_spend answers), field by field.
+    model_config = ConfigDict(from_attributes=True)
     suggested_usd_per_day: float = Field(description="The suggested allocation, a day.")
     last_run_uid: str | None = Field(description="The newest run of the basis; null: none.")
     last_run_usd_per_day: float | None = Field(description="What that run requested, a day.")
     saves_usd_per_day: float | None = Field(
         description="Last run − suggested: what the suggestion saves a day (negative: costs more)."
     )
-
-    @classmethod
-    def of(cls, spend: RunSpend | None) -> SuggestionCostOut | None:
-        if spend is None:
-            return None
-        return cls(
-            suggested_usd_per_day=spend.suggested_usd_per_day,
-            last_run_uid=spend.last_run_uid,
-            last_run_usd_per_day=spend.last_run_usd_per_day,
-            saves_usd_per_day=spend.saves_usd_per_day,
-        )
 
 
 class SuggestionOut(BaseModel):
