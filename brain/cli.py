@@ -24,6 +24,7 @@ from brain.domain import utcnow
 from brain.lab.backtest.command import add_parser as add_backtest_parser
 from brain.lab.simulation.cli import add_parser as add_simulate_parser
 from brain.lab.training.command import add_parser as add_train_parser
+from brain.optimizing import load_registry
 from brain.plugins import COMMANDS_GROUP, load_callables
 from brain.savings.command import add_parser as add_report_parser
 from brain.summaries.command import add_parser as add_summarize_parser
@@ -90,7 +91,8 @@ def build_parser(
         "config",
         help="print the effective configuration (secrets masked)",
         description="Print the effective configuration as JSON: every setting with its "
-        "value from BRAIN_* environment variables or its default; passwords (also in "
+        "value from BRAIN_* environment variables or its default (for stage_optimizers, "
+        "the pipelines the installed optimizers declare); passwords (also in "
         "BRAIN_DATABASE_URL) and tokens are masked.",
     )
     config.set_defaults(handler=_config)
@@ -134,7 +136,10 @@ def build_parser(
 
 
 def _config(_args) -> int:
-    print(json.dumps(Settings().masked(), indent=2, sort_keys=True))
+    shown = Settings().masked()
+    if shown["stage_optimizers"] is None:  # unset: the optimizers' declared defaults run
+        shown["stage_optimizers"] = load_registry().default_pipelines()
+    print(json.dumps(shown, indent=2, sort_keys=True))
     return 0
 
 

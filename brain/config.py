@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from brain import bounds
 from brain.costs import Prices
-from brain.domain import Resources
+from brain.domain import Resources, Stage
 
 
 class CollectorSettings(BaseSettings):
@@ -384,16 +384,16 @@ class Settings(BaseSettings):
         "(OOM fixes excepted), so that one bad measurement costs one bounded step; unset: "
         "no such bound.",
     )
-    stage_optimizers: dict[str, list[str]] | None = Field(
+    stage_optimizers: dict[Stage, list[str]] | None = Field(
         None,
-        description="Which optimizers run for each stage, in order (JSON in the "
-        "environment); a stage left out runs none. Unset: each stage runs its default "
-        "pipeline, the optimizers that declare a place there (GET /api/v1/optimizers, "
-        "`default_order`).",
+        description="Which optimizers run for each stage (create, estimate, running, oom), "
+        "in order (JSON in the environment); it replaces every default, so a stage left "
+        "out runs none. Unset: each stage runs its default pipeline, the optimizers that "
+        "declare a position there (`default_order` in GET /api/v1/optimizers).",
     )
     optimizer_settings: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description='Per-optimizer settings overrides, e.g. {"hot_ps": {"threshold": 0.85}}.',
+        description='Per-optimizer settings overrides, e.g. {"hot_ps": {"hot_threshold": 0.85}}.',
     )
     summary_interval_s: float = Field(
         300,

@@ -94,12 +94,15 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 
 
 def optimizers_reference(registry: OptimizerRegistry) -> str:
-    """A section per registered optimizer: its stages, its description (the class
-    docstring) and its settings."""
+    """A section per registered optimizer: its stages, where it runs by default and what
+    it may change (its declarations), its description (the class docstring) and its
+    settings."""
     sections = []
     for info in registry.info():
         stages = ", ".join(f"`{stage}`" for stage in info.stages)
-        defaults = ", ".join(f"`{stage}` (place {at})" for stage, at in info.default_order.items())
+        defaults = ", ".join(
+            f"`{stage}` (position {at})" for stage, at in info.default_order.items()
+        )
         declared = (
             f"Stages: {stages}. Runs by default at: {defaults or 'none'}. "
             f"Sets the groups of: {_roles(info.changes['groups'])}; "

@@ -20,8 +20,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_WORKER, RoleSpec, Stage
-from brain.optimizing import OptimizerContext, PlanView, Proposal
-from brain.optimizing.changes import Changes
+from brain.optimizing import Changes, OptimizerContext, PlanView, Proposal
 from brain.optimizing.cluster import ElasticJob
 from optimizers._common import cited_uid, cooling_down, no_change, reason
 

@@ -10,8 +10,15 @@ import numpy as np
 from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage, Strategy
-from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal, Reason
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    NodeView,
+    OptimizerContext,
+    PlanView,
+    Proposal,
+    Reason,
+)
 from brain.optimizing.roles import effective_roles, exceeded_limits, role_totals
 from optimizers import allreduce_estimate
 from optimizers._common import (

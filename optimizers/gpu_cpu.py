@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from brain.domain import RoleSpec, Stage, gpu_cards
-from brain.optimizing import HistoricalJob, NodeUsage, OptimizerContext, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, NodeUsage, OptimizerContext, Proposal
 from optimizers._common import CpuStepSettings, ceil_to, cited_uid, mean, no_change, reason
 from optimizers.gpu_sizing import GpuBounds, gpu_step_field, per_node_cap
 

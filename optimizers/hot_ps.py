@@ -8,8 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_PS, Stage
-from brain.optimizing import OptimizerContext, Proposal
-from brain.optimizing.changes import Changes
+from brain.optimizing import Changes, OptimizerContext, Proposal
 from optimizers._common import (
     CpuStepSettings,
     PsChangeSettings,

@@ -48,8 +48,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from brain.domain import Limits, Resources, RoleSpec, Stage
-from brain.optimizing import HistoricalJob, OptimizerContext, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, OptimizerContext, Proposal
 from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,

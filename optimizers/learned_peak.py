@@ -24,8 +24,7 @@ from pydantic import Field
 
 from brain.domain import RoleSpec, Stage
 from brain.learned_sizing.risk_sizing import RiskSizing, size_for
-from brain.optimizing import OptimizerContext, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, OptimizerContext, Proposal
 from brain.optimizing.sizing_model import role_history
 from optimizers._common import CpuStepSettings, mean, no_change, reason
 from optimizers.gpu_sizing import (
@@ -89,7 +88,7 @@ class LearnedPeakOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
-    # No default place: out of time it does not beat learned_margin (docs/optimizers.md).
+    # No default position: out of time it does not beat learned_margin (docs/optimizers.md).
     Settings: ClassVar[type[LearnedPeakSettings]] = LearnedPeakSettings
 
     def propose(self, context: OptimizerContext, settings: LearnedPeakSettings) -> Proposal:

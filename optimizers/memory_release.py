@@ -8,8 +8,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import EventKind, PlanStatus, Stage
-from brain.optimizing import NodeView, OptimizerContext, PlanView, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, NodeView, OptimizerContext, PlanView, Proposal
 from optimizers._common import ceil_mib, migrates, no_change, reason, resized
 
 NAME = "memory_release"
@@ -60,7 +59,7 @@ class MemoryReleaseOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
-    # No default place: it trades OOM kills for memory (docs/savings.md).
+    # No default position: it trades OOM kills for memory (docs/savings.md).
     Settings: ClassVar[type[MemoryReleaseSettings]] = MemoryReleaseSettings
 
     def propose(self, context: OptimizerContext, settings: MemoryReleaseSettings) -> Proposal:

@@ -7,8 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import EventKind, Stage
-from brain.optimizing import OptimizerContext, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, OptimizerContext, Proposal
 from optimizers._common import ceil_mib, no_change, reason, resized
 
 NAME = "oom_recovery"

@@ -7,8 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import Stage
-from brain.optimizing import NodeSample, NodeView, OptimizerContext, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, NodeSample, NodeView, OptimizerContext, Proposal
 from optimizers._common import (
     ceil_mib,
     cooling_down,

@@ -9,8 +9,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage
-from brain.optimizing import NodeView, OptimizerContext, Proposal
-from brain.optimizing.changes import Changes
+from brain.optimizing import Changes, NodeView, OptimizerContext, Proposal
 from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
 from optimizers._common import PsChangeSettings, mean, no_change, ps_changed_recently, reason
 

@@ -25,8 +25,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_WORKER, PlanStatus, Stage
-from brain.optimizing import NodeChange, NodeSample, OptimizerContext, Proposal
-from brain.optimizing.changes import Changes
+from brain.optimizing import Changes, NodeChange, NodeSample, OptimizerContext, Proposal
 from optimizers._common import no_change, reason
 
 NAME = "slow_node"

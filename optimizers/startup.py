@@ -8,8 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage, Strategy
-from brain.optimizing import HistoricalJob, OptimizerContext, Proposal
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, OptimizerContext, Proposal
 from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, reason
 
 NAME = "startup"

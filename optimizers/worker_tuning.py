@@ -10,8 +10,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, Resources, RoleSpec, Stage
-from brain.optimizing import OptimizerContext, PlanView, Proposal, SpeedSample
-from brain.optimizing.changes import Changes
+from brain.optimizing import Changes, OptimizerContext, PlanView, Proposal, SpeedSample
 from brain.optimizing.roles import (
     current_role,
     effective_roles,

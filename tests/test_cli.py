@@ -40,6 +40,10 @@ def test_config_masks_secrets(monkeypatch):
     assert config["prometheus_token"] == "***"
     assert config["port"] == 9000
     assert "s3cret" not in result.stdout and "tok-123" not in result.stdout
+    # unset, the stages run the installed optimizers' declared defaults, and it says which
+    assert config["stage_optimizers"]["create"] == ["startup", "gpu_cpu", "learned_margin"]
+    configured = _run("config", env={**env, "BRAIN_STAGE_OPTIMIZERS": '{"oom": []}'})
+    assert json.loads(configured.stdout)["stage_optimizers"] == {"oom": []}
 
 
 def test_db_upgrade_then_current_on_sqlite(tmp_path):

@@ -126,7 +126,7 @@ class Planner:
             plans.Optimized(reused, None) if reused else self._optimize(session, job, call, node)
         )
         if optimized is None:
-            reason = f"no {call.stage.value} optimizer configured for this request"
+            reason = f"no optimizer of the {call.stage.value} stage's pipeline answers this request"
             return PlanAnswer(None, reason), None
         plan, context = optimized.plan, optimized.context
         body = body_to_send(plan, call, context)
@@ -141,8 +141,8 @@ class Planner:
     ) -> plans.Optimized | None:
         names = None
         if call.only_what_reply_carries:
-            configured = stage_pipeline(self._registry, self._settings, call.stage)
-            names = [name for name in configured if self._carried(name, call.reply)]
+            pipeline = stage_pipeline(self._registry, self._settings, call.stage)
+            names = [name for name in pipeline if self._carried(name, call.reply)]
             if not names:
                 return None
         return plans.optimize(

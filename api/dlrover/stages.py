@@ -54,8 +54,8 @@ class OomPod:
 @dataclass(frozen=True)
 class BrainCall:
     """One optimize request, translated: run ``stage`` and reply ``reply``. With
-    ``only_what_reply_carries``, run only the stage's configured optimizers whose declared
-    changes the reply carries (``carries``): the master applies nothing else there."""
+    ``only_what_reply_carries``, run only the optimizers of the stage's pipeline (configured,
+    else the declared defaults) whose declared changes the reply carries (``carries``)."""
 
     stage: Stage
     reply: Reply
@@ -69,9 +69,13 @@ class UnknownRequest(InvalidInput):
 
 
 def carries(reply: Reply, changes: Changes) -> bool:
-    """Whether the master applies any change of this kind from ``reply``: the running
-    stage is split the way it asks, the PS group and PS migrations at its PS stage, the
-    worker group (never a migration) at its worker stages."""
+    """Whether an optimizer with these declared changes runs for ``reply``: the running
+    stage is split the way the master asks. Its worker stages apply the worker group
+    only. Its PS stage applies the PS group and migrations, and runs the optimizers that
+    change the PS tier (their other migrations, such as oom_risk's, are sent along), but
+    not those that only move other nodes: the master answers that stage at most hourly
+    and each non-empty answer restarts that wait, so a worker replacement there would
+    both wait and hold back the next PS change."""
     match reply:
         case Reply.ps:
             return changes.sets_group(ROLE_PS) or changes.migrates(ROLE_PS)

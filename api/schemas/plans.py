@@ -27,7 +27,7 @@ class OptimizeRequest(BaseModel):
     )
     settings: dict[OptimizerName, dict[OptimizerName, Any]] = Field(
         default_factory=dict,
-        description='Per-optimizer settings overrides, e.g. {"hot_ps": {"threshold": 0.85}}.',
+        description='Per-optimizer settings overrides, e.g. {"hot_ps": {"hot_threshold": 0.85}}.',
     )
     node: Name | None = Field(
         None,
@@ -81,9 +81,10 @@ class OptimizerOut(BaseModel):
     settings_schema: dict[str, Any] = Field(description="JSON Schema of the settings.")
     defaults: dict[str, Any]
     default_order: dict[str, int] = Field(
-        description="Stage -> its place in that stage's default pipeline: lower runs "
+        description="Stage -> its position in that stage's default pipeline: lower runs "
         "first, and where two set the same field the later one's value stands. At a stage "
-        "not listed it runs only when configured (BRAIN_STAGE_OPTIMIZERS) or requested."
+        "not listed it runs only when configured or requested. Where "
+        "BRAIN_STAGE_OPTIMIZERS is set, it replaces these defaults."
     )
     changes: ChangesOut = Field(
         description="What its plans may change; a job master that applies part of a plan "

@@ -1,8 +1,8 @@
 """What an optimizer declares beyond its name and stages: the roles its proposals may
-change, and its place in a stage's default pipeline.
+change, and its position in a stage's default pipeline.
 
 Declared on the optimizer's class, so that nothing outside it names a plugin: the
-default pipelines are the optimizers that declare a place there, in that order, and a
+default pipelines are the optimizers that declare a position there, in that order, and a
 caller that applies only part of a plan (a DLRover master reads the PS group at one of
 its stages and the worker group at another) runs the optimizers whose declared changes
 that part carries.
@@ -10,10 +10,11 @@ that part carries.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from brain.domain import Stage
+from brain.domain import ROLE_PS, Stage
 from brain.optimizing.proposal import Proposal
 
 # Stands for every role, the well-known ones and any other a job declares.
@@ -52,6 +53,8 @@ def undeclared(changes: Changes, proposal: Proposal) -> list[str]:
         if not changes.sets_group(c.role)
     ]
     found += [f"{c.role} node {c.name}" for c in proposal.migrate if not changes.migrates(c.role)]
+    if proposal.ps_hosts and not changes.sets_group(ROLE_PS):  # the PS tier's addresses
+        found.append(f"{ROLE_PS} group")
     return list(dict.fromkeys(found))
 
 
@@ -67,3 +70,20 @@ def default_position(optimizer: Any, stage: Stage) -> int | None:
     lower first, and a later optimizer's value wins where two set the same field), or
     ``None``: it runs there only when configured or requested."""
     return dict(getattr(optimizer, "default_order", {})).get(stage)
+
+
+def check_declarations(optimizer: Any) -> None:
+    """Raise ``TypeError`` when ``changes`` or ``default_order`` is declared but malformed,
+    so that a plugin with a bad declaration is skipped at load rather than failing every
+    request of a stage."""
+    declared = getattr(optimizer, "changes", None)
+    if declared is not None and not isinstance(declared, Changes):
+        raise TypeError(f"changes is a {type(declared).__name__}, not a Changes")
+    order = getattr(optimizer, "default_order", {})
+    if not isinstance(order, Mapping):
+        raise TypeError(f"default_order is a {type(order).__name__}, not a mapping")
+    for stage, position in order.items():
+        if stage not in optimizer.stages:
+            raise TypeError(f"default_order names {stage!r}, a stage it does not serve")
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise TypeError(f"default_order's position for {stage!r} is not a whole number")

@@ -133,7 +133,7 @@ def _propose(optimizer: Optimizer, context: OptimizerContext, settings: BaseMode
     # proposal beyond them would reach a master that ignores it, or one told otherwise.
     beyond = undeclared(changes_of(optimizer), proposal)
     if beyond:
-        log.error("optimizer %s changed %s, which it does not declare", optimizer.name, beyond)
+        log.warning("optimizer %s changed %s, which it does not declare", optimizer.name, beyond)
         message = f"proposed changes it does not declare ({', '.join(beyond)}); ignored"
         return Proposal(reasons=[Reason(optimizer.name, message)])
     return proposal

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from brain.domain import Stage
-from brain.optimizing.changes import changes_of, default_position
+from brain.optimizing.changes import changes_of, check_declarations, default_position
 from brain.optimizing.context import OptimizerContext
 from brain.optimizing.proposal import Proposal
 
@@ -31,7 +31,7 @@ class Optimizer(Protocol):
 
     Two more class attributes are optional (``brain.optimizing.changes``): ``changes``,
     the roles its proposals may change (without it: anything), and ``default_order``,
-    its place in the default pipeline of each stage it runs at unless configured
+    its position in the default pipeline of each stage it runs at unless configured
     otherwise (without it: it runs only when configured or requested).
     """
 
@@ -76,12 +76,13 @@ class OptimizerRegistry:
         return [describe(self._by_name[name]) for name in self.names()]
 
     def default_pipeline(self, stage: Stage) -> list[str]:
-        """The optimizers that declare a place in ``stage``'s default pipeline, in that
+        """The optimizers that declare a position in ``stage``'s default pipeline, in that
         order (ties by name)."""
         placed = [
             (position, name)
             for name, optimizer in self._by_name.items()
-            if (position := default_position(optimizer, stage)) is not None
+            if stage in optimizer.stages
+            and (position := default_position(optimizer, stage)) is not None
         ]
         return [name for _, name in sorted(placed)]
 
@@ -119,6 +120,7 @@ def _load(entry_point: EntryPoint) -> Optimizer:
     if not (isinstance(optimizer.Settings, type) and issubclass(optimizer.Settings, BaseModel)):
         raise TypeError(f"{entry_point.value}.Settings is not a pydantic model")
     optimizer.Settings()  # every field must have a default
+    check_declarations(optimizer)
     return optimizer
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from brain.config import Settings
 from brain.domain import Stage
-from brain.optimizing import OptimizerRegistry, load_registry
+from brain.optimizing import Changes, OptimizerRegistry, load_registry
 from brain.optimizing.changes import ANYTHING, changes_of, default_position
 from brain.optimizing.pipeline import select_optimizers, stage_pipeline
 from brain.optimizing.registry import ENTRY_POINT_GROUP, describe
@@ -165,8 +165,39 @@ def test_the_docs_reference_states_each_optimizers_declarations():
     text = optimizers_reference(load_registry())
     hot_ps = text.split("### `hot_ps`")[1].split("###")[0]
     assert (
-        "Stages: `running`. Runs by default at: `running` (place 10). "
+        "Stages: `running`. Runs by default at: `running` (position 10). "
         "Sets the groups of: none; migrates nodes of: `ps`." in hot_ps
     )
     peak = text.split("### `learned_peak`")[1].split("###")[0]
     assert "Runs by default at: none. Sets the groups of: every role;" in peak
+
+
+def declaring(name, **declarations):
+    """An optimizer class (running stage) with these declarations, for entry points."""
+    return type(name, (UndeclaredOptimizer,), {"name": name, **declarations})
+
+
+NO_ORDER = declaring("no_order", default_order=None)
+ORDER_FOR_ANOTHER_STAGE = declaring("other_stage", default_order={Stage.create: 5})
+ORDER_NOT_A_NUMBER = declaring("not_a_number", default_order={Stage.running: "5"})
+CHANGES_AS_A_DICT = declaring("dict_changes", changes={"groups": ["ps"]})
+WELL_DECLARED = declaring(
+    "well_declared", default_order={Stage.running: 5}, changes=Changes(groups=frozenset({"ps"}))
+)
+
+
+def test_a_plugin_with_a_malformed_declaration_is_skipped_and_the_stage_still_runs(caplog):
+    caplog.set_level(logging.ERROR)
+    names = ["NO_ORDER", "ORDER_FOR_ANOTHER_STAGE", "ORDER_NOT_A_NUMBER", "CHANGES_AS_A_DICT"]
+    registry = load_registry(
+        [entry_point(name.lower(), f"{__name__}:{name}") for name in [*names, "WELL_DECLARED"]]
+    )
+    assert registry.names() == ["well_declared"]
+    assert registry.default_pipeline(Stage.running) == ["well_declared"]
+    for why in [
+        "default_order is a NoneType, not a mapping",
+        "default_order names <Stage.create: 'create'>, a stage it does not serve",
+        "default_order's position for <Stage.running: 'running'> is not a whole number",
+        "changes is a dict, not a Changes",
+    ]:
+        assert why in caplog.text
