@@ -1,6 +1,7 @@
 """Last checks on what the optimizers of one stage proposed, before it becomes a plan.
 
-A chain of bounding steps (``chain.CHAIN``), one per module, each
+A chain of bounding steps (``chain.CHAIN``), each in the module of its concern (most
+hold one step; ``node_sizes`` holds the three size caps, ``change_factor`` two), each
 ``(proposal, view) -> (proposal, reasons)``: pure, returning the bounded proposal and
 the reasons for what it changed. Together they keep a plan schedulable: no node above
 the largest node, no zero or negative size, every role's count within its declared
