@@ -34,12 +34,13 @@ from tests.builders import token_secret
 from tests.builders.tenancy import team_headers
 from tests.throwaway_pg import throwaway_postgres
 
-# Property tests: in CI the same examples every run (a landing must not fail on an
-# example a later run happens to draw; new counterexamples are found in local runs and
-# kept with @example), and no per-example deadline on a shared two-core machine.
-hypothesis.settings.register_profile("ci", derandomize=True, deadline=None)
-hypothesis.settings.register_profile("dev", deadline=None)
-hypothesis.settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# Property tests draw the same examples every run, wherever the suite runs (a run must
+# not fail on an example it happens to draw; CI may not say it is CI), and have no
+# per-example deadline on a shared two-core machine. BRAIN_TEST_EXPLORE=1 draws new
+# examples each run, to search for counterexamples to keep with @example.
+hypothesis.settings.register_profile("fixed", derandomize=True, deadline=None)
+hypothesis.settings.register_profile("explore", deadline=None)
+hypothesis.settings.load_profile("explore" if os.environ.get("BRAIN_TEST_EXPLORE") else "fixed")
 
 LOCAL_PG = ("127.0.0.1", 5432)
 
