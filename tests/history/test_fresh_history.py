@@ -21,6 +21,7 @@ from brain.services.optimizer_context import build_context
 from brain.summaries import summarize_job
 from tests.builders import flat_job, make_job, recent_hour
 from tests.builders.optimizers import registry
+from tests.builders.statements import from_background
 
 SETTINGS = Settings(stage_optimizers={"create": []})
 
@@ -80,13 +81,12 @@ def _autocommit_of_each_statement(client) -> list[tuple[bool, str]]:
     # then count the tokens in a transaction of its own. Refresh it first.
     server_state(client.app).auth_policy.verifier.tokens_exist()
     seen: list[tuple[bool, str]] = []
-    event.listen(
-        server_state(client.app).engine,
-        "before_cursor_execute",
-        lambda conn, cursor, statement, *_: seen.append(
-            (conn.connection.dbapi_connection.autocommit, statement)
-        ),
-    )
+
+    def note(conn, _cursor, statement, *_rest) -> None:
+        if not from_background(statement):
+            seen.append((conn.connection.dbapi_connection.autocommit, statement))
+
+    event.listen(server_state(client.app).engine, "before_cursor_execute", note)
     return seen
 
 
