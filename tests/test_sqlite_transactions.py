@@ -58,8 +58,8 @@ def test_a_savepoint_waits_for_another_writer_and_then_reads_what_it_wrote(sqlit
         other.execute("BEGIN IMMEDIATE")
         other.execute("UPDATE jobs SET name = 'other writer'")
         committer = threading.Timer(0.3, other.execute, ["COMMIT"])
+        started = time.monotonic()  # before the timer starts: a pause between cannot shorten it
         committer.start()
-        started = time.monotonic()
         with factory() as session:
             with session.begin_nested():
                 name = session.scalar(select(JobRow.name))

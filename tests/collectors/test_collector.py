@@ -488,12 +488,16 @@ def test_bad_answers_are_errors_not_data(
     collector_settings, session_factory, cluster, db, mode, kind, attempts
 ):
     _register_both(session_factory, cluster)
-    with _FakePrometheus(mode, delay_s=1.0 if mode == "slow" else 0.0) as fake:
+    # A timeout far from what a loaded machine takes to answer, and a slow answer far
+    # beyond the timeout, so that each kind of failure is the one the mode means.
+    slow = mode == "slow"
+    timeout_s = 1.0 if slow else 5.0
+    with _FakePrometheus(mode, delay_s=3.0 if slow else 0.0) as fake:
         settings = collector_settings.model_copy(
             update={
                 "prometheus_url": fake.url,
                 "prometheus_retries": 1,
-                "prometheus_timeout_s": 0.3,
+                "prometheus_timeout_s": timeout_s,
             }
         )
         telemetry = Telemetry()
@@ -504,7 +508,7 @@ def test_bad_answers_are_errors_not_data(
     assert kind in report.errors[0]
     assert fake.requests == attempts
     assert _counter(telemetry, "brain_collector_errors_total", kind=kind) == attempts
-    assert elapsed < 3
+    assert elapsed < attempts * timeout_s + 2  # slow: not waiting 2 x 3 s for the answers
     assert _count(db, NodeSampleRow) == 0 and _count(db, EventRow) == 0
 
 

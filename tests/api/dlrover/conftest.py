@@ -60,7 +60,9 @@ def serve_brain(settings: Settings, monkeypatch) -> Iterator[Brain]:
     """Brain (REST and gRPC, wired as `brain serve` wires them) with the master's client
     pointed at it; the fixtures below and tests needing other settings use it."""
     port = free_port()
-    settings = settings.model_copy(update={"grpc_port": port})
+    # An optimize call past its deadline gets no plan; the default 1 s is for a served
+    # Brain, and a test's call (the master in the same process) may queue longer under load.
+    settings = settings.model_copy(update={"grpc_port": port, "grpc_optimize_timeout_s": 20})
     replies = Replies()
     with TestClient(create_app(settings, parts=[dlrover_grpc])) as rest:
         addr = f"127.0.0.1:{port}"

@@ -23,8 +23,11 @@ def _collector() -> JobMetricCollector:
     return JobMetricCollector(JOB_UID, "default", "", "carol", reporter=ReporterType.DLROVER_BRAIN)
 
 
-def _wait_for_summary(engine, uid: str) -> JobSummaryRow | None:
-    for _ in range(100):  # bounded: the summary is written right after the answer
+def _wait_for_summary(engine, uid: str, timeout_s: float = 30) -> JobSummaryRow | None:
+    # Bounded: the summary is written right after the answer, in the background, which a
+    # loaded machine may run late.
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         with Session(engine) as session:
             found = session.scalar(select(JobSummaryRow).where(JobSummaryRow.uid == uid))
             if found is not None:

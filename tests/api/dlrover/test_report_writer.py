@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import grpc
 from dlrover.proto import brain_pb2, brain_pb2_grpc
@@ -77,12 +78,13 @@ def test_queued_bytes_are_bounded_too():
     assert writer.queued_bytes() == 0
 
 
-def _eventually(check) -> bool:
-    for _ in range(200):
-        if check():
-            return True
+def _eventually(check, timeout_s: float = 30) -> bool:
+    deadline = time.monotonic() + timeout_s  # bounded, and long enough for a loaded machine
+    while not check():
+        if time.monotonic() > deadline:
+            return False
         threading.Event().wait(0.01)
-    return False
+    return True
 
 
 def _custom(data: dict):
