@@ -21,6 +21,7 @@ from typing import Any
 
 from brain.db.engine import ReadSession
 from brain.db.models import JobRow, ScalePlanRow
+from brain.domain import K8S_NAME_MAX
 from brain.errors import Conflict
 from brain.optimizing.proposal import NodeChange, PlanBody
 from brain.services import nodes
@@ -72,10 +73,11 @@ _NAMESPACE = re.compile(rf"^{_LABEL}$")
 def k8s_name_problem(plan_id: int, owner_job: str, namespace: str | None) -> str | None:
     """Why the ScalePlan of this job could not be created in Kubernetes, or None."""
     name = f"{owner_job}-scaleplan-{plan_id}"
-    if len(name) > 253 or not _SUBDOMAIN.match(name):
+    if len(name) > K8S_NAME_MAX or not _SUBDOMAIN.match(name):
         return (
             f"the job name {owner_job!r} does not make a Kubernetes object name "
-            "(lowercase letters, digits, '-' and '.'; at most 253 with the plan suffix)"
+            f"(lowercase letters, digits, '-' and '.'; at most {K8S_NAME_MAX} with the plan "
+            "suffix)"
         )
     if namespace is not None and (len(namespace) > 63 or not _NAMESPACE.match(namespace)):
         return f"the namespace {namespace!r} is not a Kubernetes namespace"
