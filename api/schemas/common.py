@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
 
@@ -53,79 +53,31 @@ def _rfc3339(value: object) -> object:
 
 Number = BeforeValidator(_json_number)
 
-Cores = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_CPU,
-        allow_inf_nan=False,
-        description="CPU cores.",
-        json_schema_extra=plausible_mark("cpu"),
-    ),
-    Number,
-    at_most("cpu"),
-]
-MiB = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_MEMORY_MIB,
-        allow_inf_nan=False,
-        description="Memory in MiB.",
-        json_schema_extra=plausible_mark("memory_mib"),
-    ),
-    Number,
-    at_most("memory_mib"),
-]
-Gpus = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_GPU,
-        allow_inf_nan=False,
-        description="GPUs, fractional allowed.",
-        json_schema_extra=plausible_mark("gpu"),
-    ),
-    Number,
-    at_most("gpu"),
-]
-# A whole job's limits: up to BRAIN_PLAUSIBLE_NODES nodes of the plausible size.
-JobCores = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_CPU * CEILING_NODES,
-        allow_inf_nan=False,
-        description="CPU cores.",
-        json_schema_extra=plausible_mark("cpu", per_job=True),
-    ),
-    Number,
-    at_most("cpu", per_job=True),
-]
-JobMiB = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_MEMORY_MIB * CEILING_NODES,
-        allow_inf_nan=False,
-        description="MiB.",
-        json_schema_extra=plausible_mark("memory_mib", per_job=True),
-    ),
-    Number,
-    at_most("memory_mib", per_job=True),
-]
-JobGpus = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_GPU * CEILING_NODES,
-        allow_inf_nan=False,
-        description="GPUs.",
-        json_schema_extra=plausible_mark("gpu", per_job=True),
-    ),
-    Number,
-    at_most("gpu", per_job=True),
-]
+
+def _amount(quantity: str, ceiling: float, description: str, per_job: bool = False) -> Any:
+    """A finite, non-negative amount of ``quantity`` (an InputBounds field) within the
+    hard ceiling and, as configured, the plausible bound: per node, or for a whole job's
+    limits up to BRAIN_PLAUSIBLE_NODES nodes of the plausible size."""
+    return Annotated[
+        float,
+        Field(
+            ge=0,
+            le=ceiling,
+            allow_inf_nan=False,
+            description=description,
+            json_schema_extra=plausible_mark(quantity, per_job=per_job),
+        ),
+        Number,
+        at_most(quantity, per_job=per_job),
+    ]
+
+
+Cores = _amount("cpu", CEILING_CPU, "CPU cores.")
+MiB = _amount("memory_mib", CEILING_MEMORY_MIB, "Memory in MiB.")
+Gpus = _amount("gpu", CEILING_GPU, "GPUs, fractional allowed.")
+JobCores = _amount("cpu", CEILING_CPU * CEILING_NODES, "CPU cores.", per_job=True)
+JobMiB = _amount("memory_mib", CEILING_MEMORY_MIB * CEILING_NODES, "MiB.", per_job=True)
+JobGpus = _amount("gpu", CEILING_GPU * CEILING_NODES, "GPUs.", per_job=True)
 Fraction = Annotated[
     float,
     Field(ge=0, le=1, allow_inf_nan=False, description="Utilization as a fraction 0..1."),
