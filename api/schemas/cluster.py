@@ -7,8 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from api.schemas.bounds import at_most, plausible_mark
-from api.schemas.common import Number, Timestamp
+from api.schemas.common import Number, Timestamp, bounded_amount
 from brain.bounds import CEILING_CPU, CEILING_GPU, CEILING_MEMORY_MIB, CEILING_NODES, INT32_MAX
 from brain.domain import ClusterState
 
@@ -17,42 +16,15 @@ COLLECTOR_SOURCE = "prometheus"
 
 # A whole cluster's amount: at most the plausible node size times the plausible node
 # count (the bounds of a job's limits), so every stored sum stays finite.
-ClusterCores = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_CPU * CEILING_NODES,
-        allow_inf_nan=False,
-        description="CPU cores over the cluster.",
-        json_schema_extra=plausible_mark("cpu", per_job=True),
-    ),
-    Number,
-    at_most("cpu", per_job=True),
-]
-ClusterMiB = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_MEMORY_MIB * CEILING_NODES,
-        allow_inf_nan=False,
-        description="MiB over the cluster.",
-        json_schema_extra=plausible_mark("memory_mib", per_job=True),
-    ),
-    Number,
-    at_most("memory_mib", per_job=True),
-]
-ClusterGpus = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_GPU * CEILING_NODES,
-        allow_inf_nan=False,
-        description="GPUs over the cluster.",
-        json_schema_extra=plausible_mark("gpu", per_job=True),
-    ),
-    Number,
-    at_most("gpu", per_job=True),
-]
+ClusterCores = bounded_amount(
+    "cpu", CEILING_CPU * CEILING_NODES, "CPU cores over the cluster.", per_job=True
+)
+ClusterMiB = bounded_amount(
+    "memory_mib", CEILING_MEMORY_MIB * CEILING_NODES, "MiB over the cluster.", per_job=True
+)
+ClusterGpus = bounded_amount(
+    "gpu", CEILING_GPU * CEILING_NODES, "GPUs over the cluster.", per_job=True
+)
 Count = Annotated[int, Field(ge=0, le=INT32_MAX), Number]
 
 

@@ -54,7 +54,7 @@ def _rfc3339(value: object) -> object:
 Number = BeforeValidator(_json_number)
 
 
-def _amount(quantity: str, ceiling: float, description: str, per_job: bool = False) -> Any:
+def bounded_amount(quantity: str, ceiling: float, description: str, per_job: bool = False) -> Any:
     """A finite, non-negative amount of ``quantity`` (an InputBounds field) within the
     hard ceiling and, as configured, the plausible bound: per node, or for a whole job's
     limits up to BRAIN_PLAUSIBLE_NODES nodes of the plausible size."""
@@ -72,12 +72,12 @@ def _amount(quantity: str, ceiling: float, description: str, per_job: bool = Fal
     ]
 
 
-Cores = _amount("cpu", CEILING_CPU, "CPU cores.")
-MiB = _amount("memory_mib", CEILING_MEMORY_MIB, "Memory in MiB.")
-Gpus = _amount("gpu", CEILING_GPU, "GPUs, fractional allowed.")
-JobCores = _amount("cpu", CEILING_CPU * CEILING_NODES, "CPU cores.", per_job=True)
-JobMiB = _amount("memory_mib", CEILING_MEMORY_MIB * CEILING_NODES, "MiB.", per_job=True)
-JobGpus = _amount("gpu", CEILING_GPU * CEILING_NODES, "GPUs.", per_job=True)
+Cores = bounded_amount("cpu", CEILING_CPU, "CPU cores.")
+MiB = bounded_amount("memory_mib", CEILING_MEMORY_MIB, "Memory in MiB.")
+Gpus = bounded_amount("gpu", CEILING_GPU, "GPUs, fractional allowed.")
+JobCores = bounded_amount("cpu", CEILING_CPU * CEILING_NODES, "CPU cores.", per_job=True)
+JobMiB = bounded_amount("memory_mib", CEILING_MEMORY_MIB * CEILING_NODES, "MiB.", per_job=True)
+JobGpus = bounded_amount("gpu", CEILING_GPU * CEILING_NODES, "GPUs.", per_job=True)
 Fraction = Annotated[
     float,
     Field(ge=0, le=1, allow_inf_nan=False, description="Utilization as a fraction 0..1."),

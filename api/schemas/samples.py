@@ -17,7 +17,6 @@ from pydantic import (
     create_model,
 )
 
-from api.schemas.bounds import at_most, plausible_mark
 from api.schemas.common import (
     NO_NUL,
     Cores,
@@ -31,6 +30,7 @@ from api.schemas.common import (
     RoleLabel,
     StepCount,
     Timestamp,
+    bounded_amount,
 )
 from brain.bounds import (
     CEILING_STEPS_PER_SEC,
@@ -63,18 +63,9 @@ class NodePointIn(BaseModel):
     )
 
 
-StepsPerSec = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=CEILING_STEPS_PER_SEC,
-        allow_inf_nan=False,
-        description="Training speed, global steps per second.",
-        json_schema_extra=plausible_mark("steps_per_sec"),
-    ),
-    Number,
-    at_most("steps_per_sec"),
-]
+StepsPerSec = bounded_amount(
+    "steps_per_sec", CEILING_STEPS_PER_SEC, "Training speed, global steps per second."
+)
 
 
 class SpeedPointIn(BaseModel):
