@@ -20,7 +20,7 @@ from pydantic import Field
 
 from brain.domain import Limits, RoleSpec
 from brain.optimizing import NodeUsage
-from optimizers._common import ceil_to
+from optimizers._common import CpuStepSettings, ceil_to
 
 
 def gpu_step_field(default: float = 1.0) -> Any:
@@ -30,6 +30,23 @@ def gpu_step_field(default: float = 1.0) -> Any:
         le=1.0,
         description="GPU granularity: 1 rounds up to whole GPUs (all a pod can request as "
         "nvidia.com/gpu); below 1 only where the site shares cards.",
+    )
+
+
+class LearnedSizeSettings(CpuStepSettings):
+    """Settings shared by the optimizers that size every resource from history."""
+
+    # Finer than the usual 0.1 core: many workloads use a small fraction of a core.
+    cpu_step: float = Field(
+        0.01, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
+    )
+    gpu_step: float = gpu_step_field()
+    gpu_target_utilization: float = Field(
+        0.9,
+        ge=0.1,
+        le=1.0,
+        description="GPU utilization below which the GPU compute the runs kept busy must sit: "
+        "the GPUs are never fewer than that compute over it.",
     )
 
 

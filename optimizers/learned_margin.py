@@ -49,11 +49,11 @@ from pydantic import Field
 
 from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, OptimizerContext, Proposal
-from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, no_change, reason
+from optimizers._common import ceil_mib, ceil_to, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,
+    LearnedSizeSettings,
     compute_in_use,
-    gpu_step_field,
     memory_in_cards,
     per_node_cap,
 )
@@ -118,19 +118,7 @@ def _bump(default: float, what: str) -> Any:
     )
 
 
-class LearnedMarginSettings(CpuStepSettings):
-    # Finer than the usual 0.1 core: many workloads use a small fraction of a core.
-    cpu_step: float = Field(
-        0.01, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
-    )
-    gpu_step: float = gpu_step_field()
-    gpu_target_utilization: float = Field(
-        0.9,
-        ge=0.1,
-        le=1.0,
-        description="GPU utilization below which the GPU compute the runs kept busy must sit: "
-        "the GPUs are never fewer than that compute over it.",
-    )
+class LearnedMarginSettings(LearnedSizeSettings):
     safety: float = Field(
         1.0,
         ge=0.0,

@@ -26,11 +26,11 @@ from brain.domain import RoleSpec, Stage
 from brain.learned_sizing.risk_sizing import RiskSizing, size_for
 from brain.optimizing import ANY_ROLE, Changes, OptimizerContext, Proposal
 from brain.optimizing.sizing_model import role_history
-from optimizers._common import CpuStepSettings, mean, no_change, reason
+from optimizers._common import mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,
+    LearnedSizeSettings,
     compute_in_use,
-    gpu_step_field,
     memory_in_cards,
     per_node_cap,
 )
@@ -48,18 +48,7 @@ def _risk(default: float, what: str) -> Any:
     )
 
 
-class LearnedPeakSettings(CpuStepSettings):
-    cpu_step: float = Field(
-        0.01, ge=0.01, le=4.0, description="CPU granularity in cores; sizes are rounded up to it."
-    )
-    gpu_step: float = gpu_step_field()
-    gpu_target_utilization: float = Field(
-        0.9,
-        ge=0.1,
-        le=1.0,
-        description="GPU utilization below which the GPU compute the runs kept busy must sit: "
-        "the GPUs are never fewer than that compute over it.",
-    )
+class LearnedPeakSettings(LearnedSizeSettings):
     memory_risk: float = _risk(0.005, "peak memory (an OOM kill)")
     cpu_risk: float = _risk(0.01, "95th-percentile CPU (throttling)")
     gpu_risk: float = _risk(0.04, "peak GPU memory")
