@@ -200,7 +200,19 @@ class PlanEffect(BaseModel):
     per_worker_after_steps_per_s: float | None
 
 
-class JobSummaryOut(BaseModel):
+class FromSummary(BaseModel):
+    """A model read from a stored job summary: its resource-hours, priced where prices are
+    set, and the row's own fields of the same names."""
+
+    @classmethod
+    def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> Self:
+        hours = Hours.of(row)
+        return validated_from(
+            cls, row, hours=ResourceHours.of(hours), cost=priced(prices, hours, row.gpu_type)
+        )
+
+
+class JobSummaryOut(FromSummary):
     uid: str
     name: str
     user: str
@@ -224,14 +236,6 @@ class JobSummaryOut(BaseModel):
     )
     plans: list[PlanEffect]
     cost: CostOut | None = Field(None, description=COST_DESCRIPTION)
-
-    @classmethod
-    def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> JobSummaryOut:
-        """The stored summary; fields not given here are the row's of the same name."""
-        hours = Hours.of(row)
-        return validated_from(
-            cls, row, hours=ResourceHours.of(hours), cost=priced(prices, hours, row.gpu_type)
-        )
 
 
 class UsageSeries(BaseModel):
@@ -362,7 +366,7 @@ class TotalsOut(BaseModel):
         )
 
 
-class WastefulJob(BaseModel):
+class WastefulJob(FromSummary):
     uid: str
     name: str
     user: str
@@ -374,14 +378,6 @@ class WastefulJob(BaseModel):
     hours: ResourceHours
     oom_count: int
     cost: CostOut | None = Field(None, description=COST_DESCRIPTION)
-
-    @classmethod
-    def of(cls, row: JobSummaryRow, prices: Prices | None = None) -> WastefulJob:
-        """The stored summary; fields not given here are the row's of the same name."""
-        hours = Hours.of(row)
-        return validated_from(
-            cls, row, hours=ResourceHours.of(hours), cost=priced(prices, hours, row.gpu_type)
-        )
 
 
 class WastefulPage(Page):
