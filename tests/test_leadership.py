@@ -73,8 +73,11 @@ class GatedLock(AdvisoryLock):
         super().__init__(*args)
         self.open = threading.Event()
         self.open.set()
+        self.parked = threading.Event()  # a check waits at the closed gate
 
     def acquire(self) -> bool:
+        if not self.open.is_set():
+            self.parked.set()
         self.open.wait()
         return super().acquire()
 
@@ -87,7 +90,7 @@ def test_a_leader_whose_session_ended_stands_down_when_another_took_over(db):
     try:
         assert wait_until(leader.leading)
         lock.open.clear()  # the leader's next check waits until another process leads
-        time.sleep(3 * RETRY_S)  # a check already past the gate has finished
+        assert wait_until(lock.parked.is_set)  # so no check is past the gate any more
         pid = lock._conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
         with db.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
