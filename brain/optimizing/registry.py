@@ -94,6 +94,7 @@ class OptimizerRegistry:
 
 def describe(optimizer: Optimizer) -> OptimizerInfo:
     doc = (type(optimizer).__doc__ or "").strip()
+    changes = changes_of(optimizer)
     return OptimizerInfo(
         name=optimizer.name,
         stages=sorted(s.value for s in optimizer.stages),
@@ -106,8 +107,8 @@ def describe(optimizer: Optimizer) -> OptimizerInfo:
             if (position := default_position(optimizer, stage)) is not None
         },
         changes={
-            "groups": sorted(changes_of(optimizer).groups),
-            "nodes": sorted(changes_of(optimizer).nodes),
+            "groups": sorted(changes.groups),
+            "nodes": sorted(changes.nodes),
         },
     )
 
