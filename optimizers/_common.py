@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from brain.domain import ROLE_PS, PlanStatus
+from brain.domain import ROLE_PS, PlanStatus, RoleSpec
 from brain.optimizing import (
     NodeChange,
     NodeSample,
@@ -25,6 +25,7 @@ from brain.optimizing import (
     Proposal,
     Reason,
 )
+from brain.optimizing.roles import effective_roles, exceeded_limits, role_totals
 
 # Float noise such as 2.0000000000000004 must not push a value up one whole step.
 _EPSILON = 1e-9
@@ -90,6 +91,15 @@ def no_change(
 ) -> Proposal:
     """An empty proposal that still says why nothing changes."""
     return Proposal(reasons=[reason(optimizer, message, evidence, threshold)])
+
+
+def over_limits(
+    context: OptimizerContext, roles: dict[str, RoleSpec]
+) -> dict[str, tuple[float, float]]:
+    """The job's limits the job would exceed with ``roles`` planned (``{resource: (total,
+    limit)}``), its other roles as they are."""
+    totals = role_totals(effective_roles(roles, context.job, context.nodes))
+    return exceeded_limits(totals, context.job.limits)
 
 
 def too_early(

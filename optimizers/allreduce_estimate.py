@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from brain.domain import ROLE_WORKER, Resources, RoleSpec
 from brain.optimizing import NodeView, OptimizerContext, Proposal
-from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
-from optimizers._common import ceil_to, mean, mean_cpu, no_change, reason, too_early
+from brain.optimizing.roles import current_role, effective_roles, role_totals
+from optimizers._common import ceil_to, mean, mean_cpu, no_change, over_limits, reason, too_early
 
 if TYPE_CHECKING:
     from optimizers.estimate import EstimateSettings
@@ -117,8 +117,7 @@ def _most_workers(context: OptimizerContext, now: RoleSpec, cpu: float, ceiling:
 
 
 def _over(context: OptimizerContext, worker: RoleSpec) -> bool:
-    roles = effective_roles({ROLE_WORKER: worker}, context.job, context.nodes)
-    return bool(exceeded_limits(role_totals(roles), context.job.limits))
+    return bool(over_limits(context, {ROLE_WORKER: worker}))
 
 
 def _not_ready(

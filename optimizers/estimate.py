@@ -19,7 +19,6 @@ from brain.optimizing import (
     Proposal,
     Reason,
 )
-from brain.optimizing.roles import effective_roles, exceeded_limits, role_totals
 from optimizers import allreduce_estimate
 from optimizers._common import (
     CpuStepSettings,
@@ -29,6 +28,7 @@ from optimizers._common import (
     mean_cpu,
     mean_memory,
     no_change,
+    over_limits,
     reason,
     seconds_since,
     too_early,
@@ -322,8 +322,7 @@ def _fit(
     workers = size.workers
     while True:
         roles = _plan_for(context, use, size, workers, settings)
-        totals = role_totals(effective_roles(roles, context.job, context.nodes))
-        over = exceeded_limits(totals, context.job.limits)
+        over = over_limits(context, roles)
         if not over or workers == 1:
             return workers, roles, over
         workers -= 1

@@ -10,8 +10,15 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage
 from brain.optimizing import Changes, NodeView, OptimizerContext, Proposal
-from brain.optimizing.roles import current_role, effective_roles, exceeded_limits, role_totals
-from optimizers._common import PsChangeSettings, mean, no_change, ps_changed_recently, reason
+from brain.optimizing.roles import current_role
+from optimizers._common import (
+    PsChangeSettings,
+    mean,
+    no_change,
+    over_limits,
+    ps_changed_recently,
+    reason,
+)
 
 NAME = "ps_scaling"
 
@@ -199,9 +206,7 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
     }
     for count in range(min(max(wanted, now + 1), now + settings.step), now, -1):
         roles = {ROLE_PS: RoleSpec(count=count)}
-        if not exceeded_limits(
-            role_totals(effective_roles(roles, context.job, context.nodes)), context.job.limits
-        ):
+        if not over_limits(context, roles):
             break
     else:
         return no_change(

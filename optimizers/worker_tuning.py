@@ -9,20 +9,18 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, Resources, RoleSpec, Stage
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
 from brain.optimizing import Changes, OptimizerContext, PlanView, Proposal, SpeedSample
+from brain.optimizing.proposal import GUARD
 from brain.optimizing.roles import (
     current_role,
-    effective_roles,
     exceeded_limits,
-    node_level_totals,
-    role_totals,
+    planned_totals,
 )
-from optimizers._common import cooling_down, mean, no_change, reason
+from optimizers._common import cooling_down, mean, no_change, over_limits, reason
+from optimizers.estimate import NAME as ESTIMATE
 
 NAME = "worker_tuning"
-GUARD = "guard"
-ESTIMATE = "estimate"
 # CPU granularity of workers made smaller to fit (cores).
 CPU_STEP = 0.1
 # Evidence key of a take-back: the count growth past which did not pay.
@@ -166,8 +164,7 @@ class WorkerTuningOptimizer:
                 )
         for added in range(most, 0, -1):
             roles = {ROLE_WORKER: RoleSpec(count=workers + added)}
-            totals = role_totals(effective_roles(roles, context.job, context.nodes))
-            if not exceeded_limits(totals, context.job.limits):
+            if not over_limits(context, roles):
                 break
         else:
             return _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings)
@@ -299,7 +296,9 @@ def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None
         target = min(target, maximum)
     for count in range(target, workers, -1):
         roles = {ROLE_WORKER: RoleSpec(count=count)}
-        if not exceeded_limits(_node_level(context, roles), context.job.limits):
+        if not exceeded_limits(
+            planned_totals(roles, context.job, context.nodes), context.job.limits
+        ):
             return Proposal(
                 roles=roles,
                 reasons=[
@@ -336,13 +335,13 @@ def _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings) -> 
         return no_room
     used = mean([mean([s.cpu for s in samples]) for samples in recent])
     # The other roles at their nodes' own size: a PS migrated to more CPU counts as such.
-    others = _node_level(context, {ROLE_WORKER: RoleSpec(count=0)}).cpu
+    others = planned_totals({ROLE_WORKER: RoleSpec(count=0)}, context.job, context.nodes).cpu
     cpu = math.floor((limit - others) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
     cpu = round(min(cpu, now.cpu), 6)
     gain = (workers + 1) * min(cpu, used) / (workers * used) - 1 if used > 0 else 0.0
     roles = {ROLE_WORKER: RoleSpec(count=workers + 1, cpu=cpu)}
     if gain < settings.min_speed_gain or exceeded_limits(
-        _node_level(context, roles), context.job.limits
+        planned_totals(roles, context.job, context.nodes), context.job.limits
     ):
         return no_room
     return Proposal(
@@ -366,12 +365,6 @@ def _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings) -> 
             )
         ],
     )
-
-
-def _node_level(context: OptimizerContext, roles: dict[str, RoleSpec]) -> Resources:
-    """The job's total request once ``roles`` apply, each existing node at its own size
-    (as the guard counts it)."""
-    return Resources(**node_level_totals(roles, context.job, context.nodes))
 
 
 def _sets_workers(plan: PlanView) -> bool:
