@@ -7,9 +7,17 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from brain.domain import EventKind, PlanStatus, Stage
+from brain.domain import EventKind, Stage
 from brain.optimizing import ANY_ROLE, Changes, NodeView, OptimizerContext, PlanView, Proposal
-from optimizers._common import ceil_mib, migrates, no_change, reason, resized
+from optimizers._common import (
+    applied_changes,
+    ceil_mib,
+    migrates,
+    no_change,
+    reason,
+    resized,
+    seconds_since,
+)
 
 NAME = "memory_release"
 # The optimizers whose migrations grow a node's memory against a kill, before or after it.
@@ -122,12 +130,12 @@ def _check_node(
 
 def _blocked(context: OptimizerContext, node: str, settings: MemoryReleaseSettings) -> str | None:
     """Why ``node`` must keep its memory for now (None: it may be lowered)."""
-    moved = [p.applied_at for p in _applied_migrations(context, node)]
-    if moved and _age(context, moved[-1]) < settings.hold_s:
-        age = _age(context, moved[-1])
-        return f"it was migrated {age:.0f} s ago (hold {settings.hold_s:.0f} s)"
+    moved = applied_changes(context, lambda p: migrates(p, node))
+    since_moved = _age(context, moved[-1]) if moved else None
+    if since_moved is not None and since_moved < settings.hold_s:
+        return f"it was migrated {since_moved:.0f} s ago (hold {settings.hold_s:.0f} s)"
     kills = [e.ts for e in context.events if e.kind == EventKind.oom and e.node == node]
-    grown = [p.applied_at for p in _applied_migrations(context, node) if _grew(p, node)]
+    grown = applied_changes(context, lambda p: migrates(p, node) and _grew(p, node))
     recent = max([*kills, *grown], default=None)
     if recent is not None and _age(context, recent) < settings.after_oom_s:
         return (
@@ -135,17 +143,6 @@ def _blocked(context: OptimizerContext, node: str, settings: MemoryReleaseSettin
             f"(after_oom_s {settings.after_oom_s:.0f} s)"
         )
     return None
-
-
-def _applied_migrations(context: OptimizerContext, node: str) -> list[PlanView]:
-    return sorted(
-        (
-            p
-            for p in context.plans
-            if p.status == PlanStatus.applied and p.applied_at is not None and migrates(p, node)
-        ),
-        key=lambda p: p.applied_at,
-    )
 
 
 def _grew(plan: PlanView, node: str) -> bool:
@@ -156,4 +153,4 @@ def _grew(plan: PlanView, node: str) -> bool:
 
 
 def _age(context: OptimizerContext, ts: datetime) -> float:
-    return (context.now - ts).total_seconds()
+    return seconds_since(ts, context.now)
