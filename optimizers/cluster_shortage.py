@@ -20,7 +20,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_WORKER, RoleSpec, Stage
-from brain.optimizing import Changes, OptimizerContext, PlanView, Proposal
+from brain.optimizing import Changes, ContextInput, OptimizerContext, PlanView, Proposal
 from brain.optimizing.cluster import ElasticJob
 from optimizers._common import cited_uid, cooling_down, no_change, reason
 
@@ -49,6 +49,7 @@ class ClusterShortageOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_WORKER}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     # After worker_tuning: while the cluster is short, its smaller worker count stands.
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 50}
     Settings: ClassVar[type[ClusterShortageSettings]] = ClusterShortageSettings

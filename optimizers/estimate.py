@@ -13,6 +13,7 @@ from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec,
 from brain.optimizing import (
     ANY_ROLE,
     Changes,
+    ContextInput,
     NodeView,
     OptimizerContext,
     PlanView,
@@ -146,6 +147,7 @@ class ResourceEstimateOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.estimate})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.estimate: 10}
     Settings: ClassVar[type[EstimateSettings]] = EstimateSettings
 

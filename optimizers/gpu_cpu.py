@@ -14,7 +14,15 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from brain.domain import RoleSpec, Stage, gpu_cards
-from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, NodeUsage, OptimizerContext, Proposal
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    ContextInput,
+    HistoricalJob,
+    NodeUsage,
+    OptimizerContext,
+    Proposal,
+)
 from optimizers._common import CpuStepSettings, ceil_to, cited_uid, mean, no_change, reason
 from optimizers.gpu_sizing import GpuBounds, gpu_step_field, per_node_cap
 
@@ -160,6 +168,7 @@ class GpuCpuSuggestionOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.create: 20}
     Settings: ClassVar[type[GpuCpuSettings]] = GpuCpuSettings
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_PS, Stage
-from brain.optimizing import Changes, OptimizerContext, Proposal
+from brain.optimizing import Changes, ContextInput, OptimizerContext, Proposal
 from optimizers._common import (
     CpuStepSettings,
     PsChangeSettings,
@@ -63,6 +63,7 @@ class HotPsOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(nodes=frozenset({ROLE_PS}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 10}
     Settings: ClassVar[type[HotPsSettings]] = HotPsSettings
 

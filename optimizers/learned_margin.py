@@ -48,7 +48,14 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from brain.domain import Limits, Resources, RoleSpec, Stage
-from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, OptimizerContext, Proposal
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    ContextInput,
+    HistoricalJob,
+    OptimizerContext,
+    Proposal,
+)
 from optimizers._common import ceil_mib, ceil_to, mean, no_change, reason
 from optimizers.gpu_sizing import (
     GpuBounds,
@@ -325,6 +332,7 @@ class LearnedMarginOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     # Last at create: it overrides the seed rules' memory and CPU wherever a role has
     # history (best by the out-of-time backtest; docs/optimizers.md).
     default_order: ClassVar[dict[Stage, int]] = {Stage.create: 90}

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from brain.domain import RoleSpec, Stage
 from brain.learned_sizing.risk_sizing import RiskSizing, size_for
-from brain.optimizing import ANY_ROLE, Changes, OptimizerContext, Proposal
+from brain.optimizing import ANY_ROLE, Changes, ContextInput, OptimizerContext, Proposal
 from brain.optimizing.sizing_model import role_history
 from optimizers._common import mean, no_change, reason
 from optimizers.gpu_sizing import (
@@ -77,6 +77,7 @@ class LearnedPeakOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     # No default position: out of time it does not beat learned_margin (docs/optimizers.md).
     Settings: ClassVar[type[LearnedPeakSettings]] = LearnedPeakSettings
 

@@ -8,7 +8,15 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import EventKind, Stage
-from brain.optimizing import ANY_ROLE, Changes, NodeView, OptimizerContext, PlanView, Proposal
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    ContextInput,
+    NodeView,
+    OptimizerContext,
+    PlanView,
+    Proposal,
+)
 from optimizers._common import (
     applied_changes,
     ceil_mib,
@@ -67,6 +75,7 @@ class MemoryReleaseOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset({ContextInput.memory_peaks})
     # No default position: it trades OOM kills for memory (docs/savings.md).
     Settings: ClassVar[type[MemoryReleaseSettings]] = MemoryReleaseSettings
 

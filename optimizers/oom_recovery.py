@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import EventKind, Stage
-from brain.optimizing import ANY_ROLE, Changes, OptimizerContext, Proposal
+from brain.optimizing import ANY_ROLE, Changes, ContextInput, OptimizerContext, Proposal
 from optimizers._common import ceil_mib, no_change, reason, resized
 
 NAME = "oom_recovery"
@@ -37,6 +37,7 @@ class OomRecoveryOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.oom})
     changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.oom: 10}
     Settings: ClassVar[type[OomRecoverySettings]] = OomRecoverySettings
 

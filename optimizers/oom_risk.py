@@ -7,7 +7,15 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import Stage
-from brain.optimizing import ANY_ROLE, Changes, NodeSample, NodeView, OptimizerContext, Proposal
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    ContextInput,
+    NodeSample,
+    NodeView,
+    OptimizerContext,
+    Proposal,
+)
 from optimizers._common import (
     ceil_mib,
     cooling_down,
@@ -66,6 +74,7 @@ class OomRiskOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 30}
     Settings: ClassVar[type[OomRiskSettings]] = OomRiskSettings
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage
-from brain.optimizing import Changes, NodeView, OptimizerContext, Proposal
+from brain.optimizing import Changes, ContextInput, NodeView, OptimizerContext, Proposal
 from brain.optimizing.roles import current_role
 from optimizers._common import (
     PsChangeSettings,
@@ -91,6 +91,7 @@ class PsScalingOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_PS}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 20}
     Settings: ClassVar[type[PsScalingSettings]] = PsScalingSettings
 

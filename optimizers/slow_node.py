@@ -25,7 +25,14 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_WORKER, PlanStatus, Stage
-from brain.optimizing import Changes, NodeChange, NodeSample, OptimizerContext, Proposal
+from brain.optimizing import (
+    Changes,
+    ContextInput,
+    NodeChange,
+    NodeSample,
+    OptimizerContext,
+    Proposal,
+)
 from optimizers._common import no_change, reason
 
 NAME = "slow_node"
@@ -198,6 +205,7 @@ class SlowNodeOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(nodes=frozenset({ROLE_WORKER}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 60}
     Settings: ClassVar[type[SlowNodeSettings]] = SlowNodeSettings
 

@@ -8,7 +8,14 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage, Strategy
-from brain.optimizing import ANY_ROLE, Changes, HistoricalJob, OptimizerContext, Proposal
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    ContextInput,
+    HistoricalJob,
+    OptimizerContext,
+    Proposal,
+)
 from optimizers._common import CpuStepSettings, ceil_mib, ceil_to, mean, reason
 
 NAME = "startup"
@@ -51,6 +58,7 @@ class StartupOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.create})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.create: 10}
     Settings: ClassVar[type[StartupSettings]] = StartupSettings
 

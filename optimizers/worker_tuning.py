@@ -10,7 +10,14 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
-from brain.optimizing import Changes, OptimizerContext, PlanView, Proposal, SpeedSample
+from brain.optimizing import (
+    Changes,
+    ContextInput,
+    OptimizerContext,
+    PlanView,
+    Proposal,
+    SpeedSample,
+)
 from brain.optimizing.proposal import GUARD
 from brain.optimizing.roles import (
     current_role,
@@ -95,6 +102,7 @@ class WorkerTuningOptimizer:
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
     changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_WORKER}))
+    reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 40}
     Settings: ClassVar[type[WorkerTuningSettings]] = WorkerTuningSettings
 

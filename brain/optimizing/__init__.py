@@ -4,7 +4,7 @@ Optimizers live outside ``brain`` (the ``optimizers`` package or third-party
 packages) and are discovered through the ``brain.optimizers`` entry-point group.
 """
 
-from brain.optimizing.changes import ANY_ROLE, Changes
+from brain.optimizing.changes import ANY_ROLE, Changes, ContextInput, reads_of
 from brain.optimizing.context import (
     EventView,
     HistoricalJob,
@@ -23,6 +23,7 @@ from brain.optimizing.registry import Optimizer, OptimizerRegistry, load_registr
 __all__ = [
     "ANY_ROLE",
     "Changes",
+    "ContextInput",
     "EventView",
     "HistoricalJob",
     "JobView",
@@ -39,4 +40,5 @@ __all__ = [
     "Reason",
     "SpeedSample",
     "load_registry",
+    "reads_of",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from brain.domain import (
     JobStatus,
@@ -220,7 +221,12 @@ class OptimizerContext:
     memory_peaks: Sequence[MemoryPeak] = ()
 
     def memory_peak_of(self, node: str) -> MemoryPeak | None:
-        return next((p for p in self.memory_peaks if p.node == node), None)
+        return self._memory_peaks_by_node.get(node)
+
+    @cached_property
+    def _memory_peaks_by_node(self) -> dict[str, MemoryPeak]:
+        """Each node's first peak, built once (a lookup per node, not a scan)."""
+        return {p.node: p for p in reversed(self.memory_peaks)}
 
     def nodes_of(self, role: str) -> list[NodeView]:
         return [n for n in self.nodes if n.role == role]

@@ -43,13 +43,20 @@ def run_stage(
     settings: Settings,
     requested: list[str] | None = None,
     overrides: Mapping[str, dict] | None = None,
+    selected: list[Optimizer] | None = None,
 ) -> StageResult:
     """Select, configure, run, combine and bound the optimizers of ``stage``.
 
     Raises ``InvalidInput`` (naming ``optimizers.N`` or ``settings.<optimizer>.<field>``)
     for an unknown optimizer, one that does not serve ``stage``, or a bad setting.
+    ``selected``: what ``select_optimizers`` already chose for ``requested``, when the
+    caller selected first (to build only the context inputs they read).
     """
-    optimizers = select_optimizers(registry, stage, requested, settings)
+    optimizers = (
+        selected
+        if selected is not None
+        else select_optimizers(registry, stage, requested, settings)
+    )
     resolved = resolve_settings(optimizers, settings.optimizer_settings, overrides or {})
     # The site's budget stands in for a missing CPU limit for the optimizers too, so they
     # size within it (an estimate for the budget, not for max_workers cut down after).

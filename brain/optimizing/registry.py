@@ -32,7 +32,9 @@ class Optimizer(Protocol):
     Two more class attributes are optional (``brain.optimizing.changes``): ``changes``,
     the roles its proposals may change (without it: anything), and ``default_order``,
     its position in the default pipeline of each stage it runs at unless configured
-    otherwise (without it: it runs only when configured or requested).
+    otherwise (without it: it runs only when configured or requested), and ``reads``,
+    the costly context inputs (``ContextInput``) it reads, which the service builds only
+    when an optimizer that runs reads them (without it: every one).
     """
 
     name: ClassVar[str]

@@ -42,6 +42,7 @@ def build_context(
     node: str | None = None,
     sizing_model: SizingModel | None = None,
     readable: frozenset[str] | None = None,
+    memory_peaks: bool = True,
 ) -> OptimizerContext:
     """The job, its nodes, a recent window of samples, events, plans and (at create) history.
 
@@ -53,6 +54,9 @@ def build_context(
     Other jobs (related history, cluster-shortage peers) come only from the namespaces
     ``brain.history.scope`` allows: the job's own, unless pooling is configured, and
     then only those the caller may read (``readable``; ``None``: every namespace).
+
+    ``memory_peaks``: whether to build the running stage's memory peaks (a grouped query
+    over a day of samples), which only an optimizer that reads them needs.
     """
     nodes = list(
         session.scalars(select(NodeRow).where(NodeRow.job_id == job.id).order_by(NodeRow.id))
@@ -86,7 +90,7 @@ def build_context(
         memory_peaks=tuple(
             _memory_peaks(session, job, names, latest.node, settings.memory_peak_window_s)
         )
-        if stage == Stage.running
+        if stage == Stage.running and memory_peaks
         else (),
     )
 

@@ -20,8 +20,14 @@ from brain.db.engine import ReadSession
 from brain.db.models import EventRow, JobRow, ScalePlanRow
 from brain.domain import EventKind, PlanStatus, Stage, utcnow
 from brain.errors import Conflict, InvalidInput, NotFound
-from brain.optimizing import OptimizerContext, OptimizerRegistry, Proposal
-from brain.optimizing.pipeline import run_stage
+from brain.optimizing import (
+    ContextInput,
+    OptimizerContext,
+    OptimizerRegistry,
+    Proposal,
+    reads_of,
+)
+from brain.optimizing.pipeline import run_stage, select_optimizers
 from brain.optimizing.proposal import PlanBody
 from brain.optimizing.roles import effective_roles
 from brain.optimizing.sizing_model import SizingModel
@@ -82,10 +88,23 @@ def optimize(
                 f"(POST /api/v1/jobs/{job.uid}/events with kind oom)",
                 field="node",
             )
+    # Selected first: an unknown optimizer is refused before any query, and the costly
+    # inputs are built only when an optimizer that runs reads them.
+    selected = select_optimizers(registry, stage, optimizer_names, settings)
+    reading = set().union(*(reads_of(o) for o in selected))
     context = build_context(
-        session, job, stage, settings, node=node, sizing_model=sizing_model, readable=readable
+        session,
+        job,
+        stage,
+        settings,
+        node=node,
+        sizing_model=sizing_model,
+        readable=readable,
+        memory_peaks=ContextInput.memory_peaks in reading,
     )
-    result = run_stage(registry, stage, context, settings, optimizer_names, overrides)
+    result = run_stage(
+        registry, stage, context, settings, optimizer_names, overrides, selected=selected
+    )
     bounded = result.proposal
     if bounded.source_event_id is not None:
         existing = session.scalar(

@@ -1,10 +1,13 @@
-"""What a proposal changes beyond its optimizer's declaration (``undeclared``)."""
+"""What a proposal changes beyond its optimizer's declaration (``undeclared``), and the
+costly context inputs an optimizer declares it reads (``reads_of``)."""
 
 from __future__ import annotations
 
-from brain.domain import RoleSpec
-from brain.optimizing import ANY_ROLE, Changes, NodeChange, Proposal
-from brain.optimizing.changes import undeclared
+import pytest
+
+from brain.domain import RoleSpec, Stage
+from brain.optimizing import ANY_ROLE, Changes, ContextInput, NodeChange, Proposal, reads_of
+from brain.optimizing.changes import check_declarations, undeclared
 
 WORKER_GROUP = Changes(groups=frozenset({"worker"}))
 
@@ -33,3 +36,18 @@ def test_the_ps_tiers_addresses_are_a_ps_group_change():
     proposal = Proposal(roles={"worker": RoleSpec(count=3)}, ps_hosts=["ps-0:2222"])
     assert undeclared(WORKER_GROUP, proposal) == ["ps group"]
     assert undeclared(Changes(groups=frozenset({"ps", "worker"})), proposal) == []
+
+
+class Reading:
+    name = "reading"
+    stages = frozenset({Stage.running})
+
+
+def test_the_costly_inputs_an_optimizer_reads_default_to_every_one():
+    assert reads_of(Reading()) == frozenset(ContextInput)
+    declared = type("Declared", (Reading,), {"reads": frozenset({ContextInput.memory_peaks})})
+    check_declarations(declared())
+    assert reads_of(declared()) == {ContextInput.memory_peaks}
+    for bad in ({"memory_peaks"}, "memory_peaks", [ContextInput.memory_peaks]):
+        with pytest.raises(TypeError, match="not a set of ContextInput"):
+            check_declarations(type("Bad", (Reading,), {"reads": bad})())

@@ -98,3 +98,11 @@ def test_a_lowering_keeps_the_peak_plus_margin_and_saves_at_least_the_share(
     proposal = release([peak(used)], settings, nodes=(size,))
     for change in proposal.migrate:
         assert used * margin <= change.memory_mib <= below * memory
+
+
+def test_a_nodes_peak_is_looked_up_by_name_the_first_one_listed_winning():
+    first, second, other = peak(2000), peak(3000), peak(100, name="worker-1")
+    ctx = context(Stage.running, nodes=[WORKER], memory_peaks=[first, second, other])
+    assert ctx.memory_peak_of("worker-0") is first
+    assert ctx.memory_peak_of("worker-1") is other
+    assert ctx.memory_peak_of("worker-2") is None

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from brain.config import Settings
 from brain.domain import Stage
 from brain.optimizing import Changes, OptimizerRegistry, load_registry
-from brain.optimizing.changes import ANYTHING, changes_of, default_position
+from brain.optimizing.changes import ANYTHING, ContextInput, changes_of, default_position, reads_of
 from brain.optimizing.pipeline import select_optimizers, stage_pipeline
 from brain.optimizing.registry import ENTRY_POINT_GROUP, describe
 from brain.reference import optimizers_reference
@@ -153,6 +153,18 @@ def test_a_plugin_that_declares_nothing_may_change_anything_and_runs_only_when_a
     assert info.changes == {"groups": ["*"], "nodes": ["*"]} and info.default_order == {}
 
 
+def test_a_plugin_that_declares_no_reads_is_given_every_costly_input():
+    assert reads_of(UndeclaredOptimizer()) == frozenset(ContextInput)
+    assert reads_of(declaring("reads_none", reads=frozenset())()) == frozenset()
+
+
+def test_only_memory_release_reads_the_memory_peaks():
+    registry = load_registry()
+    reading = [n for n in registry.names() if reads_of(registry.get(n))]
+    assert reading == ["memory_release"]
+    assert reads_of(registry.get("memory_release")) == {ContextInput.memory_peaks}
+
+
 def test_the_declarations_are_described():
     info = {i.name: i for i in load_registry().info()}
     assert info["hot_ps"].changes == {"groups": [], "nodes": ["ps"]}
@@ -181,14 +193,26 @@ NO_ORDER = declaring("no_order", default_order=None)
 ORDER_FOR_ANOTHER_STAGE = declaring("other_stage", default_order={Stage.create: 5})
 ORDER_NOT_A_NUMBER = declaring("not_a_number", default_order={Stage.running: "5"})
 CHANGES_AS_A_DICT = declaring("dict_changes", changes={"groups": ["ps"]})
+READS_A_NAME = declaring("reads_a_name", reads=frozenset({"memory_peaks"}))
+READS_A_STRING = declaring("reads_a_string", reads="memory_peaks")
 WELL_DECLARED = declaring(
-    "well_declared", default_order={Stage.running: 5}, changes=Changes(groups=frozenset({"ps"}))
+    "well_declared",
+    default_order={Stage.running: 5},
+    changes=Changes(groups=frozenset({"ps"})),
+    reads=frozenset({ContextInput.memory_peaks}),
 )
 
 
 def test_a_plugin_with_a_malformed_declaration_is_skipped_and_the_stage_still_runs(caplog):
     caplog.set_level(logging.ERROR)
-    names = ["NO_ORDER", "ORDER_FOR_ANOTHER_STAGE", "ORDER_NOT_A_NUMBER", "CHANGES_AS_A_DICT"]
+    names = [
+        "NO_ORDER",
+        "ORDER_FOR_ANOTHER_STAGE",
+        "ORDER_NOT_A_NUMBER",
+        "CHANGES_AS_A_DICT",
+        "READS_A_NAME",
+        "READS_A_STRING",
+    ]
     registry = load_registry(
         [entry_point(name.lower(), f"{__name__}:{name}") for name in [*names, "WELL_DECLARED"]]
     )
@@ -199,5 +223,7 @@ def test_a_plugin_with_a_malformed_declaration_is_skipped_and_the_stage_still_ru
         "default_order names <Stage.create: 'create'>, a stage it does not serve",
         "default_order's position for <Stage.running: 'running'> is not a whole number",
         "changes is a dict, not a Changes",
+        "reads is a frozenset, not a set of ContextInput",
+        "reads is a str, not a set of ContextInput",
     ]:
         assert why in caplog.text
