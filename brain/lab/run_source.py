@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-# brain.replay.trace.DEFAULT_GPU_MEMORY_MIB; not imported from there (pandas).
-DEFAULT_GPU_MEMORY_MIB = 81920.0
+from brain.replay.resources import DEFAULT_GPU_MEMORY_MIB
 
 
 def add_run_source(parser: argparse.ArgumentParser, from_db_help: str) -> None:

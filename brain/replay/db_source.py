@@ -43,7 +43,8 @@ from sqlalchemy.orm import Session
 from brain.db.engine import make_engine
 from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
 from brain.domain import JobStatus, gpu_cards
-from brain.replay.trace import DEFAULT_GPU_MEMORY_MIB, TraceError, check_normalized
+from brain.replay.resources import DEFAULT_GPU_MEMORY_MIB
+from brain.replay.trace import TraceError, check_normalized
 from brain.services.jobs import JobFilters
 
 log = logging.getLogger(__name__)

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pandas is the backtest extra's; only its loaders need it
     import pandas as pd
 
+# Memory of one GPU when a trace does not say (an 80 GiB card).
+DEFAULT_GPU_MEMORY_MIB = 81920.0
+
 
 @dataclass(frozen=True)
 class Resource:

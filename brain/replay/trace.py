@@ -39,6 +39,8 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from brain.replay.resources import DEFAULT_GPU_MEMORY_MIB
+
 TIME_COLUMNS = ("start", "ts", "day", "hour")
 USAGE_COLUMNS = (
     "cpu_mean",
@@ -56,7 +58,6 @@ RUN_COLUMNS = (
     + USAGE_COLUMNS
     + ("gpu_mem_total_mib",)
 )
-DEFAULT_GPU_MEMORY_MIB = 81920.0
 # Sample interval of the reference traces: Bitbrains (daily runs) 5 min, GenAI (hourly) 1 min.
 SAMPLE_MINUTES = {"day": 5.0, "hour": 1.0}
 DEFAULT_SAMPLE_MINUTES = 5.0

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from brain.db.engine import make_engine
 from brain.db.models import RoleSummaryRow
 from brain.replay.db_source import DatabaseRuns
-from brain.replay.trace import DEFAULT_GPU_MEMORY_MIB, TraceError, check_normalized
+from brain.replay.resources import DEFAULT_GPU_MEMORY_MIB
+from brain.replay.trace import TraceError, check_normalized
 
 
 def role_runs(database_url: str, gpu_memory_mib: float = DEFAULT_GPU_MEMORY_MIB) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,8 @@ def test_exactly_one_source(command, argv, capsys):
     assert "--trace" in capsys.readouterr().err
 
 
-def test_the_default_card_is_the_trace_readers():
-    """Written twice so that building the parser does not import pandas."""
-    assert run_source.DEFAULT_GPU_MEMORY_MIB == DEFAULT_GPU_MEMORY_MIB
+def test_the_default_card_is_the_trace_readers_and_the_parser_needs_no_pandas():
+    assert run_source.DEFAULT_GPU_MEMORY_MIB == DEFAULT_GPU_MEMORY_MIB == 81920
+    code = "import sys, brain.lab.run_source; print('pandas' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
