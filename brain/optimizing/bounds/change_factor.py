@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from brain.domain import RoleSpec
 from brain.optimizing.bounds.view import BoundsView
-from brain.optimizing.proposal import GUARD, Proposal, Reason
+from brain.optimizing.context import NodeView
+from brain.optimizing.proposal import GUARD, NodeChange, Proposal, Reason
 from brain.optimizing.roles import EPSILON, SIZE_FIELDS, current_role
 
 
@@ -36,16 +38,9 @@ def change_factor(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[
             if count != planned.count:
                 values["count"] = count
                 changes.append(f"count {now.count} -> {planned.count} cut to {count}")
-        for field in SIZE_FIELDS:
-            wanted, size = getattr(planned, field), getattr(now, field)
-            if wanted is None or not size:
-                continue
-            high, low = size * factor, size / factor
-            kept = min(max(wanted, low), high)
-            if abs(kept - wanted) > EPSILON:
-                kept = _round(field, kept, down=wanted > kept)
-                values[field] = kept
-                changes.append(f"{field} {size:g} -> {wanted:g} cut to {kept:g}")
+        sizes, cuts = _bounded_sizes(planned, now, factor)
+        values |= sizes
+        changes += cuts
         if not values:
             continue
         bounded[role] = replace(planned, **values)
@@ -71,16 +66,7 @@ def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Propo
     bounded, reasons = [], []
     for change in proposal.migrate:
         node = sizes.get(change.name or "")
-        values, changes = {}, []
-        for field in SIZE_FIELDS if node is not None else ():
-            wanted, size = getattr(change, field), getattr(node, field)
-            if wanted is None or not size:
-                continue
-            kept = min(max(wanted, size / factor), size * factor)
-            if abs(kept - wanted) > EPSILON:
-                kept = _round(field, kept, down=wanted > kept)
-                values[field] = kept
-                changes.append(f"{field} {size:g} -> {wanted:g} cut to {kept:g}")
+        values, changes = _bounded_sizes(change, node, factor) if node is not None else ({}, [])
         if values:
             change = replace(change, **values)
             reasons.append(
@@ -94,6 +80,24 @@ def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Propo
             )
         bounded.append(change)
     return replace(proposal, migrate=bounded), reasons
+
+
+def _bounded_sizes(
+    planned: RoleSpec | NodeChange, now: RoleSpec | NodeView, factor: float
+) -> tuple[dict[str, float], list[str]]:
+    """The planned sizes kept between ``now / factor`` and ``now x factor`` (a size not
+    planned, or not known now, is left alone): the sizes cut, and a note per cut."""
+    values, changes = {}, []
+    for field in SIZE_FIELDS:
+        wanted, size = getattr(planned, field), getattr(now, field)
+        if wanted is None or not size:
+            continue
+        kept = min(max(wanted, size / factor), size * factor)
+        if abs(kept - wanted) > EPSILON:
+            kept = _round(field, kept, down=wanted > kept)
+            values[field] = kept
+            changes.append(f"{field} {size:g} -> {wanted:g} cut to {kept:g}")
+    return values, changes
 
 
 def _round(field: str, value: float, down: bool) -> float:
