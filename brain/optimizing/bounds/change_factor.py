@@ -13,6 +13,7 @@ import math
 from dataclasses import replace
 
 from brain.domain import RoleSpec
+from brain.optimizing.bounds.units import ceil_to, floor_to, step
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import NodeView
 from brain.optimizing.proposal import GUARD, NodeChange, Proposal, Reason
@@ -101,9 +102,5 @@ def _bounded_sizes(
 
 
 def _round(field: str, value: float, down: bool) -> float:
-    """A bounded size rounded to its unit (0.01 core, 1 MiB, 1 GPU) towards the bound."""
-    step = {"cpu": 0.01, "memory_mib": 1.0, "gpu": 1.0}[field]
-    if field == "gpu" and value < 1:
-        step = 0.01
-    rounded = math.floor if down else math.ceil
-    return round(rounded(value / step - (EPSILON if not down else -EPSILON)) * step, 6)
+    """A bounded size rounded to its step (0.01 core, 1 MiB, 1 GPU) towards the bound."""
+    return (floor_to if down else ceil_to)(value, step(field, value))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from brain.domain import ROLE_PS, ROLE_WORKER, RoleSpec
+from brain.optimizing.bounds.units import UNITS
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
@@ -102,5 +103,4 @@ def _fits_room(need: Mapping[str, float], room: Mapping[str, float]) -> bool:
 
 
 def _amounts(values: Mapping[str, float]) -> str:
-    units = {"cpu": "cores", "memory_mib": "MiB", "gpu": "GPUs"}
-    return ", ".join(f"{values[f]:g} {units[f]}" for f in SIZE_FIELDS if f in values)
+    return ", ".join(f"{values[f]:g} {UNITS[f]}" for f in SIZE_FIELDS if f in values)

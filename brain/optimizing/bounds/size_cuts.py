@@ -10,11 +10,11 @@ fraction). Each cut is a reason: the plan says what it took away.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 
 from brain.domain import RoleSpec
+from brain.optimizing.bounds.units import UNITS, floor_to, step
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
@@ -27,8 +27,6 @@ from brain.optimizing.roles import (
     planned_totals,
 )
 
-_STEPS = {"cpu": 0.01, "memory_mib": 1.0, "gpu": 1.0}
-_UNITS = {"cpu": "cores", "memory_mib": "MiB", "gpu": "GPUs"}
 # A growth trimmed below this fraction of the size is left out.
 _SLIVER = 0.02
 # Proportional cuts rounded down land within the limit at once; a node migrated
@@ -91,14 +89,14 @@ def _cut_growth(
     cut = dict(roles)
     changes = []
     for role, (now, wanted, _count) in growth.items():
-        granted = max(_floor(now + (wanted - now) * keep, _step(field, wanted)), now)
+        granted = max(floor_to(now + (wanted - now) * keep, step(field, wanted)), now)
         # What is left of a growth trimmed to a sliver (the slack the rounding left) is
         # no change: asked again, the plan would otherwise creep by one step each time.
-        if granted - now < max(_step(field, wanted), _SLIVER * now):
+        if granted - now < max(step(field, wanted), _SLIVER * now):
             granted = now
         cut[role] = replace(roles[role], **{field: None if granted <= now + EPSILON else granted})
         changes.append(f"{role} {now:g} -> {wanted:g} cut to {granted:g}")
-    unit = _UNITS[field]
+    unit = UNITS[field]
     reason = Reason(
         GUARD,
         f"cut the plan's growth of {field} to fit the job's {field} limit {limit:g} {unit}: "
@@ -124,7 +122,7 @@ def _cut(
         size = getattr(spec, field)
         if not spec.count or not size:
             continue
-        smaller = _floor(size * factor, _step(field, size))
+        smaller = floor_to(size * factor, step(field, size))
         if smaller <= 0 or smaller >= size - EPSILON:
             continue
         values = {field: smaller}
@@ -134,7 +132,7 @@ def _cut(
         changes.append(f"{role} {size:g} -> {smaller:g}")
     if not changes:
         return cut, []
-    unit = _UNITS[field]
+    unit = UNITS[field]
     reason = Reason(
         GUARD,
         f"cut {field} per node to fit the job's {field} limit {limit:g} {unit} "
@@ -143,13 +141,3 @@ def _cut(
         threshold={f"limit_{field}": limit},
     )
     return cut, [reason]
-
-
-def _step(field: str, size: float) -> float:
-    if field == "gpu" and size < 1:
-        return 0.01  # a role sharing a card keeps sharing
-    return _STEPS[field]
-
-
-def _floor(value: float, step: float) -> float:
-    return round(math.floor(value / step + EPSILON) * step, 6)
