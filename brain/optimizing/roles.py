@@ -6,6 +6,7 @@ Shared by the bounding steps and the optimizers that size against the job's limi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from brain.domain import ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec, Strategy
 from brain.optimizing.context import JobView, NodeView
@@ -64,6 +65,21 @@ def overlay_roles(
         name: current.get(name, RoleSpec()).overlay(proposed.get(name))
         for name in dict.fromkeys([*current, *proposed])
     }
+
+
+def with_count(
+    roles: Mapping[str, RoleSpec], role: str, count: int, current: int | None
+) -> dict[str, RoleSpec]:
+    """``roles`` with ``role``'s count set to ``count``. A count back at ``current`` (what
+    the role runs now) is no change, and a role left with no change at all is dropped:
+    a plan neither re-applies a count nor supersedes a pending plan with nothing."""
+    spec = replace(roles.get(role, RoleSpec()), count=None if count == current else count)
+    changed = dict(roles)
+    if spec == RoleSpec():
+        changed.pop(role, None)
+    else:
+        changed[role] = spec
+    return changed
 
 
 def role_totals(roles: Mapping[str, RoleSpec]) -> Resources:

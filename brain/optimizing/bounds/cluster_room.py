@@ -11,12 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from brain.domain import ROLE_PS, ROLE_WORKER, RoleSpec
+from brain.domain import ROLE_PS, ROLE_WORKER
 from brain.optimizing.bounds.units import UNITS
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
-from brain.optimizing.roles import EPSILON, SIZE_FIELDS, current_role, effective_roles
+from brain.optimizing.roles import (
+    EPSILON,
+    SIZE_FIELDS,
+    current_role,
+    effective_roles,
+    with_count,
+)
 
 
 def cluster_room(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
@@ -60,11 +66,7 @@ def cluster_room(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[R
         )
         # Back at the current count, the plan leaves the count alone (and the role, when
         # the count was all it changed), so nothing empty supersedes a pending plan.
-        spec = replace(roles[role], count=None if count == current[role] else count)
-        if spec == RoleSpec():
-            del fitted[role]
-        else:
-            fitted[role] = spec
+        fitted = with_count(fitted, role, count, current[role])
     left = {f: room[f] - used for f, used in growth(counts).items() if f in room}
     kept = []
     for change in proposal.launch:

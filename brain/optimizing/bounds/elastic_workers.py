@@ -10,7 +10,7 @@ from brain.domain import ROLE_WORKER, RoleSpec
 from brain.optimizing.bounds.node_changes import fit_node_changes
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
-from brain.optimizing.roles import bounds_dict, current_role, limits_dict
+from brain.optimizing.roles import bounds_dict, current_role, limits_dict, with_count
 
 
 def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
@@ -35,12 +35,7 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
         evidence={"workers_planned": planned, "workers_after": count, "workers_now": current},
         threshold=limits_dict(job.limits) | bounds_dict(job.bounds_of(ROLE_WORKER)),
     )
-    fitted = dict(roles)
-    worker = replace(roles[ROLE_WORKER], count=None if count == current else count)
-    if worker == RoleSpec():
-        del fitted[ROLE_WORKER]
-    else:
-        fitted[ROLE_WORKER] = worker
+    fitted = with_count(roles, ROLE_WORKER, count, current)
     return replace(proposal, roles=fitted), [reason]
 
 

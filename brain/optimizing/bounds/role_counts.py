@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from brain.domain import RoleSpec
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
-from brain.optimizing.roles import bounds_dict, current_role
+from brain.optimizing.roles import bounds_dict, current_role, with_count
 
 
 def role_counts(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
     """Each planned count clipped into its role's bounds; a count clipped back to what
     the role runs now is no change (the role is left out when nothing else changes)."""
     job = view.job
-    kept, reasons = {}, []
+    kept, reasons = dict(proposal.roles), []
     for role, spec in proposal.roles.items():
         bounds = job.bounds_of(role)
         if spec.count is None or bounds.clip(spec.count) == spec.count:
-            kept[role] = spec
             continue
         clipped = bounds.clip(spec.count)
         side = "max_count" if clipped < spec.count else "min_count"
@@ -33,7 +31,5 @@ def role_counts(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Re
                 threshold=bounds_dict(bounds),
             )
         )
-        spec = replace(spec, count=None if clipped == current else clipped)
-        if spec != RoleSpec():
-            kept[role] = spec
+        kept = with_count(kept, role, clipped, current)
     return replace(proposal, roles=kept), reasons

@@ -14,6 +14,7 @@ from brain.optimizing.roles import (
     exceeded_limits,
     limits_dict,
     planned_totals,
+    with_count,
 )
 
 
@@ -42,14 +43,10 @@ def worker_count(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[R
         over = exceeded_limits(planned_totals(fewer, job, nodes), job.limits)
     if count == start:
         return proposal, []
-    fitted = dict(roles)
     # Back to what runs now is no change: the plan must not re-apply the same count.
-    unchanged = count == current_role(ROLE_WORKER, job, nodes).count
-    spec = replace(planned_worker, count=None if unchanged else count)
-    if spec == RoleSpec():
-        fitted.pop(ROLE_WORKER, None)
-    else:
-        fitted[ROLE_WORKER] = spec
+    current = current_role(ROLE_WORKER, job, nodes).count
+    unchanged = count == current
+    fitted = with_count(roles, ROLE_WORKER, count, current)
     reason = Reason(
         GUARD,
         f"reduced workers from {start} to {count} to fit the job's limits"
