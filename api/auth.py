@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from api.errors import error_body
 from api.state import server_state
 from brain.errors import Forbidden, Unauthorized
-from brain.services.tokens import AuthPolicy, Principal, TokenScope
+from brain.services.tokens import AuthPolicy, Principal, TokenScope, bearer_secret
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The API's own description is public, so a caller can find out how to authenticate.
@@ -69,7 +69,7 @@ class Authentication:
             else:
                 principal = await run_in_threadpool(policy.authenticate, secret)
             needed = TokenScope.read if scope["method"] in SAFE_METHODS else TokenScope.write
-            _require(principal, needed, scope["method"])
+            principal.require(needed, scope["method"])
         except Unauthorized as exc:
             body = error_body(exc.code, exc.message)
             headers = {"WWW-Authenticate": "Bearer"}
@@ -97,16 +97,8 @@ class Authentication:
 def _bearer_secret(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
-            kind, _, secret = value.decode("latin-1").partition(" ")
-            return secret.strip() or None if kind.lower() == "bearer" else None
+            return bearer_secret(value.decode("latin-1"))
     return None
-
-
-def _require(principal: Principal, needed: TokenScope, what: str) -> None:
-    if not principal.allows(needed):
-        raise Forbidden(
-            f"token {principal.name!r} has scope {principal.scope}; {what} needs {needed}"
-        )
 
 
 async def current_principal(

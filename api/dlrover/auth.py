@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from api.dlrover.errors import status_of
 from brain.errors import BrainError, Forbidden
-from brain.services.tokens import AuthPolicy, Principal, TokenScope
+from brain.services.tokens import AuthPolicy, Principal, TokenScope, bearer_secret
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 READ_METHODS = frozenset({"get_job_metrics"})
@@ -39,11 +39,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
 
 
 def _check_allowed(principal: Principal, name: str) -> None:
-    needed = TokenScope.read if name in READ_METHODS else TokenScope.write
-    if not principal.allows(needed):
-        raise Forbidden(
-            f"token {principal.name!r} has scope {principal.scope}; {name} needs {needed}"
-        )
+    principal.require(TokenScope.read if name in READ_METHODS else TokenScope.write, name)
     if principal.namespaces is not None:
         raise Forbidden(
             f"token {principal.name!r} is limited to namespaces; the gRPC service needs "
@@ -54,8 +50,7 @@ def _check_allowed(principal: Principal, name: str) -> None:
 def _bearer_secret(metadata) -> str | None:
     for key, value in metadata:
         if key.lower() == "authorization":
-            kind, _, secret = str(value).partition(" ")
-            return secret.strip() or None if kind.lower() == "bearer" else None
+            return bearer_secret(str(value))
     return None
 
 

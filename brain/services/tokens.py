@@ -30,7 +30,7 @@ from brain.config import AuthMode
 from brain.db.engine import ReadSession
 from brain.db.models import ApiToken
 from brain.domain import utcnow
-from brain.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 
 SECRET_PREFIX = "brain_"
 # The admin token BRAIN_BOOTSTRAP_TOKEN provides.
@@ -61,6 +61,12 @@ class Principal:
     def allows(self, needed: TokenScope) -> bool:
         return self.scope.covers(needed)
 
+    def require(self, needed: TokenScope, what: str) -> None:
+        """Refuse (Forbidden) unless the token's scope covers ``needed``; ``what`` names
+        the request in the message (an HTTP method, a gRPC call)."""
+        if not self.allows(needed):
+            raise Forbidden(f"token {self.name!r} has scope {self.scope}; {what} needs {needed}")
+
     def sees(self, namespace: str | None) -> bool:
         """Whether a job in ``namespace`` is visible (a job without one is not, to a
         namespace-restricted token)."""
@@ -68,6 +74,15 @@ class Principal:
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
+
+
+def bearer_secret(authorization: str | None) -> str | None:
+    """The secret of an ``Authorization: Bearer <secret>`` value, or None (absent, empty
+    or another scheme); both transports send the token this way."""
+    if authorization is None:
+        return None
+    kind, _, secret = authorization.partition(" ")
+    return secret.strip() or None if kind.lower() == "bearer" else None
 
 
 # Whoever calls while authentication is off.
