@@ -64,6 +64,8 @@ ROLE_PS = "ps"
 ROLE_CHIEF = "chief"
 ROLE_WORKER = "worker"
 ROLE_EVALUATOR = "evaluator"
+# The training roles of a DLRover job (its master's own replica is not one).
+TRAINING_ROLES = (ROLE_PS, ROLE_WORKER, ROLE_CHIEF, ROLE_EVALUATOR)
 
 
 @dataclass(frozen=True)

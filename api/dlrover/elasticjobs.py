@@ -26,13 +26,11 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from brain.bounds import InputBounds
-from brain.domain import RoleSpec
+from brain.domain import TRAINING_ROLES, RoleSpec
 
 log = logging.getLogger(__name__)
 
 GROUP, VERSION, PLURAL = "elastic.iml.github.io", "v1alpha1", "elasticjobs"
-# Replica specs that are training roles (the master's own replica is not).
-TRAINING_ROLES = ("ps", "worker", "chief", "evaluator")
 # One list answers a burst of masters starting together; a job not found is looked up
 # again only after this long (its ElasticJob may not be listed yet).
 LIST_CACHE_S = 10.0

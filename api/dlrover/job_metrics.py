@@ -7,16 +7,15 @@ import json
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from api.dlrover.report_checks import UID_CHARS, storable_uid
+from api.dlrover.report_checks import check_uid
 from api.dlrover.transaction import transaction
 from api.schemas.jobs import JobOut
-from brain.errors import InvalidInput, job_not_found
+from brain.errors import job_not_found
 from brain.services import master_reports
 
 
 def job_metrics(session_factory: sessionmaker[Session], uid: str) -> str:
-    if not storable_uid(uid):
-        raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
+    check_uid(uid)
     with transaction(session_factory) as session:
         job = master_reports.job_of_master(session, uid, None)
         if job is None:

@@ -23,13 +23,13 @@ from api.dlrover.messages import OptimizeAsk, PlanAnswer
 from api.dlrover.no_history import body_to_send
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.replies import to_dlrover
-from api.dlrover.report_checks import UID_CHARS, storable_uid
+from api.dlrover.report_checks import check_uid
 from api.dlrover.stages import BrainCall, Reply, carries, translate
 from api.dlrover.transaction import transaction
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
 from brain.domain import Stage
-from brain.errors import InvalidInput, NotFound
+from brain.errors import NotFound
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.changes import changes_of
 from brain.optimizing.pipeline import stage_pipeline
@@ -92,9 +92,7 @@ class Planner:
         if not ask.uid:
             log.warning("optimize %r without a job uid: no plan", ask.stage)
             return PlanAnswer(None, "no job uid in the request")
-        if not storable_uid(ask.uid):
-            # As REST bounds the path: one line, never the store's traceback per call.
-            raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
+        check_uid(ask.uid)
         call = translate(ask.stage, ask.phase, ask.oom_pods)
         with transaction(self._sessions) as session:
             answer, plan = self._plan(session, ask.uid, ask.namespace, call)

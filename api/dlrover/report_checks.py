@@ -14,6 +14,7 @@ import re
 from api.dlrover.messages import as_dict
 from api.schemas.common import K8S_LABEL
 from brain.domain import K8S_NAME_MAX
+from brain.errors import InvalidInput
 
 # The report kinds Brain stores; runtime samples and dataset features never arrive from
 # 0.6.1 (client bugs), and node load comes from the Prometheus collector instead.
@@ -29,6 +30,13 @@ TRUNCATED = " [truncated by Brain]"
 
 def storable_uid(uid: str) -> bool:
     return len(uid) <= UID_CHARS and "\x00" not in uid
+
+
+def check_uid(uid: str) -> None:
+    """Refuse (InvalidInput) a uid the jobs table cannot store: as REST bounds the path,
+    one line, never the store's traceback per call."""
+    if not storable_uid(uid):
+        raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
 
 
 def storable_text(text: str, limit: int) -> str:

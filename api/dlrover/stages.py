@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from brain.domain import ROLE_PS, ROLE_WORKER, Stage
+from brain.domain import ROLE_PS, ROLE_WORKER, TRAINING_ROLES, Stage
 from brain.errors import InvalidInput
 from brain.optimizing.changes import Changes
 
@@ -115,6 +115,6 @@ def translate(stage: str, phase: str | None, oom_pods: list[str]) -> BrainCall:
 
 def parse_pod(name: str) -> OomPod:
     match = POD_NAME.match(name)
-    if match is None or match["role"] not in (ROLE_PS, ROLE_WORKER, "chief", "evaluator"):
+    if match is None or match["role"] not in TRAINING_ROLES:
         raise UnknownRequest(f"pod {name!r} is not named <job>-edljob-<role>-<index>")
     return OomPod(name=name, role=match["role"], index=int(match["index"]))
