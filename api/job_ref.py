@@ -15,14 +15,14 @@ from fastapi import Depends, Query
 
 from api.auth import CurrentPrincipal
 from api.params import JobUid
-from api.schemas.common import K8S_LABEL
+from brain.domain import K8S_LABEL, NAMESPACE_MAX
 from brain.errors import Forbidden
 from brain.job_ref import JobRef
 
 JobNamespace = Annotated[
     str | None,
     Query(
-        max_length=63,
+        max_length=NAMESPACE_MAX,
         pattern=f"^$|{K8S_LABEL}",
         description="The job's namespace, needed only when jobs of several namespaces you "
         "may read have this uid (409 `conflict`, field `namespace`, otherwise); empty: "

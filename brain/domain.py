@@ -7,6 +7,7 @@ Units are part of the names: ``cpu`` in cores, ``memory_mib`` in MiB, ``gpu`` as
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -176,6 +177,17 @@ def default_group_key(user: str, name: str) -> str:
 # Kubernetes object names (DNS subdomains, RFC 1123) are at most 253 characters: job
 # uids, node (pod) names, namespaces and clusters are stored and accepted up to that.
 K8S_NAME_MAX = 253
+# A Kubernetes namespace is an RFC 1123 label: lowercase letters, digits and '-', at most
+# 63 characters. It is written into ScalePlans and PS addresses.
+NAMESPACE_MAX = 63
+K8S_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# The longest user name the jobs table stores.
+USER_NAME_MAX = 128
+
+
+def is_k8s_namespace(name: str) -> bool:
+    """Whether ``name`` is a Kubernetes namespace (the rule the REST schema checks)."""
+    return len(name) <= NAMESPACE_MAX and re.fullmatch(K8S_LABEL, name) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,14 +28,14 @@ from api.deps import (
     UpgradableReadSessionDep,
 )
 from api.dlrover.scaleplan import scaleplans
+from api.job_ref import JobNamespace
 from api.routers.portraits import owner_portrait_out, spend_of
 from api.routing import OffloadedRoute
-from api.schemas.common import K8S_LABEL
 from api.schemas.plans import PlanOut
 from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut, WasteSort
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
-from brain.domain import JobStatus, utcnow
+from brain.domain import K8S_LABEL, NAMESPACE_MAX, JobStatus, utcnow
 from brain.errors import Conflict, Unauthorized
 from brain.job_ref import JobRef
 from brain.portraits import jobs as portraits
@@ -62,9 +62,7 @@ COOKIE_MAX_AGE_S = 12 * 3600
 router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffloadedRoute)
 Signed = Annotated[Principal, Depends(console_principal)]
 Filter = Annotated[str | None, Query(max_length=400)]
-NamespaceFilter = Annotated[str | None, Query(max_length=63, pattern=K8S_LABEL)]
-# A job's namespace; empty: the jobs registered without one.
-JobNamespaceFilter = Annotated[str | None, Query(max_length=63, pattern=f"^$|{K8S_LABEL}")]
+NamespaceFilter = Annotated[str | None, Query(max_length=NAMESPACE_MAX, pattern=K8S_LABEL)]
 
 
 # The browser itself refuses anything from another origin, inline scripts and framing by
@@ -229,7 +227,7 @@ def job_page(
     session: ReadSessionDep,
     settings: SettingsDep,
     principal: Signed,
-    namespace: JobNamespaceFilter = None,
+    namespace: JobNamespace = None,
 ) -> Response:
     """The job the uid names among the namespaces the token may read; ``namespace``
     (empty: the job without one) when several of them hold the uid."""

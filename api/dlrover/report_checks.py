@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 from api.dlrover.messages import as_dict
-from api.schemas.common import K8S_LABEL
-from brain.domain import K8S_NAME_MAX
+from brain.domain import K8S_NAME_MAX, USER_NAME_MAX, is_k8s_namespace
 from brain.errors import InvalidInput
 
 # The report kinds Brain stores; runtime samples and dataset features never arrive from
@@ -23,8 +21,6 @@ REPORT_KINDS = frozenset(
 )
 # What the jobs table stores (as the REST schema bounds them).
 UID_CHARS = K8S_NAME_MAX
-USER_CHARS = 128
-NAMESPACE_CHARS = 63
 TRUNCATED = " [truncated by Brain]"
 
 
@@ -52,7 +48,7 @@ def user_hint(job_meta) -> str | None:
     # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
     # bug); a fixed master would send the user.
     user = job_meta.user or job_meta.cluster or None
-    if user is not None and (len(user) > USER_CHARS or "\x00" in user):
+    if user is not None and (len(user) > USER_NAME_MAX or "\x00" in user):
         return None
     return user
 
@@ -63,9 +59,7 @@ def namespace_hint(job_meta) -> str | None:
     fixed master would send it as "namespace". A hint only, as the user: anything that is
     no namespace is ignored."""
     namespace = job_meta.namespace or job_meta.name or None
-    if namespace is None or len(namespace) > NAMESPACE_CHARS:
-        return None
-    return namespace if re.fullmatch(K8S_LABEL, namespace) else None
+    return namespace if namespace is not None and is_k8s_namespace(namespace) else None
 
 
 def report_body(kind: str, payload, reason_chars: int) -> dict | None:

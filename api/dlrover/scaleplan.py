@@ -21,7 +21,7 @@ from typing import Any
 
 from brain.db.engine import ReadSession
 from brain.db.models import JobRow, ScalePlanRow
-from brain.domain import K8S_NAME_MAX
+from brain.domain import K8S_LABEL, K8S_NAME_MAX, is_k8s_namespace
 from brain.errors import Conflict
 from brain.optimizing.proposal import NodeChange, PlanBody
 from brain.services import nodes
@@ -64,10 +64,9 @@ def _pod(change: NodeChange, rank_by_name: dict[str, int]) -> dict[str, Any]:
     return pod
 
 
-# RFC 1123 names as Kubernetes checks them: object names (subdomains) and namespaces.
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+# RFC 1123 object names (subdomains) as Kubernetes checks them: dot-separated labels.
+_LABEL = K8S_LABEL.removeprefix("^").removesuffix("$")
 _SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_NAMESPACE = re.compile(rf"^{_LABEL}$")
 
 
 def k8s_name_problem(plan_id: int, owner_job: str, namespace: str | None) -> str | None:
@@ -79,7 +78,7 @@ def k8s_name_problem(plan_id: int, owner_job: str, namespace: str | None) -> str
             f"(lowercase letters, digits, '-' and '.'; at most {K8S_NAME_MAX} with the plan "
             "suffix)"
         )
-    if namespace is not None and (len(namespace) > 63 or not _NAMESPACE.match(namespace)):
+    if namespace is not None and not is_k8s_namespace(namespace):
         return f"the namespace {namespace!r} is not a Kubernetes namespace"
     return None
 

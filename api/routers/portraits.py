@@ -14,7 +14,7 @@ from api.job_ref import JobRefDep, job_responses
 from api.params import Offset
 from api.responses import model_json
 from api.routing import InputRoute
-from api.schemas.common import K8S_LABEL, NO_NUL
+from api.schemas.common import NO_NUL
 from api.schemas.portraits import (
     JobPortraitOut,
     NodePage,
@@ -33,7 +33,7 @@ from api.schemas.portraits import (
 from brain.config import Settings
 from brain.costs import Cost, Prices
 from brain.db.engine import ReadSession
-from brain.domain import utcnow
+from brain.domain import K8S_LABEL, NAMESPACE_MAX, utcnow
 from brain.history.plausible import SECONDS_PER_DAY
 from brain.portraits import jobs as portraits
 from brain.portraits.priorities import priority_of
@@ -51,7 +51,7 @@ router = APIRouter(
 NamespaceQuery = Annotated[
     str | None,
     Query(
-        max_length=63,
+        max_length=NAMESPACE_MAX,
         pattern=K8S_LABEL,
         description="Only this namespace's jobs (a user or group is one per namespace); a "
         "token limited to namespaces must name one of them.",

@@ -26,7 +26,7 @@ from brain.bounds import (
     INT32_MAX,
     INT64_MAX,
 )
-from brain.domain import K8S_NAME_MAX
+from brain.domain import K8S_LABEL, K8S_NAME_MAX, NAMESPACE_MAX, USER_NAME_MAX
 
 NO_NUL = r"^[^\x00]*$"
 
@@ -100,11 +100,9 @@ StepCount = Annotated[int, Field(ge=0, le=INT64_MAX), Number]
 # Names end up in logs, consoles and Kubernetes objects: no control characters (a newline
 # forges log lines) and no bidirectional overrides (U+202E shows a name reversed).
 PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
-# A Kubernetes namespace (RFC 1123 label): it is written into ScalePlans and PS addresses.
-K8S_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 Name = Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX, pattern=PRINTABLE)]
-UserName = Annotated[str, Field(min_length=1, max_length=128, pattern=PRINTABLE)]
+UserName = Annotated[str, Field(min_length=1, max_length=USER_NAME_MAX, pattern=PRINTABLE)]
 RoleLabel = Annotated[
     str,
     Field(min_length=1, max_length=64, pattern=PRINTABLE, description="ps, chief, worker, ..."),
@@ -113,9 +111,10 @@ Namespace = Annotated[
     str,
     Field(
         min_length=1,
-        max_length=63,
+        max_length=NAMESPACE_MAX,
         pattern=K8S_LABEL,
-        description="Kubernetes namespace: lowercase letters, digits and '-', at most 63.",
+        description="Kubernetes namespace: lowercase letters, digits and '-', at most "
+        f"{NAMESPACE_MAX}.",
     ),
 ]
 # Free text: its length is bounded where it is used.
