@@ -36,7 +36,7 @@ from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import K8S_LABEL, NAMESPACE_MAX, JobStatus, utcnow
-from brain.errors import Conflict, Unauthorized
+from brain.errors import Conflict, NotFound, Unauthorized
 from brain.job_ref import JobRef
 from brain.portraits import jobs as portraits
 from brain.portraits.job_table import SORTS, JobTableFilters, job_table
@@ -44,7 +44,7 @@ from brain.portraits.overview import job_counts
 from brain.portraits.spend import run_spend, spend_by
 from brain.portraits.suggestions import SuggestionQuery, suggest
 from brain.portraits.trend import weekly_trend
-from brain.services import events, jobs, plans, pods
+from brain.services import events, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
 
@@ -233,16 +233,18 @@ def job_page(
     (empty: the job without one) when several of them hold the uid."""
     named = namespace is not None
     ref = JobRef(uid, namespace or None, named=named, readable=principal.namespaces)
+    # Exactly as for a job that does not exist: a limited token cannot probe.
+    missing = f"No job with uid {uid!r}."
+    if named and not principal.sees(ref.namespace):
+        return page(request, "error.html", principal, 404, title="No such job", message=missing)
     try:
-        job = None if named and not principal.sees(ref.namespace) else jobs.find_job(session, ref)
+        # The job row comes with its portrait: one read of it.
+        job, found = portraits.job_and_portrait(session, ref, 200)
+    except NotFound:
+        return page(request, "error.html", principal, 404, title="No such job", message=missing)
     except Conflict as exc:
         return page(request, "error.html", principal, 409, title="Which job?", message=exc.message)
-    if job is None:
-        # Exactly as for a job that does not exist: a limited token cannot probe.
-        message = f"No job with uid {uid!r}."
-        return page(request, "error.html", principal, 404, title="No such job", message=message)
-    exact = JobRef.exact(job.uid, job.namespace)
-    portrait = JobPortraitOut.of(portraits.job_portrait_of(session, exact, 200), settings.prices)
+    portrait = JobPortraitOut.of(found, settings.prices)
     node_roles = pods.roles_by_name(session, job)
     stored = plans.list_plans(session, job, TIMELINE_PLANS, None)
     manifests = scaleplans(session, job, stored)

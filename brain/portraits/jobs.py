@@ -76,6 +76,14 @@ def job_portrait_of(session: ReadSession, ref: JobRef | str, points: int) -> Job
     """The portrait of the job ``ref`` names (404 when there is none, 409 when it names
     jobs of several namespaces): the job, its final summary and its roles come in one
     statement, a round trip less than ``get_job`` first."""
+    return job_and_portrait(session, ref, points)[1]
+
+
+def job_and_portrait(
+    session: ReadSession, ref: JobRef | str, points: int
+) -> tuple[JobRow, JobPortrait]:
+    """As ``job_portrait_of``, with the job row the same statement read (for a caller that
+    needs the job too: no second read of it)."""
     ref = JobRef.of(ref)
     params = {"uid": ref.uid, "namespace": ref.namespace, "readable": sorted(ref.readable or ())}
     statement = _job_with_summary(ref.named, ref.namespace is None, ref.readable is not None)
@@ -87,9 +95,9 @@ def job_portrait_of(session: ReadSession, ref: JobRef | str, points: int) -> Job
         raise ambiguous_uid(ref.uid, found.values())
     job, summary = rows[0][0], rows[0][1]
     if summary is None or not summary.final:
-        return _portrait(compute_summary(session, job), points)
+        return job, _portrait(compute_summary(session, job), points)
     roles = [role for *_, role in rows if role is not None]
-    return _portrait(SummaryRows(summary, roles, []), points)
+    return job, _portrait(SummaryRows(summary, roles, []), points)
 
 
 # The statements below are built once (per owner, key or sort) on bound parameters:
