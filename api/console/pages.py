@@ -3,7 +3,6 @@ the JSON API. Read-only: the only forms sign in, sign out and ask for a suggesti
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
@@ -13,9 +12,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from api.console.embedding import script_json
 from api.console.session import (
     COOKIE,
     console_principal,
+    cross_site_reason,
     principal_for,
     safe_back_to,
 )
@@ -261,7 +262,7 @@ def job_page(
         portrait=portrait,
         timeline=timeline,
         events=job_events,
-        charts_json=json.dumps(charts, allow_nan=False),
+        charts=charts,
     )
 
 
@@ -367,7 +368,11 @@ def sign_in_form(request: Request, next: Filter = None) -> Response:
 
 @router.post("/sign-in", response_class=HTMLResponse)
 async def sign_in(request: Request) -> Response:
-    """Check the token; on success keep it in the session cookie and go back."""
+    """Check the token; on success keep it in the session cookie and go back. Only
+    from the console's own sign-in page (no login CSRF)."""
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
     form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
     token = (form.get("token") or [""])[0].strip()
     back_to = safe_back_to((form.get("next") or [None])[0])
@@ -391,10 +396,21 @@ async def sign_in(request: Request) -> Response:
 
 
 @router.post("/sign-out")
-async def sign_out() -> Response:
+async def sign_out(request: Request) -> Response:
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
     response = RedirectResponse("/ui/sign-in", status_code=303)
     response.delete_cookie(COOKIE, path="/ui/", httponly=True, samesite="strict")
     return response
+
+
+def _cross_site(request: Request) -> Response | None:
+    """The 403 page for a form post from another site, or None (api.console.session)."""
+    reason = cross_site_reason(request)
+    if reason is None:
+        return None
+    return page(request, "error.html", None, 403, title="Refused", message=reason)
 
 
 def format_time(value: datetime | None) -> str:
@@ -448,3 +464,5 @@ templates.env.filters["spec"] = format_spec
 templates.env.filters["num"] = format_number
 templates.env.filters["pct"] = format_percent
 templates.env.filters["usd"] = format_usd
+# JSON in pages goes through one escaping (api.console.embedding), Jinja's own filter too.
+templates.env.filters["tojson"] = script_json

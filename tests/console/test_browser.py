@@ -14,6 +14,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ import pytest
 import uvicorn
 
 from api.app import create_app
+from tests.builders import job_body, recent_hour
 from tests.console.test_cost import PRICES
 from tests.ports import free_port
 
@@ -264,3 +266,43 @@ def test_a_namespace_limited_token_follows_the_overview_to_its_namespaces_totals
         assert wasters.all_inner_texts() == ["alice"]
         watched.check_clean()
         context.close()
+
+
+# Node roles come from whoever pushes samples: markup in them must stay text.
+INJECTED_ROLES = [
+    "</script><meta http-equiv=refresh content=0;url=//127.0.0.1:9/x>",
+    "</script><form id=injected action=//127.0.0.1:9/f><input name=q>",
+]
+
+
+def test_markup_in_pushed_node_roles_neither_navigates_nor_enters_the_page(watched, live):
+    start = recent_hour()
+    body = job_body(name="inject", status="running", started_at=start.isoformat())
+    assert httpx.put(f"{live.base}/api/v1/jobs/inject", json=body).status_code == 201
+    points = [
+        {"name": f"inject-{n}", "role": role, "index": 0, "cpu": 1.0, "memory_mib": 1024.0,
+         "ts": (start + timedelta(minutes=minute)).isoformat()}
+        for n, role in enumerate(INJECTED_ROLES)
+        for minute in (0, 1, 2)
+    ]  # fmt: skip
+    pushed = httpx.post(f"{live.base}/api/v1/jobs/inject/samples", json={"nodes": points})
+    assert pushed.status_code == 200, pushed.text
+
+    watched.open("/ui/jobs/inject")
+    url = watched.page.url
+    # A meta refresh of 0 s would have left by now.
+    watched.page.wait_for_timeout(1500)
+    assert watched.page.url == url == f"{live.base}/ui/jobs/inject"
+    injected = watched.page.evaluate(
+        """() => [...document.querySelectorAll('meta[http-equiv], form#injected, input[name=q]')]
+              .map(e => e.outerHTML)"""
+    )
+    assert injected == []
+    # The data is shown as text: each role in the roles table and on its charts.
+    shown = watched.page.locator('[data-table="roles"] tbody th').all_inner_texts()
+    assert sorted(shown) == sorted(INJECTED_ROLES)
+    # CPU and memory for each of the two roles (no GPUs, no speed).
+    assert watched.page.locator("#charts-root").get_attribute("data-drawn") == "4"
+    captions = watched.page.locator("#charts-root figcaption").all_inner_texts()
+    assert all(any(role in c for c in captions) for role in INJECTED_ROLES)
+    watched.check_clean()
