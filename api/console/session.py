@@ -6,11 +6,15 @@ console is reached over HTTPS; each page checks it exactly as the API checks a b
 token (same cache, same revocation delay, same namespaces). A server the API answers
 without a token (loopback with none created, or BRAIN_AUTH=disabled) shows the console
 without signing in.
+
+Signing in and out are the console's only form posts, and each must come from one of
+its own pages (``cross_site_reason``): otherwise another site could sign a visitor in
+with the attacker's token (login CSRF) or out.
 """
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
@@ -59,6 +63,29 @@ def safe_back_to(value: str | None) -> str:
     if value and value.startswith(CONSOLE_PREFIX) and "//" not in value and "\\" not in value:
         return value
     return CONSOLE_PREFIX
+
+
+def cross_site_reason(request: Request) -> str | None:
+    """Why a form post is refused as not coming from this server's own pages, or None.
+
+    The browser says where a post comes from: ``Origin`` (every current browser sends it
+    with a form post), else ``Referer``; one of them must name this server, as the
+    ``Host`` header does. A post naming neither is refused too: a browser always names
+    one, and no other client needs the console's cookie. An HTTPS page may post to a
+    server that sees plain HTTP (TLS ended by a proxy in front), not the reverse."""
+    origin = request.headers.get("origin")
+    header = "Origin"
+    if origin is None:
+        origin = request.headers.get("referer")
+        header = "Referer"
+    if origin is None:
+        return "the request names no Origin or Referer; sign in from the console's own page"
+    sent = urlsplit(origin)
+    host = request.headers.get("host", "").lower()
+    schemes = {"http", "https"} if request.url.scheme == "http" else {"https"}
+    if sent.scheme in schemes and sent.netloc.lower() == host and host:
+        return None
+    return f"cross-site request refused: {header} {origin[:200]!r} is not this console"
 
 
 def sign_in_location(back_to: str) -> str:

@@ -6,10 +6,15 @@ import re
 from html import unescape
 
 import pytest
+from fastapi.testclient import TestClient
 
+from api.app import create_app
 from api.console.pages import router
 from api.console.session import COOKIE
 from api.state import server_state
+
+# The test client's own origin (its base URL), as a browser names it posting a form.
+SAME_ORIGIN = "http://testserver"
 
 
 def cells(html: str, attribute: str) -> str:
@@ -161,6 +166,7 @@ def secured(client, make_token):
 
 
 def test_pages_ask_to_sign_in_and_the_cookie_is_httponly_strict(client, history, secured):
+    client.headers["origin"] = SAME_ORIGIN  # as a browser posting the sign-in form sends
     response = client.get("/ui/jobs/hand-1", follow_redirects=False)
     assert response.status_code == 303
     assert response.headers["location"] == "/ui/sign-in?next=/ui/jobs/hand-1"
@@ -184,11 +190,62 @@ def test_pages_ask_to_sign_in_and_the_cookie_is_httponly_strict(client, history,
 
 
 def test_sign_in_never_sends_the_browser_off_the_console(client, secured):
+    client.headers["origin"] = SAME_ORIGIN
     for target in ("https://evil.example/", "//evil.example/ui/", "/api/v1/jobs"):
         response = client.post(
             "/ui/sign-in", data={"token": secured["admin"], "next": target}, follow_redirects=False
         )
         assert response.headers["location"] == "/ui/"
+
+
+def test_sign_in_and_out_refuse_posts_from_other_sites(client, history, secured):
+    form = {"token": secured["admin"], "next": "/ui/jobs/hand-1"}
+    foreign = [
+        {"origin": "https://evil.example"},
+        {"origin": "http://testserver.evil.example"},
+        {"origin": "http://testserver:8080"},
+        {"origin": "null"},
+        {"referer": "https://evil.example/ui/sign-in"},
+        {},  # neither header: no browser post looks so
+    ]
+    for headers in foreign:
+        refused = client.post("/ui/sign-in", data=form, headers=headers, follow_redirects=False)
+        assert refused.status_code == 403, headers
+        assert "set-cookie" not in refused.headers and not client.cookies, headers
+        assert "refused" in refused.text or "names no Origin" in refused.text
+    assert client.get("/ui/jobs/hand-1", follow_redirects=False).status_code == 303
+
+    # The console's own page: by Origin, by Referer alone, or HTTPS ended by a proxy.
+    for headers in (
+        {"origin": SAME_ORIGIN},
+        {"referer": f"{SAME_ORIGIN}/ui/sign-in?next=/ui/"},
+        {"origin": "https://testserver"},
+    ):
+        client.cookies.clear()
+        signed = client.post("/ui/sign-in", data=form, headers=headers, follow_redirects=False)
+        assert signed.status_code == 303, headers
+        assert signed.headers["set-cookie"].startswith(f"{COOKIE}=")
+    assert client.get("/ui/jobs/hand-1").status_code == 200
+
+    # Another site cannot sign the visitor out either.
+    out = client.post("/ui/sign-out", headers={"origin": "https://evil.example"})
+    assert out.status_code == 403 and client.get("/ui/jobs/hand-1").status_code == 200
+    out = client.post("/ui/sign-out", headers={"origin": SAME_ORIGIN}, follow_redirects=False)
+    assert out.status_code == 303 and 'brain_console=""' in out.headers["set-cookie"]
+
+
+def test_an_https_console_refuses_a_plain_http_origin(settings, secured):
+    with TestClient(create_app(settings), base_url="https://testserver") as tls:
+        form = {"token": secured["admin"]}
+        down = tls.post("/ui/sign-in", data=form, headers={"origin": SAME_ORIGIN})
+        assert down.status_code == 403
+        same = tls.post(
+            "/ui/sign-in",
+            data=form,
+            headers={"origin": "https://testserver"},
+            follow_redirects=False,
+        )
+        assert same.status_code == 303 and "Secure" in same.headers["set-cookie"]
 
 
 def test_namespace_limited_token_sees_only_its_namespaces(client, history, secured):
