@@ -173,7 +173,8 @@ def context_for(stage, the_job, history=(), nodes=(), samples=(), speed=(), even
 
 
 def assert_trusted(proposal, the_job, nodes):
-    """Within the limits, min/max and node maxima in every resource; no running role at 0."""
+    """Within the limits, min/max and node maxima in every resource; no role at 0 that
+    runs or was asked for; no CPU limit below its request."""
     running = {n.role for n in nodes} | {r for r, s in the_job.roles.items() if s.count}
     totals = node_level_totals(proposal.roles, the_job, nodes)
     sizes = {n.name: n for n in nodes}
@@ -192,10 +193,16 @@ def assert_trusted(proposal, the_job, nodes):
         for f in SIZE_FIELDS:
             assert (getattr(spec, f) or 0.0) <= getattr(NODE_MAX, f) + EPSILON, (role, f, spec)
         planned = proposal.roles.get(role)
+        if planned is not None:  # a planned role is a pod spec Kubernetes must accept
+            assert spec.cpu_limit is None or spec.cpu_limit >= spec.cpu - EPSILON, (role, spec)
         if planned is not None and planned.count is not None:
             bounds = the_job.bounds_of(role)
             assert bounds.clip(planned.count) == planned.count, (role, planned, bounds)
             assert planned.count > 0 or role not in running, (role, proposal.reasons)
+            assert planned.count > 0 or the_job.roles.get(role, RoleSpec()).count == 0, (
+                role,
+                proposal.reasons,
+            )
     for change in [*proposal.launch, *proposal.migrate]:
         for f in SIZE_FIELDS:
             assert (getattr(change, f) or 0.0) <= getattr(NODE_MAX, f) + EPSILON

@@ -14,6 +14,7 @@ from brain.domain import Resources
 from brain.optimizing.bounds.change_factor import change_factor, migration_change_factor
 from brain.optimizing.bounds.cluster_room import cluster_room
 from brain.optimizing.bounds.cpu_budget import cpu_budget
+from brain.optimizing.bounds.cpu_limits import cpu_limits
 from brain.optimizing.bounds.elastic_workers import elastic_workers
 from brain.optimizing.bounds.known_roles import known_roles
 from brain.optimizing.bounds.largest_node import largest_node
@@ -24,6 +25,7 @@ from brain.optimizing.bounds.node_sizes import launch_sizes, migration_sizes, ro
 from brain.optimizing.bounds.one_ps_change import one_ps_change
 from brain.optimizing.bounds.replacements import replacements
 from brain.optimizing.bounds.role_counts import role_counts
+from brain.optimizing.bounds.shard_memory import shard_memory
 from brain.optimizing.bounds.size_cuts import size_cuts
 from brain.optimizing.bounds.view import BoundingStep, BoundsView
 from brain.optimizing.bounds.worker_count import worker_count
@@ -37,6 +39,7 @@ CHAIN: tuple[BoundingStep, ...] = (
     role_sizes,
     role_counts,
     change_factor,
+    shard_memory,
     largest_node,
     worker_count,
     size_cuts,
@@ -50,6 +53,7 @@ CHAIN: tuple[BoundingStep, ...] = (
     cluster_room,
     replacements,
     named_removals,
+    cpu_limits,
 )
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from brain.domain import ROLE_PS, ROLE_WORKER
-from brain.optimizing.bounds.units import UNITS
+from brain.domain import ROLE_PS, ROLE_WORKER, RoleSpec
+from brain.optimizing.bounds.shard_memory import SHARDED_ROLES, resharded, share_mib
+from brain.optimizing.bounds.units import UNITS, floor_to
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
@@ -21,6 +22,8 @@ from brain.optimizing.roles import (
     SIZE_FIELDS,
     current_role,
     effective_roles,
+    exceeded_limits,
+    planned_totals,
     with_count,
 )
 
@@ -67,6 +70,8 @@ def cluster_room(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[R
         # Back at the current count, the plan leaves the count alone (and the role, when
         # the count was all it changed), so nothing empty supersedes a pending plan.
         fitted = with_count(fitted, role, count, current[role])
+        fitted, why = _reshard(fitted, role, wanted[role], count, view)
+        reasons += why
     left = {f: room[f] - used for f, used in growth(counts).items() if f in room}
     kept = []
     for change in proposal.launch:
@@ -86,6 +91,28 @@ def cluster_room(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[R
     # PS hosts were named for the PS count that was cut; the store names the rest.
     ps_hosts = proposal.ps_hosts if fitted.get(ROLE_PS) == roles.get(ROLE_PS) else []
     return replace(proposal, roles=fitted, launch=kept, ps_hosts=ps_hosts), reasons
+
+
+def _reshard(
+    roles: dict[str, RoleSpec], role: str, wanted: int, granted: int, view: BoundsView
+) -> tuple[dict[str, RoleSpec], list[Reason]]:
+    """A sharded role's memory, sized for ``wanted`` nodes, shared over the ``granted``
+    ones (``shard_memory``'s rule), rounded down rather than past the job's memory
+    limit: the total stays what the limits let through."""
+    planned = roles.get(role, RoleSpec())
+    if role not in SHARDED_ROLES or planned.memory_mib is None or not granted:
+        return roles, []
+    total = planned.memory_mib * wanted
+    need = share_mib(total, granted)
+    resized = roles | {role: replace(planned, memory_mib=need)}
+    if "memory_mib" in exceeded_limits(
+        planned_totals(resized, view.job, view.nodes), view.job.limits
+    ):
+        need = floor_to(total / granted, 1.0)
+        resized = roles | {role: replace(planned, memory_mib=need)}
+    if need <= planned.memory_mib + EPSILON:
+        return roles, []
+    return resized, [resharded(role, wanted, granted, total, planned.memory_mib, need)]
 
 
 def _state_used(cluster: ClusterView) -> Reason:

@@ -31,8 +31,9 @@ LEAP = Proposal(
 def test_one_plan_moves_a_count_or_size_at_most_by_the_factor():
     plan = enforce_bounds(LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=4)
     # counts at most x4 (1 -> 4 PS, 2 -> 8 workers), sizes at most /4 (8192 -> 2048 MiB,
-    # 4 -> 1 core for the workers; the PS's 2 cores are within 4 / 4 .. 4 x 4)
-    assert plan.roles["ps"] == RoleSpec(count=4, cpu=2, memory_mib=2048)
+    # 4 -> 1 core for the workers; the PS's 2 cores are within 4 / 4 .. 4 x 4); the 4 PS
+    # share the 10 x 948 = 9480 MiB the estimate sized for 10: 2370 MiB each
+    assert plan.roles["ps"] == RoleSpec(count=4, cpu=2, memory_mib=2370)
     assert plan.roles["worker"] == RoleSpec(count=8, cpu=1.2)
     [ps] = [r for r in plan.reasons if r.message.startswith("ps: one plan")]
     assert ps.message == (
@@ -45,7 +46,8 @@ def test_the_default_factor_is_stated_in_the_settings_and_bounds_the_leap():
     factor = Settings().max_change_factor
     assert factor == 8
     plan = enforce_bounds(LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=factor)
-    assert (plan.roles["ps"].count, plan.roles["ps"].memory_mib) == (8, 1024)
+    # 8 PS share the 9480 MiB sized for 10: 1185 MiB each (the factor alone gave 1024)
+    assert (plan.roles["ps"].count, plan.roles["ps"].memory_mib) == (8, 1185)
     assert plan.roles["worker"].count == 16
 
 

@@ -15,6 +15,7 @@ def test_the_steps_run_in_this_order():
         "role_sizes",
         "role_counts",
         "change_factor",
+        "shard_memory",
         "largest_node",
         "worker_count",
         "size_cuts",
@@ -28,6 +29,7 @@ def test_the_steps_run_in_this_order():
         "cluster_room",
         "replacements",
         "named_removals",
+        "cpu_limits",
     ]
 
 

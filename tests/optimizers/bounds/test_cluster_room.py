@@ -53,3 +53,12 @@ def test_a_cut_ps_count_drops_the_hosts_named_for_it():
 def test_without_a_cluster_state_nothing_is_bounded():
     proposal = Proposal(roles={"worker": RoleSpec(count=50)})
     assert cluster_room(proposal, view(job(roles=ROLES))) == (proposal, [])
+
+
+def test_a_ps_count_cut_by_the_room_shares_the_memory_sized_for_the_count_asked():
+    # 1 -> 3 PS sized at 2000 MiB each (6000 for the tier); room for one more 8-core PS:
+    # 2 PS, each holding half: 3000 MiB
+    proposal = Proposal(roles={"ps": RoleSpec(count=3, memory_mib=2000)})
+    bounded, reasons = cluster_room(proposal, view(job(roles=ROLES), cluster=cluster(8)))
+    assert bounded.roles == {"ps": RoleSpec(count=2, memory_mib=3000)}
+    assert reasons[-1].evidence["share_mib"] == 3000
