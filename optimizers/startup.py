@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import ClassVar
 
 from pydantic import Field
@@ -28,18 +29,29 @@ class StartupSettings(CpuStepSettings):
     ps_memory_margin: float = Field(
         1.2, ge=1.0, le=4.0, description="Factor applied to each PS's share of the peak PS memory."
     )
-    default_ps_count: int = Field(1, ge=1, le=100, description="PS count without related history.")
+    default_ps_count: int = Field(
+        1, ge=1, le=100, description="PS count without history, where the job asks none."
+    )
     default_ps_cpu: float = Field(
-        8.0, ge=0.1, le=256, description="PS CPU (cores) without history."
+        8.0, ge=0.1, le=256, description="PS CPU (cores) without history, where the job asks none."
     )
     default_ps_memory_mib: float = Field(
-        8192, ge=256, le=1048576, description="PS memory (MiB) without history."
+        8192,
+        ge=256,
+        le=1048576,
+        description="PS memory (MiB) without history, where the job asks none.",
     )
     default_chief_cpu: float = Field(
-        8.0, ge=0.1, le=256, description="Chief CPU (cores) without history."
+        8.0,
+        ge=0.1,
+        le=256,
+        description="Chief (or worker) CPU (cores) without history, where the job asks none.",
     )
     default_chief_memory_mib: float = Field(
-        8192, ge=256, le=1048576, description="Chief memory (MiB) without history."
+        8192,
+        ge=256,
+        le=1048576,
+        description="Chief (or worker) memory (MiB) without history, where the job asks none.",
     )
 
 
@@ -49,8 +61,9 @@ class StartupOptimizer:
     PS: total PS CPU (sum of per-PS mean CPU) averaged over the related jobs, divided by
     the largest CPU any single PS used, gives the PS count; the peak total PS memory
     (sum of per-PS peaks, largest over jobs) is shared among them, times a margin.
-    Chief: the largest CPU and memory any worker or chief used. Without history the
-    configured defaults apply. Jobs without PS (allreduce) only get the chief part. It goes
+    Chief: the largest CPU and memory any worker or chief used. Without history the job's
+    own request stands (the guard holds it to the job's limits); the configured defaults
+    fill only what it left out. Jobs without PS (allreduce) only get the chief part. It goes
     to the ``worker`` role when the job declares no chief (DLRover folds a worker into
     the chief), so no plan sizes a role the job does not have.
     """
@@ -67,7 +80,7 @@ class StartupOptimizer:
         history = list(context.history[: settings.max_history_jobs])
         proposal = Proposal()
         if job.strategy == Strategy.ps:
-            _size_ps(history, settings, proposal, job.namespace)
+            _size_ps(history, settings, proposal, job.namespace, job.roles.get(ROLE_PS))
         # Without a chief replica a DLRover master makes one worker the chief, with the
         # worker size: the chief's sizing is the workers'.
         trainer = ROLE_CHIEF if ROLE_CHIEF in job.roles else ROLE_WORKER
@@ -80,22 +93,29 @@ def _size_ps(
     settings: StartupSettings,
     proposal: Proposal,
     namespace: str | None,
+    declared: RoleSpec | None,
 ) -> None:
     with_ps = [h for h in history if h.role_nodes(ROLE_PS)]
     ps_cpu_peak = max((n.cpu_max for h in with_ps for n in h.role_nodes(ROLE_PS)), default=0.0)
     if ps_cpu_peak <= 0:
-        proposal.roles[ROLE_PS] = RoleSpec(
+        defaults = RoleSpec(
             count=settings.default_ps_count,
             cpu=settings.default_ps_cpu,
             memory_mib=settings.default_ps_memory_mib,
         )
+        spec, filled = _asked_then_defaults(declared, defaults)
+        proposal.roles[ROLE_PS] = spec
         proposal.reasons.append(
             reason(
                 NAME,
-                f"no related job with PS usage among {len(history)} considered: default PS "
-                f"{settings.default_ps_count} x {settings.default_ps_cpu} cores, "
-                f"{settings.default_ps_memory_mib} MiB",
-                evidence={"related_jobs": len(history)},
+                f"no related job with PS usage among {len(history)} considered: "
+                f"{_kept_the_ask(ROLE_PS, spec, filled)}",
+                evidence={"related_jobs": len(history), "defaults_for": filled},
+                threshold={
+                    "default_ps_count": settings.default_ps_count,
+                    "default_ps_cpu": settings.default_ps_cpu,
+                    "default_ps_memory_mib": settings.default_ps_memory_mib,
+                },
             )
         )
         return
@@ -137,19 +157,20 @@ def _size_trainer(
 ) -> None:
     trainers = [n for h in history for n in h.nodes if n.role in (ROLE_CHIEF, ROLE_WORKER)]
     if not trainers:
-        # Never below the job's own ask: a DLRover master puts these sizes on its workers,
-        # and a default smaller than what the job asked for OOM-kills them.
-        asked = declared or RoleSpec()
-        cpu = max(settings.default_chief_cpu, asked.cpu or 0.0)
-        memory = max(settings.default_chief_memory_mib, asked.memory_mib or 0.0)
-        proposal.roles[role] = RoleSpec(cpu=cpu, memory_mib=memory)
+        # The job's own ask: a DLRover master puts these sizes on its workers, and nothing
+        # measured says the user asked wrong (a default below the ask OOM-kills them, one
+        # above it wastes what the user did not ask for).
+        defaults = RoleSpec(
+            cpu=settings.default_chief_cpu, memory_mib=settings.default_chief_memory_mib
+        )
+        asked = replace(declared or RoleSpec(), count=None, gpu=None, cpu_limit=None)
+        spec, filled = _asked_then_defaults(asked, defaults)
+        proposal.roles[role] = spec
         proposal.reasons.append(
             reason(
                 NAME,
-                f"no related job with worker usage: {role} {cpu} cores, {memory} MiB (the "
-                f"default {settings.default_chief_cpu} cores, "
-                f"{settings.default_chief_memory_mib} MiB, or the job's ask if larger)",
-                evidence={"related_jobs": len(history)},
+                f"no related job with worker usage: {_kept_the_ask(role, spec, filled)}",
+                evidence={"related_jobs": len(history), "defaults_for": filled},
                 threshold={
                     "default_chief_cpu": settings.default_chief_cpu,
                     "default_chief_memory_mib": settings.default_chief_memory_mib,
@@ -169,3 +190,33 @@ def _size_trainer(
             evidence={"cpu_max": cpu_peak, "memory_max_mib": memory_peak, "nodes": len(trainers)},
         )
     )
+
+
+def _asked_then_defaults(asked: RoleSpec | None, defaults: RoleSpec) -> tuple[RoleSpec, list[str]]:
+    """The job's request, each field it left out (None, or a count of 0 for a role it
+    declares empty) taken from ``defaults``; and the fields so filled, in order."""
+    asked = asked or RoleSpec()
+    values, filled = {}, []
+    for field in ("count", "cpu", "memory_mib"):
+        default = getattr(defaults, field)
+        if default is None:
+            continue
+        own = getattr(asked, field)
+        if own:
+            values[field] = own
+        else:
+            values[field] = default
+            filled.append(field)
+    return RoleSpec(**values), filled
+
+
+def _kept_the_ask(role: str, spec: RoleSpec, filled: list[str]) -> str:
+    """What a cold start gives ``role``, and whose values they are."""
+    count = f"{spec.count} x " if spec.count is not None else ""
+    size = f"{role} {count}{spec.cpu:g} cores, {spec.memory_mib:g} MiB"
+    sized = [f for f in ("count", "cpu", "memory_mib") if getattr(spec, f) is not None]
+    if not filled:
+        return f"{size}, the job's own request"
+    if len(filled) == len(sized):
+        return f"{size}, the defaults (the job asked none of them)"
+    return f"{size}, the job's request and the defaults for what it left out: {', '.join(filled)}"

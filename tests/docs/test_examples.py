@@ -85,9 +85,14 @@ def test_shell_examples_run_against_a_fresh_server(fresh_brain, page):
         run_python(blocks(ROOT / page, "python"), port, cwd, env)
 
 
+# ``print(...)  # 4.0: why``: the example states what it prints, and the test holds it to it.
+STATED_OUTPUT = re.compile(r"^\s*print\(.*\)\s+# ([^:\s]+):", re.MULTILINE)
+
+
 def run_python(examples: list[str], port: int, cwd: Path, env: dict) -> None:
     """Python examples import the client as `pip install ./client` lays it out: the
-    package ``brain_client`` is the directory ``brain/client``."""
+    package ``brain_client`` is the directory ``brain/client``. A ``print`` whose comment
+    starts with a value (``# 4.0: why``) must print that value as a line."""
     site = cwd / "client-site"
     site.mkdir()
     (site / "brain_client").symlink_to(ROOT / "brain" / "client")
@@ -103,3 +108,7 @@ def run_python(examples: list[str], port: int, cwd: Path, env: dict) -> None:
             timeout=120,
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        # each stated value is a line of the output, in the order the prints come
+        lines = iter(line.strip() for line in done.stdout.splitlines())
+        stated = STATED_OUTPUT.findall(code)
+        assert all(value in lines for value in stated), (stated, done.stdout[-3000:])

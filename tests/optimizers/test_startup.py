@@ -66,6 +66,36 @@ def test_no_history_uses_defaults_for_what_the_job_left_unsized():
     assert all("default" in r.message for r in proposal.reasons)
 
 
+def test_no_history_keeps_the_jobs_own_request():
+    # 2 PS of 45 GiB and workers of 4 cores: startup's defaults (1 PS x 8 cores x 8192
+    # MiB, workers 8 cores) would OOM-kill the PS and double the workers' CPU
+    roles = {
+        "ps": RoleSpec(count=2, cpu=6, memory_mib=46080),
+        "worker": RoleSpec(count=12, cpu=4, memory_mib=4096, cpu_limit=6),
+    }
+    proposal = StartupOptimizer().propose(context(Stage.create, job(roles=roles)), SETTINGS)
+    assert proposal.roles["ps"] == RoleSpec(count=2, cpu=6, memory_mib=46080)
+    assert proposal.roles["worker"] == RoleSpec(cpu=4, memory_mib=4096)
+    assert [r.message for r in proposal.reasons] == [
+        "no related job with PS usage among 0 considered: ps 2 x 6 cores, 46080 MiB, the "
+        "job's own request",
+        "no related job with worker usage: worker 4 cores, 4096 MiB, the job's own request",
+    ]
+
+
+def test_no_history_fills_only_what_the_job_left_out():
+    roles = {"ps": RoleSpec(count=3, memory_mib=20000), "worker": RoleSpec(count=2, cpu=2)}
+    proposal = StartupOptimizer().propose(context(Stage.create, job(roles=roles)), SETTINGS)
+    # PS CPU and worker memory were not asked: the defaults 8 cores and 8192 MiB
+    assert proposal.roles["ps"] == RoleSpec(count=3, cpu=8, memory_mib=20000)
+    assert proposal.roles["worker"] == RoleSpec(cpu=2, memory_mib=8192)
+    assert [r.evidence["defaults_for"] for r in proposal.reasons] == [["cpu"], ["memory_mib"]]
+    assert proposal.reasons[1].message.endswith(
+        "worker 2 cores, 8192 MiB, the job's request and the defaults for what it left out: "
+        "memory_mib"
+    )
+
+
 def test_allreduce_job_sizes_only_workers():
     history = [
         past_run(

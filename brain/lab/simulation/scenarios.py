@@ -176,8 +176,8 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         _ps_job(
             "oom-storm",
-            "Workers use 10 GiB, more than Brain's 8 GiB cold-start default: every worker is "
-            "OOM-killed as soon as it starts.",
+            "Workers use 10 GiB, more than the 4 GiB they ask for: every worker is OOM-killed "
+            "as soon as it starts.",
             RoleStart(2, cpu=4, memory_mib=8192),
             RoleStart(4, cpu=4, memory_mib=4096),
             ps_base_mib=3000,
