@@ -144,7 +144,10 @@ def _blocked(context: OptimizerContext, node: str, settings: MemoryReleaseSettin
     if since_moved is not None and since_moved < settings.hold_s:
         return f"it was migrated {since_moved:.0f} s ago (hold {settings.hold_s:.0f} s)"
     kills = [e.ts for e in context.events if e.kind == EventKind.oom and e.node == node]
-    grown = applied_changes(context, lambda p: migrates(p, node) and _grew(p, node))
+    role = next((n.role for n in context.nodes if n.name == node), None)
+    grown = applied_changes(
+        context, lambda p: (migrates(p, node) and _grew(p, node)) or _role_fixed(p, role)
+    )
     recent = max([*kills, *grown], default=None)
     if recent is not None and _age(context, recent) < settings.after_oom_s:
         return (
@@ -159,6 +162,13 @@ def _grew(plan: PlanView, node: str) -> bool:
     return plan.source_event_id is not None or any(
         r.optimizer in GROWERS and r.evidence.get("node") == node for r in plan.reasons
     )
+
+
+def _role_fixed(plan: PlanView, role: str | None) -> bool:
+    """An OOM fix that grew every node of ``role`` at once (oom_recovery's fix of a role of
+    identical workers, which names only the node that was killed)."""
+    spec = plan.roles.get(role) if role is not None else None
+    return plan.source_event_id is not None and spec is not None and spec.memory_mib is not None
 
 
 def _age(context: OptimizerContext, ts: datetime) -> float:

@@ -1,21 +1,49 @@
-"""Relaunch of an OOM-killed node with more memory."""
+"""Relaunch of an OOM-killed node with the memory its use says it needs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from brain.domain import EventKind, Stage
-from brain.optimizing import ANY_ROLE, Changes, ContextInput, OptimizerContext, Proposal
-from optimizers._common import ceil_mib, no_change, reason, resized
+from brain.domain import EventKind, PlanStatus, RoleSpec, Stage
+from brain.optimizing import (
+    ANY_ROLE,
+    Changes,
+    ContextInput,
+    EventView,
+    NodeView,
+    OptimizerContext,
+    PlanView,
+    Proposal,
+)
+from brain.optimizing.roles import SHARDED_ROLES
+from optimizers._common import ceil_mib, fit_line, no_change, reason, resized, seconds_since
 
 NAME = "oom_recovery"
 
 
 class OomRecoverySettings(BaseModel):
     memory_factor: float = Field(
-        2.0, ge=1.1, le=10.0, description="New memory request = current request x this factor."
+        2.0,
+        ge=1.1,
+        le=10.0,
+        description="The least a fix gives: the killed size x this factor (all it can go "
+        "by when the node left no sample).",
+    )
+    growth_horizon_s: float = Field(
+        3600,
+        ge=0,
+        le=7 * 86400,
+        description="How far ahead (seconds) a fix projects the memory growth it measured: "
+        "one fix should outlast the growth that killed the node.",
+    )
+    growth_margin: float = Field(
+        1.2, ge=1.0, le=4.0, description="Headroom on the projected need (peak plus growth)."
+    )
+    min_growth_samples: int = Field(
+        3, ge=2, le=100, description="Samples of a node needed before its memory growth counts."
     )
     max_step_mib: float = Field(
         32768, ge=256, le=1048576, description="Largest memory increase (MiB) in one relaunch."
@@ -25,18 +53,34 @@ class OomRecoverySettings(BaseModel):
     )
 
 
-class OomRecoveryOptimizer:
-    """Relaunches the OOM-killed node (``context.node``) with more memory.
+@dataclass(frozen=True)
+class _Need:
+    """What the killed node's role needs, from the samples before the kill."""
 
-    The request grows by a factor, capped per step and by the largest node. Each OOM
-    event is answered at most once: the proposal answers the newest ``oom`` event of the
-    node that no earlier plan answered (``source_event_id``). A node killed too often is
-    not grown again; the reason says so instead.
+    peak_mib: float  # the most a node of the fix held (0: no sample)
+    growth_mib_per_s: float  # the fastest growth measured (0: none, or too few samples)
+    memory_mib: float  # the size the fix asks for, before the caps
+
+
+class OomRecoveryOptimizer:
+    """Relaunches the OOM-killed node (``context.node``) with the memory it needs.
+
+    The need is measured, not guessed: the most the node held and, when its memory grew
+    over its last samples, that growth projected ``growth_horizon_s`` ahead, times
+    ``growth_margin``; never less than the killed size x ``memory_factor`` (a node killed
+    before its first sample left nothing else), capped per step and by the largest node.
+    A worker or chief holds a whole replica, so what killed one kills the others: a role
+    of several such nodes is resized as one (every node, by one plan), sized by the most
+    any of them held and the fastest growth. A PS holds its own shard: it is migrated
+    alone. Each OOM event is answered at most once: the proposal answers the newest
+    ``oom`` event of the node that no earlier plan answered (``source_event_id``), and a
+    kill that an OOM fix of its role already covers (still pending, or applied after the
+    kill) is answered with no change. A node killed too often is not grown again.
     """
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.oom})
-    changes: ClassVar[Changes] = Changes(nodes=frozenset({ANY_ROLE}))
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ANY_ROLE}), nodes=frozenset({ANY_ROLE}))
     reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.oom: 10}
     Settings: ClassVar[type[OomRecoverySettings]] = OomRecoverySettings
@@ -59,44 +103,147 @@ class OomRecoveryOptimizer:
                 NAME, f"every OOM event of {node.name} ({len(ooms)}) was already answered", evidence
             )
         event = pending[-1]
+        covering = _covering_fix(context, node, event)
+        if covering is not None:
+            size = covering.roles[node.role].memory_mib
+            return _answered(
+                f"{node.name} OOM-killed (event {event.id}) at {node.memory_mib:.0f} MiB or "
+                f"less: plan {covering.id}, an OOM fix of every {node.role}, already gives "
+                f"it {size:.0f} MiB ({covering.status.value}); no second plan",
+                event,
+                evidence | {"covered_by_plan": covering.id},
+            )
         if len(ooms) >= settings.give_up_after_ooms:
-            proposal = no_change(
-                NAME,
+            return _answered(
                 f"{node.name} was OOM-killed {len(ooms)} times (limit "
                 f"{settings.give_up_after_ooms}): not growing it again, "
                 "its memory use needs a look",
+                event,
                 evidence,
                 {"give_up_after_ooms": settings.give_up_after_ooms},
             )
-            proposal.source_event_id = event.id
-            return proposal
         cap = context.node_max.memory_mib
         if node.memory_mib >= cap:
-            proposal = no_change(
-                NAME,
+            return _answered(
                 f"{node.name} already has the largest node's memory ({cap:.0f} MiB): cannot grow",
+                event,
                 evidence,
                 {"node_max_memory_mib": cap},
             )
-            proposal.source_event_id = event.id
-            return proposal
-        wanted = node.memory_mib * settings.memory_factor
-        memory = ceil_mib(min(wanted, node.memory_mib + settings.max_step_mib, cap))
-        return Proposal(
-            migrate=[resized(node, memory_mib=memory)],
-            source_event_id=event.id,
-            reasons=[
-                reason(
-                    NAME,
-                    f"{node.name} OOM-killed (event {event.id}, {len(ooms)} so far): memory "
-                    f"{node.memory_mib:.0f} -> {memory:.0f} MiB (x{settings.memory_factor}, "
-                    f"at most +{settings.max_step_mib:.0f} MiB and {cap:.0f} MiB)",
-                    evidence | {"event_id": event.id, "new_memory_mib": memory},
-                    {
-                        "memory_factor": settings.memory_factor,
-                        "max_step_mib": settings.max_step_mib,
-                        "node_max_memory_mib": cap,
-                    },
-                )
-            ],
+        group = _fixed_together(context, node)
+        need = _need(context, node, group, settings)
+        memory = ceil_mib(min(need.memory_mib, node.memory_mib + settings.max_step_mib, cap))
+        memory = max(memory, *(n.memory_mib for n in group))
+        why = reason(
+            NAME,
+            _message(node, event, len(ooms), need, memory, group, settings, cap),
+            evidence
+            | {
+                "event_id": event.id,
+                "peak_mib": round(need.peak_mib, 1),
+                "growth_mib_per_s": round(need.growth_mib_per_s, 4),
+                "new_memory_mib": memory,
+                "nodes": [n.name for n in group],
+            },
+            {
+                "memory_factor": settings.memory_factor,
+                "growth_horizon_s": settings.growth_horizon_s,
+                "growth_margin": settings.growth_margin,
+                "max_step_mib": settings.max_step_mib,
+                "node_max_memory_mib": cap,
+            },
         )
+        if len(group) > 1:
+            return Proposal(
+                roles={node.role: RoleSpec(memory_mib=memory)},
+                source_event_id=event.id,
+                reasons=[why],
+            )
+        return Proposal(
+            migrate=[resized(node, memory_mib=memory)], source_event_id=event.id, reasons=[why]
+        )
+
+
+def _answered(
+    message: str, event: EventView, evidence: dict, threshold: dict | None = None
+) -> Proposal:
+    """No change, as the answer to ``event`` (so the kill is not asked about again)."""
+    proposal = no_change(NAME, message, evidence, threshold)
+    proposal.source_event_id = event.id
+    return proposal
+
+
+def _fixed_together(context: OptimizerContext, node: NodeView) -> list[NodeView]:
+    """The nodes one fix resizes: every node of a replica role (what killed one kills the
+    others), the node alone in a sharded one."""
+    if node.role in SHARDED_ROLES:
+        return [node]
+    return sorted(context.nodes_of(node.role), key=lambda n: n.index)
+
+
+def _covering_fix(context: OptimizerContext, node: NodeView, event: EventView) -> PlanView | None:
+    """An OOM fix of ``node``'s whole role that this kill does not outrun: still pending
+    with more memory than the node has, or applied at or after the kill (the node was
+    killed at its old size)."""
+    for plan in sorted(context.plans, key=lambda p: p.id, reverse=True):
+        spec = plan.roles.get(node.role)
+        if plan.source_event_id is None or spec is None or spec.memory_mib is None:
+            continue
+        pending = plan.status == PlanStatus.proposed and spec.memory_mib > node.memory_mib
+        after_kill = (
+            plan.status == PlanStatus.applied
+            and plan.applied_at is not None
+            and plan.applied_at >= event.ts
+        )
+        if pending or after_kill:
+            return plan
+    return None
+
+
+def _need(
+    context: OptimizerContext,
+    node: NodeView,
+    group: list[NodeView],
+    settings: OomRecoverySettings,
+) -> _Need:
+    """The most any node of ``group`` held and the fastest growth among them, projected
+    ``growth_horizon_s`` ahead from the killed size (the kill says the need passed it)."""
+    peak, growth = 0.0, 0.0
+    for member in group:
+        samples = sorted(context.samples_of(member.name), key=lambda s: s.ts)
+        peak = max([peak, *(s.memory_mib for s in samples)])
+        if len(samples) >= settings.min_growth_samples:
+            fitted = fit_line(
+                [seconds_since(samples[0].ts, s.ts) for s in samples],
+                [s.memory_mib for s in samples],
+            )
+            if fitted is not None:
+                growth = max(growth, fitted[0])
+    level = max(node.memory_mib, peak)
+    projected = (level + growth * settings.growth_horizon_s) * settings.growth_margin
+    return _Need(peak, growth, max(node.memory_mib * settings.memory_factor, projected))
+
+
+def _message(
+    node: NodeView,
+    event: EventView,
+    kills: int,
+    need: _Need,
+    memory: float,
+    group: list[NodeView],
+    settings: OomRecoverySettings,
+    cap: float,
+) -> str:
+    seen = (
+        f"peak {need.peak_mib:.0f} MiB, growing {need.growth_mib_per_s * 60:.1f} MiB/min"
+        if need.peak_mib
+        else "no sample before the kill"
+    )
+    target = f"{node.name}" if len(group) == 1 else f"every {node.role} ({len(group)})"
+    return (
+        f"{node.name} OOM-killed (event {event.id}, {kills} so far) at {node.memory_mib:.0f} "
+        f"MiB; {seen}: {target} {node.memory_mib:.0f} -> {memory:.0f} MiB (the need "
+        f"{settings.growth_horizon_s:.0f} s ahead x{settings.growth_margin}, at least "
+        f"x{settings.memory_factor} of the killed size; at most +{settings.max_step_mib:.0f} "
+        f"MiB and {cap:.0f} MiB)"
+    )

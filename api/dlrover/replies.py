@@ -114,13 +114,18 @@ def _worker_oom(
     plan: PlanBody, current: Mapping[str, RoleSpec], oom_pod: OomPod | None
 ) -> DLRoverPlan:
     """At create the master reads only the worker group's memory, and a plan without a
-    worker group aborts its handling of the OOM: so a worker group, or nothing."""
+    worker group aborts its handling of the OOM: so a worker group, or nothing. The fix
+    is the pod's migration, or the worker role's memory (one fix for every worker)."""
     resized = [m for m in plan.migrate if _is(m, oom_pod) and m.memory_mib]
-    if not resized:
+    role = plan.roles.get(ROLE_WORKER)
+    if resized:
+        cpu, memory = resized[0].cpu, resized[0].memory_mib
+    elif role is not None and role.memory_mib:
+        cpu, memory = role.cpu, role.memory_mib
+    else:
         return DLRoverPlan({}, {})
-    change = resized[0]
     count = current.get(ROLE_WORKER, RoleSpec()).count or 1
-    group = Group(count, whole_cores(change.cpu), memory_bytes(change.memory_mib))
+    group = Group(count, whole_cores(cpu), memory_bytes(memory))
     return DLRoverPlan({ROLE_WORKER: group}, {})
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from brain.domain import ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec, Strategy
+from brain.domain import ROLE_PS, ROLE_WORKER, Limits, Resources, RoleBounds, RoleSpec, Strategy
 from brain.optimizing.context import JobView, NodeView
 
 SIZE_FIELDS = ("cpu", "memory_mib", "gpu")
+# Roles whose nodes share one total between them: a PS holds its shard of the model. The
+# others (workers, a chief) each hold a whole replica, whatever the count.
+SHARDED_ROLES = (ROLE_PS,)
 # Tolerance for float sums compared against limits.
 EPSILON = 1e-9
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brain.config import Settings
-from brain.domain import Stage
+from brain.domain import RoleSpec, Stage
 from brain.optimizing import MemoryPeak, NodeChange, Reason, load_registry
 from brain.optimizing.pipeline import run_stage
 from optimizers.memory_release import MemoryReleaseOptimizer, MemoryReleaseSettings
@@ -70,6 +70,18 @@ def test_no_lowering_soon_after_a_growth_nor_within_the_hold_of_any_migration():
     assert release([peak(2000)], plans=[lowered]).migrate
     recent = plan(seconds_ago=5 * HOURS, migrate=moved)
     assert "migrated 18000 s ago" in release([peak(2000)], plans=[recent]).reasons[0].message
+
+
+def test_no_lowering_soon_after_an_oom_fix_of_the_whole_role():
+    # worker-1 was killed and the fix gave every worker 10000 MiB 7 h ago: worker-0, never
+    # killed nor named, was grown against that kill all the same
+    fix = plan(
+        seconds_ago=7 * HOURS, roles={"worker": RoleSpec(memory_mib=10000)}, source_event_id=4
+    )
+    assert release([peak(2000)], plans=[fix]).migrate == []
+    # an elective role resize (no OOM event) holds nothing
+    resize = plan(seconds_ago=7 * HOURS, roles={"worker": RoleSpec(memory_mib=10000)})
+    assert release([peak(2000)], plans=[resize]).migrate
 
 
 def test_the_pipeline_bounds_the_step_by_the_max_change_factor():

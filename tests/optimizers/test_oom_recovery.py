@@ -1,7 +1,12 @@
-from brain.domain import PlanStatus, Resources, Stage
+from dataclasses import replace
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from brain.domain import PlanStatus, Resources, RoleSpec, Stage
 from brain.optimizing import NodeChange
 from optimizers.oom_recovery import OomRecoveryOptimizer, OomRecoverySettings
-from tests.builders.views import context, node, oom, plan
+from tests.builders.views import context, node, oom, plan, series
 
 SETTINGS = OomRecoverySettings()  # x2, at most +32768 MiB, give up after 3 OOMs
 WORKER = node("worker-1", "worker", cpu=4, memory_mib=4096)
@@ -86,3 +91,76 @@ def test_unknown_node_is_an_empty_proposal():
     ctx = context(Stage.oom, nodes=[WORKER], node="gone", events=[oom(1, "gone")])
     proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
     assert proposal.is_empty and proposal.reasons
+
+
+def test_a_growing_node_is_sized_for_its_growth_not_only_doubled():
+    # PS memory grew 200 MiB a minute (6000 -> 8000 over 10 minutes) and the PS was killed
+    # at 8192: x2 (16384) holds 41 minutes; the need an hour ahead, (8192 + 200 / 60 x
+    # 3600) x 1.2 = 24230.4 -> 24231 MiB
+    ps = node("ps-0", "ps", cpu=8, memory_mib=8192)
+    samples = series("ps-0", memory_mib=[6000 + 200 * i for i in range(11)])
+    ctx = context(Stage.oom, nodes=[ps], node="ps-0", events=[oom(3, "ps-0")], samples=samples)
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
+    assert proposal.migrate == [NodeChange(role="ps", name="ps-0", cpu=8, memory_mib=24231)]
+    assert proposal.reasons[0].evidence["peak_mib"] == 8000
+    assert proposal.reasons[0].evidence["growth_mib_per_s"] == 3.3333
+
+
+def test_identical_workers_are_fixed_by_one_plan_for_the_role():
+    workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=4096, index=i) for i in range(3)]
+    ctx = context(Stage.oom, nodes=workers, node="worker-1", events=[oom(4, "worker-1")])
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
+    # no sample before the kill: x2 of 4096, for every worker at once
+    assert proposal.roles == {"worker": RoleSpec(memory_mib=8192)}
+    assert proposal.migrate == []
+    assert "every worker (3) 4096 -> 8192 MiB" in proposal.reasons[0].message
+
+
+def test_a_kill_the_roles_fix_already_covers_gets_no_second_plan():
+    workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(3)]
+    events = [oom(4, "worker-0", minutes_ago=2), oom(5, "worker-2", minutes_ago=2)]
+    # the fix for worker-0's kill was applied 1 minute ago, after worker-2's kill: worker-2
+    # died at the old size and was relaunched by that fix
+    fix = plan(source_event_id=4, seconds_ago=60, roles={"worker": RoleSpec(memory_mib=8192)})
+    ctx = context(Stage.oom, nodes=workers, node="worker-2", events=events, plans=[fix])
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
+    assert proposal.is_empty and proposal.source_event_id == 5
+    assert proposal.reasons[0].evidence["covered_by_plan"] == 1
+    # a pending fix covers it too; one applied before the kill does not
+    pending = replace(fix, status=PlanStatus.proposed, applied_at=None)
+    smaller = [replace(w, memory_mib=4096) for w in workers]
+    ctx = context(Stage.oom, nodes=smaller, node="worker-2", events=events, plans=[pending])
+    assert OomRecoveryOptimizer().propose(ctx, SETTINGS).is_empty
+    earlier = plan(source_event_id=4, seconds_ago=600, roles={"worker": RoleSpec(memory_mib=8192)})
+    ctx = context(Stage.oom, nodes=workers, node="worker-2", events=events, plans=[earlier])
+    assert OomRecoveryOptimizer().propose(ctx, SETTINGS).roles == {
+        "worker": RoleSpec(memory_mib=16384)
+    }
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    start_mib=st.floats(1000, 16000),
+    growth_mib_per_min=st.floats(1, 500),
+    size_mib=st.floats(2000, 32000),
+)
+def test_one_fix_outlasts_linear_growth_for_the_horizon(start_mib, growth_mib_per_min, size_mib):
+    """Memory growing linearly, sampled each minute until it passes the size: the fix
+    holds the growth for growth_horizon_s (3600 s) after the kill, unless a cap (+32768
+    MiB per step, the largest node) stops it, which the reason names."""
+    assume(start_mib < size_mib)
+    minutes = min(int((size_mib - start_mib) / growth_mib_per_min) + 1, 600)
+    assume(minutes >= 3)
+    used = [start_mib + growth_mib_per_min * i for i in range(minutes)]
+    ps = node("ps-0", "ps", cpu=8, memory_mib=size_mib)
+    ctx = context(
+        Stage.oom,
+        nodes=[ps],
+        node="ps-0",
+        events=[oom(1, "ps-0", minutes_ago=0)],
+        samples=series("ps-0", memory_mib=used),
+        node_max=Resources(cpu=64, memory_mib=512 * 1024, gpu=8),
+    )
+    fixed = OomRecoveryOptimizer().propose(ctx, SETTINGS).migrate[0].memory_mib
+    in_an_hour = size_mib + growth_mib_per_min * 60
+    assert fixed >= min(in_an_hour, size_mib + SETTINGS.max_step_mib) - 1e-6

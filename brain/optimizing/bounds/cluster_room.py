@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from brain.domain import ROLE_PS, ROLE_WORKER, RoleSpec
-from brain.optimizing.bounds.shard_memory import SHARDED_ROLES, resharded, share_mib
+from brain.optimizing.bounds.shard_memory import resharded, share_mib
 from brain.optimizing.bounds.units import UNITS, floor_to
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
 from brain.optimizing.roles import (
     EPSILON,
+    SHARDED_ROLES,
     SIZE_FIELDS,
     current_role,
     effective_roles,

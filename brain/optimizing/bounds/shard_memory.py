@@ -16,16 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from brain.domain import ROLE_PS, RoleSpec
+from brain.domain import RoleSpec
 from brain.optimizing.bounds.units import ceil_to
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
-from brain.optimizing.roles import EPSILON, current_role
-
-# Roles whose nodes share one total between them: a PS holds its shard of the model. A
-# worker (PS or all-reduce) holds a whole replica whatever the count.
-SHARDED_ROLES = (ROLE_PS,)
+from brain.optimizing.roles import EPSILON, SHARDED_ROLES, current_role
 
 
 def shard_memory(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
