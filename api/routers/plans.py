@@ -116,8 +116,8 @@ async def latest_plan(
     wait: Annotated[float, Query(ge=0, le=60, description="Seconds to wait for a newer plan.")] = 0,
 ):
     """Training agents call this in a loop with the last id they saw: the oldest plan
-    after it that was not superseded, so every pending change (an OOM fix included) is
-    seen in order."""
+    after it that was neither superseded nor a no-change answer, so every change to
+    apply (an OOM fix included) is seen in order."""
     deadline = time.monotonic() + wait
     factory = server_state(request.app).session_factory
     watch: PlanWatch = server_state(request.app).plan_watch

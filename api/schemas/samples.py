@@ -177,7 +177,13 @@ class NodeIn(BaseModel):
     cpu: Cores = 0
     memory_mib: MiB = 0
     gpu: Gpus = 0
-    status: str = Field("running", max_length=32, pattern=NO_NUL)
+    status: str = Field(
+        "running",
+        max_length=32,
+        pattern=NO_NUL,
+        description="`running` (or any other word) counts; `failed`, `removed`, `succeeded`, "
+        "`stopped`, `evicted` and `migrated` (replaced by a newly named node) no longer do.",
+    )
     created_at: Timestamp | None = None
     finished_at: Timestamp | None = None
 

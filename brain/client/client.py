@@ -187,8 +187,9 @@ class BrainClient:
         )
 
     def wait_for_plan(self, uid: str, after: int, wait_s: float = 30) -> Plan | None:
-        """Long-poll: the oldest plan with an id above ``after`` that was not superseded,
-        or None after ``wait_s``. Pass the returned id as ``after`` to walk them all."""
+        """Long-poll: the oldest plan with an id above ``after`` that was neither
+        superseded nor ``no_change``, or None after ``wait_s``. Pass the returned id as
+        ``after`` to walk them all."""
         response = self._request(
             "GET", f"{API}/jobs/{uid}/plans/latest", params={"after": after, "wait": wait_s}
         )

@@ -64,6 +64,8 @@ class PlanStatus(StrEnum):
     rejected = "rejected"
     failed = "failed"
     superseded = "superseded"
+    # A plan that changes nothing: kept for its reasons, with nothing to apply or report.
+    no_change = "no_change"
 
 
 class _In(BaseModel):

@@ -17,9 +17,13 @@ from brain.db.engine import ReadSession
 from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
 from brain.errors import InvalidInput
+from brain.services.node_replacements import NODE_MIGRATED, migrated_nodes_replaced
 
-# Nodes in these states no longer run: they neither count nor hold a stage back.
-GONE_NODE_STATUSES = frozenset({"failed", "removed", "succeeded", "stopped", "evicted"})
+# Nodes in these states no longer run: they neither count nor hold a stage back
+# (``migrated``: replaced by a newly named node, see ``node_replacements``).
+GONE_NODE_STATUSES = frozenset(
+    {"failed", "removed", "succeeded", "stopped", "evicted", NODE_MIGRATED}
+)
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,8 @@ def _describe(node: NodeRow, data: NodeInput) -> None:
 
 
 def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict[str, int]:
-    """Node ids by name, creating unknown nodes with the request of their role (if known).
+    """Node ids by name, creating unknown nodes with the request of their role (if known),
+    or, for the replacement of a migrated node, with the size it was migrated to.
 
     Insert-or-ignore keeps two concurrent batches naming the same new node from failing.
     """
@@ -122,7 +127,10 @@ def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict
     if missing:
         check_roles(session, job, {ref.role for ref in missing})
         now = utcnow()
-        rows = [_new_node_row(job, ref, now) for ref in missing]
+        replaced = migrated_nodes_replaced(
+            session, job, [(r.name, r.role, r.index) for r in missing], _live
+        )
+        rows = [_new_node_row(job, ref, now, replaced.get(ref.name)) for ref in missing]
         insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
         session.execute(insert(NodeRow).values(rows).on_conflict_do_nothing())
         ids = _node_ids(session, job, wanted)
@@ -140,16 +148,21 @@ def _node_ids(session: Session, job: JobRow, wanted: dict[str, NodeRef]) -> dict
     return {name: node_id for name, node_id in rows}
 
 
-def _new_node_row(job: JobRow, ref: NodeRef, now: datetime) -> dict:
-    role = (job.roles or {}).get(ref.role, RoleSpec())
+def _live(node: NodeRow) -> bool:
+    return node.status not in GONE_NODE_STATUSES
+
+
+def _new_node_row(job: JobRow, ref: NodeRef, now: datetime, replaces: NodeRow | None) -> dict:
+    """A new node's row: the size of the migrated node it replaces, else its role's."""
+    size = replaces or (job.roles or {}).get(ref.role, RoleSpec())
     return {
         "job_id": job.id,
         "name": ref.name,
         "role": ref.role,
         "index": ref.index,
-        "cpu": role.cpu or 0.0,
-        "memory_mib": role.memory_mib or 0.0,
-        "gpu": role.gpu or 0.0,
+        "cpu": size.cpu or 0.0,
+        "memory_mib": size.memory_mib or 0.0,
+        "gpu": size.gpu or 0.0,
         "status": "running",
         "created_at": now,
     }

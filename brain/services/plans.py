@@ -3,7 +3,8 @@
 The service gathers the context (the optimizers never touch the store), runs the
 stage's pipeline on it (``brain.optimizing.pipeline.run_stage``: select, configure,
 propose, combine, bound) and stores the plan. A newer plan that changes
-something supersedes the job's older proposed ones; an empty one does not.
+something supersedes the job's older proposed ones; an empty one does not, and is stored
+as ``no_change`` rather than ``proposed``.
 """
 
 from __future__ import annotations
@@ -173,10 +174,12 @@ def _store(
     has_actions: bool,
 ) -> ScalePlanRow:
     now = utcnow()
+    # A plan that changes nothing is no proposal: a job master has nothing to apply.
+    status = PlanStatus.proposed if has_actions else PlanStatus.no_change
     plan = ScalePlanRow(
         job_id=job.id,
         stage=stage.value,
-        status=PlanStatus.proposed.value,
+        status=status.value,
         body=body,
         source_event_id=source_event_id,
         created_at=now,
@@ -241,14 +244,15 @@ def list_plans(
 
 
 def next_plan_after(session: Session, job_id: int, after_id: int) -> ScalePlanRow | None:
-    """The oldest plan after ``after_id`` that was not superseded: an agent walking the
-    ids sees every pending change in order (an OOM fix is never skipped)."""
+    """The oldest plan after ``after_id`` that was neither superseded nor a plan that
+    changes nothing: an agent walking the ids sees every change in order (an OOM fix is
+    never skipped)."""
     return session.scalar(
         select(ScalePlanRow)
         .where(
             ScalePlanRow.job_id == job_id,
             ScalePlanRow.id > after_id,
-            ScalePlanRow.status != PlanStatus.superseded.value,
+            ScalePlanRow.status.not_in([PlanStatus.superseded.value, PlanStatus.no_change.value]),
         )
         .order_by(ScalePlanRow.id)
         .limit(1)

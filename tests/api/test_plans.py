@@ -69,6 +69,13 @@ def test_an_empty_plan_does_not_supersede_a_pending_one(client):
     ).json()
     assert empty["migrate"] == []
     assert client.get(f"/api/v1/jobs/j/plans/{pending['id']}").json()["status"] == "proposed"
+    # Nothing to apply: stored for its reasons as no_change, not proposed, and a training
+    # agent walking the plans is not woken for it.
+    assert empty["status"] == "no_change"
+    walk = client.get("/api/v1/jobs/j/plans/latest", params={"after": pending["id"]})
+    assert walk.status_code == 204
+    refused = client.post(f"/api/v1/jobs/j/plans/{empty['id']}/status", json={"status": "applied"})
+    assert refused.status_code == 409 and refused.json()["error"]["field"] == "status"
     newer = _optimize(client, optimizers=["hot_ps"]).json()
     assert client.get(f"/api/v1/jobs/j/plans/{pending['id']}").json()["status"] == "superseded"
     assert client.get(f"/api/v1/jobs/j/plans/{newer['id']}").json()["status"] == "proposed"
