@@ -13,15 +13,18 @@ from brain.optimizing import (
     Changes,
     ContextInput,
     EventView,
+    NodeSample,
     NodeView,
     OptimizerContext,
     PlanView,
     Proposal,
 )
 from brain.optimizing.roles import SHARDED_ROLES
-from optimizers._common import ceil_mib, fit_line, no_change, reason, resized, seconds_since
+from optimizers._common import ceil_mib, no_change, reason, resized, seconds_since
 
 NAME = "oom_recovery"
+# Memory counts as growing when at least this share of its sample-to-sample steps rise.
+_RISING_SHARE = 0.8
 
 
 class OomRecoverySettings(BaseModel):
@@ -66,7 +69,8 @@ class OomRecoveryOptimizer:
     """Relaunches the OOM-killed node (``context.node``) with the memory it needs.
 
     The need is measured, not guessed: the most the node held and, when its memory grew
-    over its last samples, that growth projected ``growth_horizon_s`` ahead, times
+    steadily over its last samples (most steps between them rising, so that a spike is no
+    trend), that growth projected ``growth_horizon_s`` ahead, times
     ``growth_margin``; never less than the killed size x ``memory_factor`` (a node killed
     before its first sample left nothing else), capped per step and by the largest node.
     A worker or chief holds a whole replica, so what killed one kills the others: a role
@@ -213,15 +217,25 @@ def _need(
         samples = sorted(context.samples_of(member.name), key=lambda s: s.ts)
         peak = max([peak, *(s.memory_mib for s in samples)])
         if len(samples) >= settings.min_growth_samples:
-            fitted = fit_line(
-                [seconds_since(samples[0].ts, s.ts) for s in samples],
-                [s.memory_mib for s in samples],
-            )
-            if fitted is not None:
-                growth = max(growth, fitted[0])
+            growth = max(growth, _steady_growth(samples))
     level = max(node.memory_mib, peak)
     projected = (level + growth * settings.growth_horizon_s) * settings.growth_margin
     return _Need(peak, growth, max(node.memory_mib * settings.memory_factor, projected))
+
+
+def _steady_growth(samples: list[NodeSample]) -> float:
+    """The rise from the first sample to the last (MiB/s) when memory rose steadily: at
+    least ``_RISING_SHARE`` of the steps between consecutive samples do not fall. Sparse
+    embeddings or a leak count at their rate; a spike that came and went is no trend (a
+    line through it would project it over the whole horizon)."""
+    steps = [b.memory_mib - a.memory_mib for a, b in zip(samples, samples[1:], strict=False)]
+    span = seconds_since(samples[0].ts, samples[-1].ts)
+    if not steps or span <= 0:
+        return 0.0
+    rising = sum(1 for step in steps if step >= 0) / len(steps)
+    if rising < _RISING_SHARE:
+        return 0.0
+    return max((samples[-1].memory_mib - samples[0].memory_mib) / span, 0.0)
 
 
 def _message(

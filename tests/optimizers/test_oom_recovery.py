@@ -106,6 +106,17 @@ def test_a_growing_node_is_sized_for_its_growth_not_only_doubled():
     assert proposal.reasons[0].evidence["growth_mib_per_s"] == 3.3333
 
 
+def test_a_spike_that_came_and_went_is_no_growth():
+    # 1000, 9500, 1000, 15000 five minutes apart: up, down, up; a line through it would
+    # project 28 MiB/s for an hour. The fix is x 2 of the killed 8192.
+    ps = node("ps-0", "ps", cpu=8, memory_mib=8192)
+    samples = series("ps-0", memory_mib=[1000, 9500, 1000, 8000], every_s=300)
+    ctx = context(Stage.oom, nodes=[ps], node="ps-0", events=[oom(3, "ps-0")], samples=samples)
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
+    assert proposal.migrate[0].memory_mib == 16384
+    assert proposal.reasons[0].evidence["growth_mib_per_s"] == 0
+
+
 def test_identical_workers_are_fixed_by_one_plan_for_the_role():
     workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=4096, index=i) for i in range(3)]
     ctx = context(Stage.oom, nodes=workers, node="worker-1", events=[oom(4, "worker-1")])

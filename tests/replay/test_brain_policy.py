@@ -35,12 +35,13 @@ def brain() -> BrainLoop:
 
 
 def test_brain_migrates_before_an_oom_then_answers_a_kill_with_oom_recovery():
-    # A first run (no history): the create stage's startup gives the worker its default
-    # 8192 MiB and 8 cores, or the ask if larger: 10000 MiB, 8 cores.
+    # A first run (no history): the create stage's startup keeps the job's own ask,
+    # 10000 MiB and 2 cores.
     # Sample 3 (1200 s) uses 9500 >= 90 % of 10000, and the trend of samples 0-3 (1000,
     # 1000, 1000, 9500 at -900..0 s: slope 8.5 MiB/s, 6950 at 0) reaches 12050 in 600 s:
     # oom_risk migrates to 12050 x 1.2 = 14460 MiB from sample 4. Sample 5 uses
-    # 15000 > 14460: killed; oom_recovery doubles it to 28920 MiB.
+    # 15000 > 14460: killed; the samples rose and fell (no steady growth to project), so
+    # oom_recovery doubles it to 28920 MiB.
     mem = [1000.0, 1000.0, 1000.0, 9500.0, 1000.0, 15000.0, 1000.0]
     table, series = one_workload(
         [{"req_memory_mib": 10000, "req_cpu": 2.0}],
@@ -50,7 +51,7 @@ def test_brain_migrates_before_an_oom_then_answers_a_kill_with_oom_recovery():
     harness = HarnessSettings(checkpoint_s=1800)
     samples = run_samples(series, 0, harness)
     policy = brain().policy(runs[0], [], samples, series)
-    assert policy.start() == Allocation(10000.0, 8.0)
+    assert policy.start() == Allocation(10000.0, 2.0)
     outcome = simulate(samples, policy, harness)
     assert (outcome.migrations, outcome.ooms, outcome.restarts) == (1, 1, 2)
     assert outcome.memory_peak_alloc_mib == 28920.0
