@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, RoleSpec, Stage
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
 from brain.optimizing import Changes, ContextInput, NodeView, OptimizerContext, Proposal
 from brain.optimizing.roles import current_role
 from optimizers._common import (
@@ -65,6 +65,14 @@ class PsScalingSettings(PsChangeSettings):
         0.6, ge=0.1, le=1.0, description="PS CPU utilization the new PS count is sized for."
     )
     step: int = Field(2, ge=1, le=16, description="Most PS added by one plan.")
+    reverse_after_s: float = Field(
+        600,
+        ge=0,
+        le=7 * 86400,
+        description="No PS added within this many seconds of an applied plan that cut the "
+        "PS count (an estimate that found fewer enough): adding them back so soon reverses "
+        "it, two restarts for nothing. worker_tuning's cooldown_s is the same window.",
+    )
     ps_port: int = Field(
         2222, ge=1, le=65535, description="Port of the PS services in `ps_hosts` (DLRover: 2222)."
     )
@@ -85,7 +93,8 @@ class PsScalingOptimizer:
     today's PS load at ``target_utilization``, as many PS as the job's limits leave room
     for. Either way at least one more PS and at most ``step`` more. The plan carries
     ``ps_hosts``, the tier's service addresses after the change. No change within the PS
-    tier's cooldown, ``ps_change_interval_s``.
+    tier's cooldown, ``ps_change_interval_s``, nor within ``reverse_after_s`` of a plan
+    that cut the PS count (adding PS back so soon would reverse it).
     """
 
     name: ClassVar[str] = NAME
@@ -104,7 +113,12 @@ class PsScalingOptimizer:
         interval = ps_changed_recently(NAME, context, settings.ps_change_interval_s)
         if interval is not None:
             return interval
-        threshold = settings.model_dump(exclude={"ps_port", "ps_change_interval_s"})
+        cut = _count_cut_recently(context, settings.reverse_after_s)
+        if cut is not None:
+            return cut
+        threshold = settings.model_dump(
+            exclude={"ps_port", "ps_change_interval_s", "reverse_after_s"}
+        )
         trainers = [n for n in context.nodes if n.role in (ROLE_WORKER, ROLE_CHIEF) and n.cpu > 0]
         recent = {
             n.name: context.samples_of(n.name)[-settings.samples :] for n in ps_nodes + trainers
@@ -152,6 +166,32 @@ class PsScalingOptimizer:
                 context, ps_nodes, recent, trainer_util, evidence, threshold, settings
             )
         return _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settings)
+
+
+def _count_cut_recently(context: OptimizerContext, window_s: float) -> Proposal | None:
+    """No change while the newest applied plan that set the PS count cut it (below the
+    count the applied plan before it set) less than ``window_s`` ago."""
+    counted = sorted(
+        (p.applied_at, p.id, p.roles[ROLE_PS].count)
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and p.roles.get(ROLE_PS) is not None
+        and p.roles[ROLE_PS].count is not None
+    )
+    if len(counted) < 2:
+        return None
+    (applied_at, plan_id, after), before = counted[-1], counted[-2][2]
+    elapsed = (context.now - applied_at).total_seconds()
+    if after >= before or elapsed >= window_s:
+        return None
+    return no_change(
+        NAME,
+        f"plan {plan_id} cut the PS from {before} to {after} {elapsed:.0f} s ago: no PS added "
+        f"back within {window_s:.0f} s",
+        {"plan": plan_id, "ps_before": before, "ps_after": after, "seconds_since": elapsed},
+        {"reverse_after_s": window_s},
+    )
 
 
 def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settings) -> Proposal:

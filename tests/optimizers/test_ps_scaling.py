@@ -120,6 +120,24 @@ def test_no_ps_change_within_the_tier_cooldown():
     assert propose(plans=[plan(seconds_ago=3599)], settings=hourly).roles
 
 
+def test_no_ps_added_back_soon_after_a_plan_cut_the_count():
+    # The create plan kept the job's 3 PS; the estimate found 2 enough 540 s ago: adding
+    # PS now would reverse it within worker_tuning's 600 s (an oscillation)
+    created = plan(seconds_ago=780, roles={"ps": RoleSpec(count=3)}, stage=Stage.create, plan_id=1)
+    cut = plan(seconds_ago=540, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate, plan_id=2)
+    proposal = propose(plans=[created, cut])
+    assert proposal.is_empty
+    assert proposal.reasons[0].message == (
+        "plan 2 cut the PS from 3 to 2 540 s ago: no PS added back within 600 s"
+    )
+    # 600 s after the cut, or after a plan that added PS, the tier may grow
+    later = plan(seconds_ago=600, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate, plan_id=2)
+    assert propose(plans=[created, later]).roles == {"ps": RoleSpec(count=4)}
+    grown = plan(seconds_ago=540, roles={"ps": RoleSpec(count=2)}, plan_id=2)
+    fewer = plan(seconds_ago=780, roles={"ps": RoleSpec(count=1)}, plan_id=1)
+    assert propose(plans=[fewer, grown]).roles == {"ps": RoleSpec(count=4)}
+
+
 def test_ps_named_otherwise_leave_the_hosts_to_the_master():
     odd = [
         node("param-server-a", "ps", cpu=4, memory_mib=8192, index=0),
