@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from brain.lab.simulation.families.base import FamilyModel
 from brain.lab.simulation.model import ThroughputModel, normalized
 from brain.lab.simulation.scenarios import Scenario
 
@@ -40,6 +41,8 @@ def best_allocation(s: Scenario, global_step: float = 0.0) -> Allocation:
     worker keeps its declared GPUs (an all-reduce job scales by whole workers).
     """
     model = s.throughput_at(global_step)
+    if isinstance(model, FamilyModel):
+        return family_best(s, model)
     gpu_each = s.roles["worker"].gpu
     best = Allocation(0.0, 0, 0.0, 0, 0.0)
     ps_counts = range(1, MAX_PS + 1) if s.strategy == "ps" else (0,)
@@ -85,3 +88,58 @@ def _better(a: Allocation, b: Allocation) -> bool:
     if abs(a.steps_per_sec - b.steps_per_sec) > 1e-6:
         return a.steps_per_sec > b.steps_per_sec
     return a.cores < b.cores
+
+
+# A family's job may run many small workers: it is searched up to this many, and worker
+# CPU down to a quarter of what a worker needs (a comm-bound worker at half its cores
+# still computes at two thirds of its speed).
+FAMILY_MAX_WORKERS = 512
+FAMILY_WORKER_CPU_FRACTIONS = (1.0, 0.9, 0.8, 0.75, 0.6, 0.5, 0.35, 0.25)
+# Relative precision of the bisection on a PS tier's speed when the cores run short.
+_BISECT_STEPS = 40
+
+
+def family_best(s: Scenario, model: FamilyModel) -> Allocation:
+    """The fastest allocation of a family's PS job within its CPU limit (fewest cores on
+    a tie): every worker count and size, every PS count up to ``MAX_PS``, each PS given
+    the cores its share of that speed needs (the speed the cores left allow, found by
+    bisection, when they do not cover it)."""
+    limit_cpu = SITE_JOB_CPU if s.limit_cpu is None else s.limit_cpu
+    best = Allocation(0.0, 0, 0.0, 0, 0.0)
+    for fraction in FAMILY_WORKER_CPU_FRACTIONS:
+        worker_cpu = model.worker_cpu_needed * fraction
+        weight = model.worker_factor(worker_cpu)
+        for workers in range(1, FAMILY_MAX_WORKERS + 1):
+            budget = limit_cpu - workers * worker_cpu
+            if budget <= 0:
+                break
+            for ps in range(1, MAX_PS + 1):
+                demand = model.uniform_speed(workers, weight, ps)
+                if demand < best.steps_per_sec - 1e-6:
+                    continue  # even PS that cost nothing would not beat the best
+                shares = normalized([s.ps_weight(i) for i in range(ps)])
+                speed = _ps_tier_speed(model, shares, demand, budget, s.node_max_cpu)
+                cpus = [model.ps_cpu_for(speed, share) for share in shares]
+                candidate = Allocation(speed, workers, worker_cpu, ps, sum(cpus))
+                if _better(candidate, best):
+                    best = candidate
+    return best
+
+
+def _ps_tier_speed(
+    model: FamilyModel, shares: list[float], demand: float, budget: float, node_max_cpu: float
+) -> float:
+    """The fastest the PS tier can serve, up to ``demand``, within ``budget`` cores in all
+    and ``node_max_cpu`` each (the PS's needs rise with the speed, so bisect on it)."""
+
+    def fits(speed: float) -> bool:
+        cpus = [model.ps_cpu_for(speed, share) for share in shares]
+        return max(cpus) <= node_max_cpu + 1e-9 and sum(cpus) <= budget + 1e-9
+
+    if fits(demand):
+        return demand
+    low, high = 0.0, demand
+    for _ in range(_BISECT_STEPS):
+        middle = (low + high) / 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low

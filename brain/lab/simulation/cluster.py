@@ -15,6 +15,9 @@ RESTART_S = 60.0
 # Relative standard deviation of each node's usage and of the measured speed.
 USAGE_NOISE = 0.04
 SPEED_NOISE = 0.03
+# During a data-loading or checkpoint stall the pods use this share of their usual CPU
+# (reading, writing), and make no steps.
+STALLED_CPU_SHARE = 0.1
 
 
 @dataclass
@@ -55,6 +58,9 @@ class Tick:
     workers: int
     loads: list[NodeLoad]
     oom_killed: list[SimNode]
+    # PS that died (a ps_down stall) and came back during the tick.
+    failed: list[SimNode] = field(default_factory=list)
+    recovered: list[SimNode] = field(default_factory=list)
 
 
 @dataclass
@@ -72,6 +78,8 @@ class SimJob:
     slow_at: float | None = None
     slowed_at: float | None = None
     slowed_node: str | None = None
+    # ps_down stalls begun: stall index -> the PS that died (None once it is back).
+    _down: dict[int, str | None] = field(default_factory=dict)
 
     # Pods -----------------------------------------------------------------------------
 
@@ -124,36 +132,36 @@ class SimJob:
         model = s.throughput_at(self.global_step)
         if self.slow_at is not None and self.slowed_at is None and t >= self.slow_at:
             self._slow_down(t)
+        failed, recovered = self._ps_down(t)
         workers = [n for n in self.of_role("worker") if n.running(t)]
         ps = self.of_role("ps")
         ps_up = all(n.running(t) for n in ps)
         shares = normalized([s.ps_weight(n.index) for n in ps]) if ps else []
-        worker_cpus = [n.cpu for n in workers]
         slowdowns = [n.slowdown for n in workers]
-        bound = model.worker_bound(worker_cpus)
-        speed = model.speed(worker_cpus, [n.cpu for n in ps], shares, slowdowns)
+        job = model.load([n.cpu for n in workers], [n.cpu for n in ps], shares, slowdowns)
+        speed, idle = job.steps_per_sec, 1.0
         if s.strategy == "ps" and not (ps and ps_up):
-            speed = 0.0  # training waits for every PS
+            speed, idle = 0.0, 0.0  # training waits for every PS
+        elif any(st.active(t) for st in s.stalls if st.kind != "ps_down"):
+            speed, idle = 0.0, STALLED_CPU_SHARE
         measured = max(speed * float(self.rng.normal(1.0, SPEED_NOISE)), 0.0)
         self.global_step += speed * dt
 
         loads, killed = [], []
-        pace = speed / bound if bound > 0 else 0.0
-        weights = model.worker_weights(worker_cpus, slowdowns)
-        for node, weight in zip(workers, weights, strict=True):
-            used_cpu = min(node.cpu, model.worker_cpu_needed) * pace
-            load = self._load(node, used_cpu, s.memory.worker_mib, pace)
-            # Each worker makes its weight's share of the global steps.
-            rate = speed * weight / sum(weights) if weight > 0 else 0.0
+        scale = 1.0 if speed > 0 else 0.0
+        pace = job.pace * scale
+        for node, cpu, rate in zip(workers, job.worker_cpu, job.worker_steps_per_sec, strict=True):
+            load = self._load(node, cpu * (scale or idle), s.memory.worker_mib, pace)
             step_time = (
-                1 / rate * float(self.step_rng.normal(1.0, SPEED_NOISE)) if rate > 0 else None
+                1 / (rate * scale) * float(self.step_rng.normal(1.0, SPEED_NOISE))
+                if rate * scale > 0
+                else None
             )
             loads.append(replace(load, step_time_s=step_time))
         if ps_up:
-            ps_memory = s.memory.ps_total(self.global_step)
-            for node, share in zip(ps, shares, strict=True):
-                used_cpu = model.ps_cpu_per_step * share * speed
-                loads.append(self._load(node, used_cpu, ps_memory * share, None))
+            for node, share, cpu in zip(ps, shares, job.ps_cpu, strict=True):
+                memory = s.memory.ps_node(self.global_step, share)
+                loads.append(self._load(node, cpu * (scale or idle), memory, None))
         for load in loads:
             if load.memory_mib > load.node.memory_mib:
                 killed.append(load.node)
@@ -165,7 +173,29 @@ class SimJob:
             workers=len(workers),
             loads=[ld for ld in loads if ld.node not in killed],
             oom_killed=killed,
+            failed=failed,
+            recovered=recovered,
         )
+
+    def _ps_down(self, t: float) -> tuple[list[SimNode], list[SimNode]]:
+        """``ps_down`` stalls: PS 0 dies at the start and is back at the end (unless a
+        plan relaunched it sooner)."""
+        failed, recovered = [], []
+        for i, stall in enumerate(self.scenario.stalls):
+            if stall.kind != "ps_down" or t < stall.start_s:
+                continue
+            if i not in self._down:
+                node = next(iter(self.of_role("ps")), None)
+                self._down[i] = None if node is None else node.name
+                if node is not None:
+                    node.up_at = max(node.up_at, stall.start_s + stall.duration_s)
+                    failed.append(node)
+            elif self._down[i] is not None and not stall.active(t):
+                node = self.nodes.get(self._down[i])
+                self._down[i] = None
+                if node is not None:
+                    recovered.append(node)
+        return failed, recovered
 
     def _slow_down(self, t: float) -> None:
         """The scenario's slow worker's host turns slow (if that worker runs)."""

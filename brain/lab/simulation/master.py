@@ -41,6 +41,10 @@ class AppliedPlan:
     plan: Plan
     # Role -> (count before, count after) for roles whose count the plan changed.
     counts: dict[str, tuple[int, int]]
+    # The plan changed a count or a CPU request (a sizing step, not only memory).
+    sizing: bool = False
+    # After it, some role's cpu_limit was below its cpu (a pod Kubernetes rejects).
+    cpu_limit_below_cpu: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class Run:
     timeline: list[Sample] = field(default_factory=list)
     applied: list[AppliedPlan] = field(default_factory=list)
     oom_kills: int = 0
+    # OOM kills of pods whose memory request Brain had set (not the user's ask).
+    oom_kills_after_brain_size: int = 0
     oom_plans: list[int] = field(default_factory=list)
     final_status: dict[int, PlanStatus] = field(default_factory=dict)
     foreign_roles: int = 0
@@ -102,6 +108,8 @@ class JobMaster:
             role: RoleRequest(count=r.count, cpu=r.cpu, memory_mib=r.memory_mib, gpu=r.gpu)
             for role, r in scenario.roles.items()
         }
+        # The CPU limit plans set per role (None: none given; the pod's limit is its request).
+        self._cpu_limit: dict[str, float | None] = dict.fromkeys(scenario.roles)
 
     def ts(self, t: float) -> datetime:
         return self.start + timedelta(seconds=t)
@@ -122,6 +130,10 @@ class JobMaster:
                 self._push_cluster(t)
             tick = self.job.advance(t, TICK_S)
             self._record(tick)
+            for node in tick.failed:
+                self._on_ps_down(t, node)
+            for node in tick.recovered:
+                self._register_node(node)
             for node in tick.oom_killed:
                 self._on_oom(t, node)
             if not estimated and t >= next_estimate:
@@ -251,8 +263,15 @@ class JobMaster:
             self.client.push_samples(self.uid, self._nodes, self._speed)
             self._nodes, self._speed = [], []
 
+    def _on_ps_down(self, t: float, node: SimNode) -> None:
+        self._flush()
+        self.client.report_event(self.uid, "failed", self.ts(t), node=node.name)
+        self._register_node(node, status="failed")
+
     def _on_oom(self, t: float, node: SimNode) -> None:
         self.run.oom_kills += 1
+        if node.memory_mib != self.scenario.roles[node.role].memory_mib:
+            self.run.oom_kills_after_brain_size += 1
         self._flush()
         self.client.report_event(self.uid, "oom", self.ts(t), node=node.name)
         plan = self.client.optimize(self.uid, Stage.oom, node=node.name)
@@ -269,11 +288,24 @@ class JobMaster:
             if plan.status != PlanStatus.proposed or plan.is_empty:
                 continue
             self._note_replacements(plan, t)
+            sizes = {role: (r.count, r.cpu) for role, r in self._desired.items()}
             counts = self._apply(plan, t, before_start)
             self.client.report(
                 self.uid, plan.id, PlanStatus.applied, "applied by the simulator", self.ts(t)
             )
-            self.run.applied.append(AppliedPlan(t, plan, counts))
+            sizing = any(
+                (self._desired[role].count, self._desired[role].cpu) != size
+                for role, size in sizes.items()
+            ) or any(
+                change.cpu is not None and change.cpu != self._desired[change.role].cpu
+                for change in plan.migrate
+                if change.role in self._desired
+            )
+            below = any(
+                limit is not None and limit < self._desired[role].cpu - 1e-9
+                for role, limit in self._cpu_limit.items()
+            )
+            self.run.applied.append(AppliedPlan(t, plan, counts, sizing, below))
 
     def _note_replacements(self, plan: Plan, t: float) -> None:
         """Workers slow_node had replaced: the injected one (once), or any other."""
@@ -293,6 +325,8 @@ class JobMaster:
                 self.run.foreign_roles += 1  # a DLRover master has no such replica type
                 continue
             desired = self._desired[role]
+            if spec.cpu_limit is not None:
+                self._cpu_limit[role] = spec.cpu_limit
             new = RoleRequest(
                 count=desired.count if spec.count is None else spec.count,
                 cpu=desired.cpu if spec.cpu is None else spec.cpu,

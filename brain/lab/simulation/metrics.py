@@ -26,9 +26,15 @@ class ScenarioResult:
     best_steps_per_sec: float
     reached_steps_per_sec: float
     plans_to_95pct: int | None
+    # Of those, the plans that changed a count or a CPU request (not memory alone).
+    sizing_plans_to_95pct: int | None
     plans_applied: int
     over_limit_seconds: float
     oom_kills: int
+    # OOM kills of pods running a memory size Brain chose (not the user's ask).
+    oom_kills_after_brain_size: int
+    # Applied plans after which a role's cpu_limit was below its cpu request.
+    plans_cpu_limit_below_cpu: int
     oom_fixes_lost: int
     oscillations: int
     core_hours: float
@@ -45,6 +51,8 @@ class ScenarioResult:
     min_workers: int
     workers_given_back: int
     workers_added_while_short: int | None
+    # The throughput family a random job was drawn from (None: a named scenario).
+    family: str | None = None
 
 
 def measure(run: Run, horizon_s: float) -> ScenarioResult:
@@ -74,9 +82,14 @@ def measure(run: Run, horizon_s: float) -> ScenarioResult:
         plans_to_95pct=None
         if reached_at is None
         else sum(1 for a in run.applied if a.t <= reached_at),
+        sizing_plans_to_95pct=None
+        if reached_at is None
+        else sum(1 for a in run.applied if a.t <= reached_at and a.sizing),
         plans_applied=len(run.applied),
         over_limit_seconds=_over_limit_seconds(run),
         oom_kills=run.oom_kills,
+        oom_kills_after_brain_size=run.oom_kills_after_brain_size,
+        plans_cpu_limit_below_cpu=sum(1 for a in run.applied if a.cpu_limit_below_cpu),
         oom_fixes_lost=sum(
             1 for i in run.oom_plans if run.final_status.get(i) != PlanStatus.applied
         ),
@@ -108,6 +121,7 @@ def measure(run: Run, horizon_s: float) -> ScenarioResult:
             for role, (before, after) in a.counts.items()
             if role == "worker" and after > before
         ),
+        family=s.family,
     )
 
 

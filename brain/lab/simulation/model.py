@@ -76,6 +76,42 @@ class ThroughputModel:
     ) -> float:
         return min(self.worker_bound(worker_cpus, slowdowns), self.ps_bound(ps_cpus, shares))
 
+    def load(
+        self,
+        worker_cpus: Sequence[float],
+        ps_cpus: Sequence[float],
+        shares: Sequence[float],
+        slowdowns: Sequence[float],
+    ) -> JobLoad:
+        """Speed, each worker's steps and the cores each pod uses. A worker uses the CPU
+        it needs (at most its own) at the pace the PS allow; each worker makes its
+        weight's share of the steps."""
+        speed = self.speed(worker_cpus, ps_cpus, shares, slowdowns)
+        bound = self.worker_bound(worker_cpus)
+        pace = speed / bound if bound > 0 else 0.0
+        weights = self.worker_weights(worker_cpus, slowdowns)
+        total = sum(weights)
+        return JobLoad(
+            steps_per_sec=speed,
+            worker_steps_per_sec=[speed * w / total if w > 0 else 0.0 for w in weights],
+            worker_cpu=[min(cpu, self.worker_cpu_needed) * pace for cpu in worker_cpus],
+            ps_cpu=[self.ps_cpu_per_step * share * speed for share in shares],
+            pace=pace,
+        )
+
+
+@dataclass(frozen=True)
+class JobLoad:
+    """What a job's pods do with a given allocation, before noise."""
+
+    steps_per_sec: float
+    worker_steps_per_sec: list[float]
+    # Cores each pod uses (a PS's may exceed its request; the simulator caps it).
+    worker_cpu: list[float]
+    ps_cpu: list[float]
+    # The speed over what the workers could do with the PS answering at once.
+    pace: float
+
 
 def normalized(weights: Sequence[float]) -> list[float]:
     total = sum(weights)
@@ -84,11 +120,17 @@ def normalized(weights: Sequence[float]) -> list[float]:
 
 @dataclass(frozen=True)
 class MemoryModel:
-    """MiB used: a worker a fixed amount; the PS together a base plus growth per step."""
+    """MiB used: a worker a fixed amount; the PS together a base plus growth per step,
+    shared by traffic, and each PS a fixed overhead of its own (runtime, buffers)."""
 
     worker_mib: float
     ps_base_mib: float = 0.0
     ps_mib_per_step: float = 0.0
+    ps_node_overhead_mib: float = 0.0
 
     def ps_total(self, global_step: float) -> float:
         return self.ps_base_mib + self.ps_mib_per_step * global_step
+
+    def ps_node(self, global_step: float, share: float) -> float:
+        """What one PS carrying ``share`` of the traffic uses."""
+        return self.ps_node_overhead_mib + self.ps_total(global_step) * share

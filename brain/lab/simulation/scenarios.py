@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from brain.lab.simulation.model import (
     BETA_ALLREDUCE_V100,
@@ -10,6 +11,9 @@ from brain.lab.simulation.model import (
     MemoryModel,
     ThroughputModel,
 )
+
+if TYPE_CHECKING:
+    from brain.lab.simulation.families.base import FamilyModel
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,23 @@ class SlowWorker:
     index: int = 0
     after_s: float = 1800.0
     spread_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Training stops for a while: ``data_loading`` (workers wait on input),
+    ``checkpoint`` (everyone waits on a save) or ``ps_down`` (PS 0 dies and comes back
+    ``duration_s`` later; the master reports it ``failed``, then ``running``)."""
+
+    kind: str
+    start_s: float
+    duration_s: float
+
+    def active(self, t: float) -> bool:
+        return self.start_s <= t < self.start_s + self.duration_s
+
+
+STALL_KINDS = ("data_loading", "checkpoint", "ps_down")
 
 
 @dataclass(frozen=True)
@@ -67,7 +88,8 @@ class Scenario:
     name: str
     description: str
     roles: dict[str, RoleStart]
-    throughput: ThroughputModel
+    # The optimizers' own form (the named scenarios) or a family written apart from it.
+    throughput: ThroughputModel | FamilyModel
     memory: MemoryModel
     limit_cpu: float | None = None
     limit_memory_mib: float | None = None
@@ -86,13 +108,16 @@ class Scenario:
     # tables grow): the PS need ``ps_cpu_per_step x (1 + growth x step)`` core-seconds.
     ps_cpu_growth_per_step: float = 0.0
     cluster: ClusterSqueeze | None = None
+    # The throughput family a random job was drawn from (None: a named scenario).
+    family: str | None = None
+    stalls: tuple[Stall, ...] = ()
 
     def ps_weight(self, index: int) -> float:
         return self.ps_weights[index] if index < len(self.ps_weights) else 1.0
 
-    def throughput_at(self, global_step: float) -> ThroughputModel:
+    def throughput_at(self, global_step: float) -> ThroughputModel | FamilyModel:
         """The throughput model once the job has trained ``global_step`` steps."""
-        if not self.ps_cpu_growth_per_step:
+        if not self.ps_cpu_growth_per_step or not isinstance(self.throughput, ThroughputModel):
             return self.throughput
         growth = 1 + self.ps_cpu_growth_per_step * global_step
         return replace(self.throughput, ps_cpu_per_step=self.throughput.ps_cpu_per_step * growth)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from api.main import main
 
 
@@ -16,17 +18,41 @@ def test_simulate_runs_an_in_process_brain(capsys):
     assert result["over_limit_seconds"] == 0
 
 
-def test_random_jobs_print_their_distribution(capsys):
-    # Two random jobs, two simulated minutes each: a row per job and the distribution.
-    assert main(["simulate", "--random", "2", "--seed", "5", "--horizon", "120"]) == 0
+@pytest.mark.parametrize("family", ["measured", "hot-ps", "comm-bound"])
+def test_random_jobs_of_a_family_print_its_figures(capsys, family):
+    # Two jobs of the family, two simulated minutes each: a row per job and its figures.
+    assert main(["simulate", "--random", "2", "--family", family, "--horizon", "120"]) == 0
     out = capsys.readouterr().out
-    assert "random-5-0" in out and "random-5-1" in out
-    assert "2 random jobs" in out
+    assert f"{family}-0-0" in out and f"{family}-0-1" in out
+    assert f"{family}: 2 random jobs" in out
     assert "reached/best: median" in out
-    assert "over_limit_seconds: max 0, in 0 of 2 jobs" in out
+    assert "at 95 % of the best within 3 plans that change counts or CPU" in out
+    assert "OOM kills after a size Brain chose" in out
+    assert "over_limit_seconds: total 0, in 0 of 2 jobs" in out
+    assert "plans_cpu_limit_below_cpu: total" in out
 
 
-def test_random_jobs_are_drawn_from_the_stated_ranges_and_repeat_with_the_seed():
+def test_random_jobs_take_the_families_in_turn_with_figures_per_family(capsys):
+    assert main(["simulate", "--random", "3", "--seed", "5", "--horizon", "120", "--json"]) == 0
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["scenario"], r["family"]) for r in results] == [
+        ("measured-5-0", "measured"),
+        ("hot-ps-5-1", "hot-ps"),
+        ("comm-bound-5-2", "comm-bound"),
+    ]
+
+
+def test_the_classic_draw_stays_available(capsys):
+    assert main(["simulate", "--random", "1", "--family", "classic", "--horizon", "120"]) == 0
+    assert "classic: 1 random jobs" in capsys.readouterr().out
+
+
+def test_family_needs_random():
+    with pytest.raises(SystemExit, match="--family goes with --random"):
+        main(["simulate", "--scenario", "ps-steady", "--family", "hot-ps"])
+
+
+def test_classic_random_jobs_are_drawn_from_the_stated_ranges_and_repeat_with_the_seed():
     from brain.lab.simulation.random_jobs import random_scenarios
 
     jobs = random_scenarios(200, seed=3)
