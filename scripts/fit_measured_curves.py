@@ -89,11 +89,13 @@ def main() -> None:
     for model_dir in sorted(p for p in (root / "pollux").iterdir() if p.is_dir()):
         for bsz, points in pollux_points(model_dir).items():
             a, b = fit_curve(points)
-            fitted.append((MeasuredCurve("pollux", model_dir.name, bsz, a, b), points))
+            curve = MeasuredCurve("pollux", model_dir.name, bsz, a, b, max(n for n, _ in points))
+            fitted.append((curve, points))
     for job, points in gavel_points(root / "gavel" / "simulation_throughputs.json").items():
         name, _, rest = job.partition(" (batch size ")
         a, b = fit_curve(points)
-        curve = MeasuredCurve(f"gavel-{GAVEL_GPU}", name, int(rest.rstrip(")") or 0), a, b)
+        batch = int(rest.rstrip(")") or 0)
+        curve = MeasuredCurve(f"gavel-{GAVEL_GPU}", name, batch, a, b, max(n for n, _ in points))
         fitted.append((curve, points))
 
     with POINTS.open("w", newline="") as f:
@@ -119,7 +121,8 @@ def main() -> None:
         )
         names = f"{json.dumps(curve.source)}, {json.dumps(curve.model)}, {curve.batch}"
         lines.append(
-            f"    MeasuredCurve({names}, {curve.sync_fixed:.6f}, {curve.sync_per_doubling:.6f}),"
+            f"    MeasuredCurve({names}, {curve.sync_fixed:.6f}, {curve.sync_per_doubling:.6f}, "
+            f"{curve.max_workers}),"
         )
     lines.append(")")
     TABLE.write_text("\n".join(lines) + "\n")

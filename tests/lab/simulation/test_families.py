@@ -33,6 +33,13 @@ def test_the_measured_curve_adds_a_fixed_and_a_per_doubling_sync_cost():
     assert CURVE.speedup(1.5) == pytest.approx(1.5 / 1.323120, abs=1e-6)
 
 
+def test_workers_past_the_largest_group_measured_add_nothing():
+    curve = MeasuredCurve("t", "t", 1, 0.5, 0.25, max_workers=8)
+    # 8 / (1 + 0.5 + 0.25 x 3) = 3.5556, and no more at 16
+    assert curve.speedup(8) == pytest.approx(8 / 2.25)
+    assert curve.speedup(16) == pytest.approx(8 / 2.25)
+
+
 def test_the_measured_family_is_capped_by_a_linear_ps_tier():
     model = MeasuredModel(
         CURVE, per_worker_steps_per_sec=10, worker_cpu_needed=2, ps_cpu_per_step=0.02
@@ -137,8 +144,10 @@ def test_the_committed_table_is_the_fit_of_the_committed_points():
     points = _points()
     assert {c.key for c in CURVES} == {f"{s}/{m}/{b}" for s, m, b in points}
     for curve in CURVES:
-        fitted = fit_curve(points[(curve.source, curve.model, curve.batch)])
+        measured = points[(curve.source, curve.model, curve.batch)]
+        fitted = fit_curve(measured)
         assert fitted == pytest.approx((curve.sync_fixed, curve.sync_per_doubling), abs=1e-5)
+        assert curve.max_workers == max(n for n, _ in measured)
 
 
 def test_the_fitted_table_reproduces_the_measured_speeds_within_its_stated_error():

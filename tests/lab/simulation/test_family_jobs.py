@@ -10,12 +10,13 @@ import pytest
 from brain.client import Plan
 from brain.domain import PlanStatus, Stage
 from brain.lab.simulation.best import best_allocation
+from brain.lab.simulation.cli import distribution_lines
 from brain.lab.simulation.cluster import SimJob
 from brain.lab.simulation.families.draw import FAMILIES, family_scenarios
 from brain.lab.simulation.families.measured import MeasuredModel
 from brain.lab.simulation.families.measured_curve import MeasuredCurve
 from brain.lab.simulation.master import AppliedPlan, JobMaster, Run, Sample
-from brain.lab.simulation.metrics import measure
+from brain.lab.simulation.metrics import ScenarioResult, measure
 from brain.lab.simulation.model import MemoryModel
 from brain.lab.simulation.scenarios import RoleStart, Scenario, Stall
 
@@ -212,3 +213,41 @@ def test_plans_to_95pct_counts_sizing_plans_apart_on_a_constructed_run():
     assert result.sizing_plans_to_95pct == 2
     assert result.reached_steps_per_sec == pytest.approx(best, abs=0.01)
     assert result.family == "measured"
+
+
+def _result(ratio: float, sizing_plans: int | None, **counts) -> ScenarioResult:
+    fields = dict.fromkeys(ScenarioResult.__dataclass_fields__, 0) | {
+        "scenario": "x",
+        "best_steps_per_sec": 100.0,
+        "reached_steps_per_sec": 100.0 * ratio,
+        "plans_to_95pct": sizing_plans,
+        "sizing_plans_to_95pct": sizing_plans,
+        "slow_node_delay_s": None,
+        "workers_added_while_short": None,
+        "family": "hot-ps",
+    }
+    return ScenarioResult(**(fields | counts))
+
+
+def test_the_per_family_figures_of_constructed_results():
+    results = [
+        _result(1.0, 2),
+        _result(0.9, 3, oom_kills=3, oom_kills_after_brain_size=2),
+        _result(0.5, 4, plans_cpu_limit_below_cpu=1),
+        _result(0.8, None, over_limit_seconds=30.0, oscillations=2, oom_fixes_lost=1),
+        _result(0.96, 1, oom_kills=1),
+    ]
+    lines = distribution_lines("hot-ps", results)
+    # sorted 0.5, 0.8, 0.9, 0.96, 1.0: median 0.9; 10th percentile 0.5 + 0.4 x 0.3 = 0.62
+    assert lines[:3] == [
+        "hot-ps: 5 random jobs",
+        "reached/best: median 0.900, 10th percentile 0.620, min 0.500",
+        "at 95 % of the best within 3 plans that change counts or CPU: 60% of the jobs",
+    ]
+    assert lines[3] == "OOM kills after a size Brain chose: 2 (4.0 per 10 jobs), of 4 OOM kills"
+    assert lines[4:] == [
+        "over_limit_seconds: total 30, in 1 of 5 jobs",
+        "plans_cpu_limit_below_cpu: total 1, in 1 of 5 jobs",
+        "oscillations: total 2, in 1 of 5 jobs",
+        "oom_fixes_lost: total 1, in 1 of 5 jobs",
+    ]

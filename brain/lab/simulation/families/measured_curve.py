@@ -7,6 +7,8 @@ worker with half its CPU is a continuous half step. ``a`` is the fixed cost of j
 a synchronous group (Pollux's BERT: 1.65 step times), ``b`` what each doubling of the
 group adds. The job's speed is ``n / step_time(n)`` single-worker steps per second.
 
+Past the largest group measured, more workers add nothing.
+
 ``fit_curve`` is the least-squares fit ``scripts/fit_measured_curves.py`` runs at build
 time on ../shared/data/throughput; the fitted table is committed beside this module
 (``measured_table.py``) and the points it was fitted to as a test fixture, so the tests
@@ -27,6 +29,9 @@ class MeasuredCurve:
     batch: int  # the local (per-replica) batch size measured
     sync_fixed: float  # a: step times added by joining a group of 2 or more
     sync_per_doubling: float  # b: step times added per doubling of the group
+    # The largest group measured: workers past it add nothing (the curve is not known
+    # there, and a guess that they help would set a best no measurement supports).
+    max_workers: int = 64
 
     @property
     def key(self) -> str:
@@ -43,6 +48,7 @@ class MeasuredCurve:
         """The job's speed with ``workers`` effective workers, over one worker's."""
         if workers <= 0:
             return 0.0
+        workers = min(workers, self.max_workers)
         return workers / self.relative_step_time(workers)
 
 
