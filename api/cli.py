@@ -80,6 +80,7 @@ def _serve(args) -> int:
     if problem:
         print(f"brain serve: not starting: {problem}", file=sys.stderr)
         return 1
+    print(serve_addresses(settings), flush=True)
     if workers > 1:
         from api.workers import run_workers
 
@@ -95,6 +96,28 @@ def _serve(args) -> int:
         timeout_keep_alive=settings.keep_alive_s,
     )
     return 0
+
+
+def serve_addresses(settings: Settings) -> str:
+    """Where to find what ``brain serve`` serves, printed at start so a user need not guess."""
+    host = settings.host
+    note = ""
+    if host in ("0.0.0.0", "::", ""):
+        note = f" (listening on every address, {host or 'all'})"
+        host = "127.0.0.1"
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    base = f"http://{host}:{settings.port}"
+    lines = [
+        f"Brain is serving{note}:",
+        f"  console   {base}/ui/",
+        f"  API       {base}/api/v1/",
+        f"  API docs  {base}/docs",
+        f"  metrics   {base}/metrics",
+    ]
+    if settings.grpc_port is not None:
+        lines.append(f"  gRPC      {host}:{settings.grpc_port} (DLRover's brain.Brain service)")
+    return "\n".join(lines)
 
 
 def _positive(value: str) -> int:

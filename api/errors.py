@@ -34,11 +34,19 @@ def error_body(code: str, message: str, field: str | None = None) -> dict:
 
 
 def _field_of(loc: tuple) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # A union's member shows in the location as its tag ("str-enum[JobStatus]", "none"):
+    # the caller knows the field by its name only.
+    parts = [
+        str(p) for p in loc if p not in ("body", "query", "path", "header") and not _is_union_tag(p)
+    ]
     return ".".join(parts) or None
 
 
-async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+def _is_union_tag(part) -> bool:
+    return isinstance(part, str) and ("[" in part or part == "none")
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     first = exc.errors()[0]
     if first.get("type") == "json_invalid":
         reason = first.get("ctx", {}).get("error", "malformed")
@@ -51,11 +59,52 @@ async def _validation_error(_request: Request, exc: RequestValidationError) -> J
         return JSONResponse(
             status_code=422, content=error_body("validation_error", "a JSON body is required")
         )
+    if loc[:1] == ("body",) and not _says_json(request.headers.get("content-type")):
+        return JSONResponse(
+            status_code=422,
+            content=error_body("validation_error", _not_sent_as_json(request), "content-type"),
+        )
     field = _field_of(loc)
-    message = first.get("msg", "invalid input")
+    message = _message(first, loc)
     if field:
         message = f"{field}: {message}"
     return JSONResponse(status_code=422, content=error_body("validation_error", message, field))
+
+
+def _says_json(content_type: str | None) -> bool:
+    subtype = (content_type or "").split(";")[0].strip().lower().rpartition("/")[2]
+    return subtype == "json" or subtype.endswith("+json")
+
+
+def _not_sent_as_json(request: Request) -> str:
+    given = request.headers.get("content-type")
+    sent = "without a content-type header" if not given else f"as {given.split(';')[0]}"
+    return (
+        f"the body was sent {sent}; Brain reads only JSON: send the header "
+        "`content-type: application/json` (curl: -H 'content-type: application/json')"
+    )
+
+
+def _message(error: dict, loc: tuple) -> str:
+    """Pydantic's message, said in the API's terms where it would leave the caller
+    guessing: an enum's allowed values, and a body of the wrong shape."""
+    kind, given = error.get("type"), error.get("input")
+    if kind == "enum":
+        expected = error.get("ctx", {}).get("expected", "")
+        return f"{given!r} is not allowed; allowed values: {expected}"
+    if loc == ("body",) and kind == "list_type":
+        if isinstance(given, dict) and given:
+            keys = ", ".join(repr(k) for k in list(given)[:3])
+            return (
+                f"the body must be a JSON array, not an object (keys {keys}): send the "
+                "list itself, [...], without wrapping it in an object"
+            )
+        return "the body must be a JSON array, [...]"
+    if loc == ("body",) and kind in ("dict_type", "model_type", "model_attributes_type"):
+        if isinstance(given, list):
+            return "the body must be a JSON object, {...}, not an array"
+        return "the body must be a JSON object, {...}"
+    return error.get("msg", "invalid input")
 
 
 async def _brain_error(_request: Request, exc: BrainError) -> JSONResponse:

@@ -21,6 +21,7 @@ from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
 from brain.db.presence import database_problem, missing_sqlite_file, no_database_message
 from brain.domain import utcnow
+from brain.jobs_command import add_parser as add_jobs_parser
 from brain.lab.backtest.command import add_parser as add_backtest_parser
 from brain.lab.simulation.cli import add_parser as add_simulate_parser
 from brain.lab.training.command import add_parser as add_train_parser
@@ -116,6 +117,7 @@ def build_parser(
     )
     retention.set_defaults(handler=_retention, needs_database=True)
 
+    add_jobs_parser(commands)
     add_backtest_parser(commands)
     add_report_parser(commands)
     add_summarize_parser(commands)

@@ -110,3 +110,48 @@ def test_a_plugin_command_with_a_taken_name_is_skipped_quietly(monkeypatch, caps
     assert called == []
     assert parser.parse_args(["config"]).handler is cli._config
     assert capsys.readouterr().err == ""
+
+
+def test_jobs_delete_removes_one_job_and_names_the_namespace_when_two_share_a_uid(tmp_path):
+    from brain.db.engine import make_engine, make_session_factory
+    from brain.domain import RoleSpec
+    from brain.services.jobs import JobInput, upsert_job
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    env = {"PATH": "/usr/bin:/bin", "BRAIN_DATABASE_URL": url}
+    assert _run("db", "upgrade", env=env).returncode == 0
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        for namespace in ("ml", None):
+            roles = {"worker": RoleSpec(count=2, cpu=4, memory_mib=8192)}
+            upsert_job(
+                session, "j-1", JobInput(name="n", user="u", namespace=namespace, roles=roles)
+            )
+        session.commit()
+
+    ambiguous = _run("jobs", "delete", "j-1", env=env)
+    assert ambiguous.returncode == 1
+    assert "name one with --namespace" in ambiguous.stderr, ambiguous.stderr
+    deleted = _run("jobs", "delete", "j-1", "--namespace", "ml", env=env)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.strip() == "deleted job 'j-1' of namespace ml"
+    with engine.connect() as connection:
+        left = connection.exec_driver_sql("SELECT uid, namespace FROM jobs").all()
+    engine.dispose()
+    assert left == [("j-1", None)]
+    missing = _run("jobs", "delete", "j-1", "--namespace", "ml", env=env)
+    assert missing.returncode == 1 and "no job" in missing.stderr.lower()
+
+
+def test_serve_names_its_addresses():
+    from api.cli import serve_addresses
+    from brain.config import Settings
+
+    local = serve_addresses(Settings(host="127.0.0.1", port=9000))
+    assert "console   http://127.0.0.1:9000/ui/" in local
+    assert "metrics   http://127.0.0.1:9000/metrics" in local and "gRPC" not in local
+    everywhere = serve_addresses(Settings(host="0.0.0.0", port=8080, grpc_port=50001))
+    assert "listening on every address" in everywhere
+    assert "API       http://127.0.0.1:8080/api/v1/" in everywhere
+    assert "gRPC      127.0.0.1:50001" in everywhere
+    assert "console   http://[::1]:8080/ui/" in serve_addresses(Settings(host="::1", port=8080))

@@ -13,12 +13,13 @@ from api.job_ref import JobNamespace, JobRefDep, job_responses
 from api.paging import within_page_bytes
 from api.params import JobUid, name_filter
 from api.routing import InputRoute
-from api.schemas.jobs import JobOut, JobPage, JobPatch, JobSpec
+from api.schemas.jobs import JobDeleted, JobOut, JobPage, JobPatch, JobSpec
 from api.state import server_state
 from brain.domain import JobStatus, utcnow
 from brain.errors import Forbidden, InvalidInput
 from brain.services import jobs
 from brain.services.clock import reject_future
+from brain.services.job_deletion import delete_job as delete_job_rows
 from brain.summaries.store import summarize_job_ids
 
 router = APIRouter(
@@ -104,6 +105,21 @@ def patch_job(
     job = jobs.patch_job(session, job_ref, patch.to_changes())
     _summarize_if_finished(job, request, background)
     return JobOut.of(job)
+
+
+@router.delete(
+    "/{uid}",
+    response_model=JobDeleted,
+    summary="Delete a job with its nodes, samples, plans, events and summaries",
+    responses=job_responses(),
+)
+def delete_job(job_ref: JobRefDep, session: SessionDep) -> JobDeleted:
+    """Needs write scope (or admin) for the job's namespace: a job of a namespace the
+    token cannot read answers 404, as one that does not exist, and nothing is deleted.
+    Everything goes in one transaction. Deleting is final; a job master that reports
+    on the uid again registers a new job."""
+    deleted = delete_job_rows(session, job_ref)
+    return JobDeleted(uid=deleted.uid, namespace=deleted.namespace, deleted_rows=deleted.rows)
 
 
 def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -> None:

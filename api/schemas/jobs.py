@@ -242,3 +242,14 @@ class JobPage(BaseModel):
     next_cursor: str | None = Field(
         None, description="Pass as `cursor` for the next page; null on the last page."
     )
+
+
+class JobDeleted(BaseModel):
+    """What `DELETE /jobs/{uid}` removed."""
+
+    uid: str
+    namespace: str | None
+    deleted_rows: dict[str, int] = Field(
+        description="Rows deleted with the job, per kind: node_samples, speed_samples, "
+        "plans, events, node_summaries, role_summaries, job_summaries, master_reports, nodes."
+    )

@@ -118,3 +118,54 @@ def test_malformed_json_is_422(client):
     )
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "validation_error"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "said"),
+    [
+        (None, "the body was sent without a content-type header"),
+        (
+            "application/x-www-form-urlencoded",
+            "the body was sent as application/x-www-form-urlencoded",
+        ),
+        ("text/plain; charset=utf-8", "the body was sent as text/plain"),
+    ],
+)
+def test_a_json_body_without_the_json_header_is_told_so(client, db, content_type, said):
+    assert client.put("/api/v1/jobs/j", json=job_body()).status_code == 201
+    before = _counts(db)
+    headers = {} if content_type is None else {"content-type": content_type}
+    response = client.patch("/api/v1/jobs/j", content=b'{"status": "succeeded"}', headers=headers)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["field"] == "content-type"
+    assert error["message"].startswith(said)
+    assert "content-type: application/json" in error["message"]
+    assert client.get("/api/v1/jobs/j").json()["status"] == "pending"
+    assert _counts(db) == before
+
+
+def test_a_bad_status_names_the_field_and_the_allowed_values(client, db):
+    assert client.put("/api/v1/jobs/j", json=job_body()).status_code == 201
+    allowed = "'pending', 'running', 'succeeded', 'failed' or 'stopped'"
+    patched = client.patch("/api/v1/jobs/j", json={"status": "exploded"}).json()["error"]
+    assert patched["field"] == "status"
+    assert patched["message"] == f"status: 'exploded' is not allowed; allowed values: {allowed}"
+    listed = client.get("/api/v1/jobs", params={"status": "exploded"}).json()["error"]
+    assert (listed["field"], listed["message"].split(";")[0]) == (
+        "status",
+        "status: 'exploded' is not allowed",
+    )
+
+
+def test_a_wrapped_list_is_told_to_send_the_bare_list(client, db):
+    assert client.put("/api/v1/jobs/j", json=job_body()).status_code == 201
+    event = {"ts": TS, "kind": "oom"}
+    wrapped = client.post("/api/v1/jobs/j/events", json={"events": [event]})
+    assert wrapped.status_code == 422
+    message = wrapped.json()["error"]["message"]
+    assert message.startswith("the body must be a JSON array, not an object (keys 'events')")
+    assert "send the list itself" in message
+    listed = client.post("/api/v1/jobs/j/samples", json=[event]).json()["error"]["message"]
+    assert listed == "the body must be a JSON object, {...}, not an array"
+    assert _counts(db)["events"] == 0

@@ -75,14 +75,20 @@ def run_shell(script: str, port: int, cwd: Path, env: dict) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
-def test_shell_examples_run_against_a_fresh_server(fresh_brain, page):
+def test_the_readme_then_getting_started_run_against_one_fresh_server(fresh_brain):
+    """As a new user goes: the README's examples, then the getting-started page's, on the
+    same server; no example trips over a job another one registered."""
     port, cwd, env = fresh_brain
-    examples = blocks(ROOT / page, "sh")
-    assert examples, f"{page} has no sh examples"
-    run_shell("\n".join(examples), port, cwd, env)
-    if page == "README.md":
-        run_python(blocks(ROOT / page, "python"), port, cwd, env)
+    # The server said where its console and docs are.
+    started = (cwd / "serve.log").read_text()
+    assert f"console   http://127.0.0.1:{port}/ui/" in started, started
+    assert f"API docs  http://127.0.0.1:{port}/docs" in started
+    for page in ("README.md", "docs/getting-started.md"):
+        examples = blocks(ROOT / page, "sh")
+        assert examples, f"{page} has no sh examples"
+        run_shell("\n".join(examples), port, cwd, env)
+        if page == "README.md":
+            run_python(blocks(ROOT / page, "python"), port, cwd, env)
 
 
 # ``print(...)  # 4.0: why``: the example states what it prints, and the test holds it to it.
