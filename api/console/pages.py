@@ -48,6 +48,7 @@ from brain.portraits.trend import weekly_trend
 from brain.services import events, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
+from brain.summaries.hours import RESOURCES
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -137,7 +138,13 @@ def overview(
         rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0, namespace=namespace)
         keys = [k for k, _ in rows]
         spent = spend_of(session, settings.prices, "user", keys, since, namespace)
-        top = [RankingRow(key=k, totals=TotalsOut.of(t, spent.get(k))) for k, t in rows]
+        # Ranked by waste, most first: a key that wasted nothing (a user whose jobs have
+        # only just started) is no waster, and can only trail the list.
+        top = [
+            RankingRow(key=k, totals=TotalsOut.of(t, spent.get(k)))
+            for k, t in rows
+            if any(t.hours.waste(resource) > 0 for resource, *_ in RESOURCES)
+        ]
     return page(
         request,
         "overview.html",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, BackgroundTasks, Body, Query, Request
 
 from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
@@ -12,9 +12,11 @@ from api.job_ref import JobRefDep, job_responses
 from api.params import name_filter
 from api.routing import InputRoute
 from api.schemas.events import EventIn, EventOut, EventsIngestOut
-from brain.domain import EventKind, utcnow
+from api.state import server_state
+from brain.domain import EventKind, JobStatus, utcnow
 from brain.services import events, jobs
 from brain.services.clock import reject_future
+from brain.summaries.store import summarize_job_ids
 
 router = APIRouter(
     prefix="/api/v1/jobs/{uid}/events",
@@ -30,8 +32,11 @@ def post_events(
     session: SessionDep,
     items: Annotated[list[EventIn], Body(max_length=10_000)],
     settings: SettingsDep,
+    request: Request,
+    background: BackgroundTasks,
 ) -> EventsIngestOut:
-    """Each event is stored once: (kind, ts, node) identifies it, so retries are safe."""
+    """Each event is stored once: (kind, ts, node) identifies it, so retries are safe.
+    An `oom` or `failed` event of a finished job is counted in its summary again."""
     reject_future([(f"{i}.ts", e.ts) for i, e in enumerate(items)], utcnow(), settings.clock_skew_s)
     job = jobs.get_job(session, job_ref)
     result = events.record_events(
@@ -39,6 +44,11 @@ def post_events(
         job,
         [events.EventInput(ts=e.ts, kind=e.kind, node=e.node, detail=e.detail) for e in items],
     )
+    if result.summarized_kinds and JobStatus(job.status).finished:
+        # The summary counts OOMs and failures: summarized again after the response, in
+        # its own transaction, as when the job finished.
+        factory = server_state(request.app).session_factory
+        background.add_task(summarize_job_ids, factory, [job.id])
     return EventsIngestOut(accepted=result.accepted, duplicates=result.duplicates)
 
 

@@ -25,10 +25,17 @@ class EventInput:
     detail: str | None = None
 
 
+# The kinds a job's summary counts (oom_count, failure_count): one recorded after the
+# summary makes it stale.
+SUMMARIZED_KINDS = frozenset({EventKind.oom.value, EventKind.failed.value})
+
+
 @dataclass(frozen=True)
 class EventsResult:
     accepted: int
     duplicates: int
+    # Accepted events of SUMMARIZED_KINDS.
+    summarized_kinds: int = 0
 
 
 def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -> EventsResult:
@@ -59,10 +66,12 @@ def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -
     ]
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     stmt = insert(EventRow).on_conflict_do_nothing().returning(EventRow.id)
-    accepted = 0
+    accepted = counted = 0
     for row in rows:
-        accepted += len(session.execute(stmt, [row]).all())
-    return EventsResult(accepted=accepted, duplicates=len(events) - accepted)
+        stored = len(session.execute(stmt, [row]).all())
+        accepted += stored
+        counted += stored if row["kind"] in SUMMARIZED_KINDS else 0
+    return EventsResult(accepted, len(events) - accepted, summarized_kinds=counted)
 
 
 def list_events(

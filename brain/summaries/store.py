@@ -61,6 +61,8 @@ def summarize_jobs(
                 rows.job.samples,
             )
             copy_job_keys(kept, job)
+            # Events are never aged out: an OOM or failure recorded late still counts.
+            kept.oom_count, kept.failure_count = rows.job.oom_count, rows.job.failure_count
             stored.append(kept)
             continue
         replaced.append(rows)

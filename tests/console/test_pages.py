@@ -136,6 +136,37 @@ def test_overview_counts_and_the_weeks_totals(client, history, session):
     assert numbers(cells(html, 'data-resource="cpu"'))[0] == f"{requested:,.1f}"
 
 
+def test_overview_tells_running_jobs_from_ended_ones(client, history, session):
+    """As after `brain summarize`: running jobs have snapshot summaries in the window.
+    dave's only job has just started (one sample): nothing measured, nothing wasted."""
+    from brain.summaries import summarize_job
+    from tests.builders import add_node, add_points, flat_job, make_job, recent_hour
+
+    t0 = recent_hour(days_ago=1)
+    running = flat_job(session, "carol-1", start=t0, cpu_request=4, cpu_used=1, user="carol")
+    running.status, running.finished_at = "running", None
+    just_started = make_job(session, "dave-1", start=t0, user="dave", status="running")
+    add_node(session, just_started, "worker-0", "worker", created_at=t0, cpu=8, memory_mib=4096)
+    add_points(
+        session, just_started, "worker-0", "worker", [{"ts": t0, "cpu": 2, "memory_mib": 1024}]
+    )
+    for job in (running, just_started):
+        summarize_job(session, job)
+    session.commit()
+
+    html = client.get("/ui/").text
+    week = re.search(r'data-metric="week-jobs">([^<]*)<', html).group(1)
+    # history: hand-1, flat-a, flat-b and bob-1 succeeded; carol-1 and dave-1 run.
+    assert week == (
+        "4 jobs ended (4 succeeded, 0 failed, 0 stopped); 2 still running, counted up to "
+        "their latest sample."
+    )
+    wasters = html.split('data-table="wasters"')[1].split("</table>")[0]
+    users = re.findall(r'<a href="/ui/users/([^"?]+)', wasters)
+    # carol's running job wastes 4 - 1 = 3 core-hours so far; dave wasted nothing yet.
+    assert "carol" in users and "dave" not in users
+
+
 def test_unknown_job_is_a_404_page(client):
     response = client.get("/ui/jobs/nope")
     assert response.status_code == 404 and "No job with uid" in response.text
