@@ -156,6 +156,11 @@ def qualifying_runs(
     ][: settings.runs]
 
 
+def _on_gpu_type(gpu_type: str | None) -> str:
+    """Which runs count, in words: a job without a GPU type learns from runs without one."""
+    return "without a GPU type" if gpu_type is None else f"on GPU type {gpu_type}"
+
+
 class GpuCpuSuggestionOptimizer:
     """Suggests each role's GPUs, CPU request and CPU limit from its last long runs.
 
@@ -190,7 +195,7 @@ class GpuCpuSuggestionOptimizer:
                     reason(
                         NAME,
                         f"history too thin for {role}: {len(runs)} runs over "
-                        f"{settings.min_duration_s:.0f} s on GPU type {job.gpu_type}, need "
+                        f"{settings.min_duration_s:.0f} s {_on_gpu_type(job.gpu_type)}, need "
                         f"{settings.runs}",
                         {"role": role, "qualifying_runs": len(runs)},
                         threshold,

@@ -410,6 +410,26 @@ def _size_role(
             f"{value:g} {unit} ({sizing.misses} earlier runs would not have fitted)"
         )
 
+    def capped(resource: str, sizing: Sizing, cap: float, unit: str) -> None:
+        """Said in plain words: the rule wanted more than the request, which is a ceiling."""
+        wanted = ceil_mib(sizing.value)
+        evidence[resource] = {
+            "envelope": sizing.envelope,
+            "factor": sizing.factor,
+            "size": cap,
+            "uncapped_size": wanted,
+            "capped_at_request": cap,
+            "misses": sizing.misses,
+        }
+        room = cap - sizing.envelope
+        notes.append(
+            f"{resource} capped at the request: the peak {sizing.envelope:.0f} {unit} x "
+            f"{sizing.factor:.2f} + headroom calls for {wanted:g} {unit}, but the request "
+            f"{cap:g} {unit} is the owner's ceiling (cap_memory_at_request), which leaves "
+            f"{room:.0f} {unit} ({room / sizing.envelope:.0%}) above the peak; request more "
+            "to get the margin"
+        )
+
     # An untrusted resource keeps its request, stated, so that no earlier seed rule's
     # value replaces what the owner just chose (and a plan re-asked after this one was
     # applied says the same again).
@@ -417,11 +437,13 @@ def _size_role(
     gpu = None
     if trusted("memory", last.memory_mib, spec.memory_mib):
         sizing = size_from_peaks(peaks.memory_mib, resource_policy(settings, "memory"))
-        value = sizing.value
-        if settings.cap_memory_at_request and spec.memory_mib:
-            value = min(value, spec.memory_mib)
-        memory_mib = ceil_mib(value)
-        sized("memory", sizing, memory_mib, "MiB")
+        cap = spec.memory_mib if settings.cap_memory_at_request else None
+        if cap and ceil_mib(sizing.value) > cap:
+            memory_mib = ceil_mib(cap)
+            capped("memory", sizing, memory_mib, "MiB")
+        else:
+            memory_mib = ceil_mib(sizing.value)
+            sized("memory", sizing, memory_mib, "MiB")
     newest_peak = peaks.memory_mib[-1]
     if memory_mib is not None and memory_mib < newest_peak:
         # The request's cap, or an envelope of runs mostly smaller than the newest: what

@@ -30,6 +30,8 @@ ps          2          6.5          -       12288     0.48%    -
 chief       -          4.2          -        9216     0.12%    -
 worker      8          3.4        7.2       16384     0.50%    1
 basis: confidence high: 3 past runs matched by group in the last 90 days (r-103 2026-05-03, ...)
+why:
+  learned_margin: worker over 3 runs: memory envelope 11500.00 x 1.36 + headroom -> 16384 MiB ...
 """
 
 

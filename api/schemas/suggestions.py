@@ -50,7 +50,9 @@ class BasisOut(BaseModel):
     window_days: int = Field(description="How far back runs were searched.")
     confidence: str = Field(
         description="`none`: no history, the values are defaults; `low`: fewer than 3 runs "
-        "of known length; `high`: 3 runs or more of known length."
+        "of known length, or OOM kills in the runs, or a memory peak within 5 % of the "
+        "suggested memory (the note says which); `high`: 3 runs or more of known length "
+        "without either."
     )
     note: str
 
@@ -105,6 +107,9 @@ class SuggestionOut(BaseModel):
                 f"cost: ${self.cost.suggested_usd_per_day:,.2f} a day; this run would save "
                 f"${self.cost.saves_usd_per_day:,.2f} a day against {self.cost.last_run_uid}"
             )
+        if self.reasons:
+            lines.append("why:")
+            lines.extend(f"  {r.optimizer}: {r.message}" for r in self.reasons)
         return "\n".join(lines) + "\n"
 
     def _basis_line(self) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
+from brain.db.models import JobSummaryRow
 from brain.domain import (
     ROLE_CHIEF,
     ROLE_EVALUATOR,
@@ -43,6 +45,9 @@ from brain.summaries.store import fresh_related
 
 # Runs from which a suggestion is considered measured rather than tentative.
 CONFIDENT_RUNS = 3
+# A past peak at least this share of the suggested memory leaves too little room to
+# call the suggestion firm, however many runs it rests on.
+TIGHT_PEAK_SHARE = 0.95
 ROLE_ORDER = (ROLE_PS, ROLE_CHIEF, ROLE_WORKER, ROLE_EVALUATOR)
 SUGGESTION_UID = "(new run)"
 
@@ -174,11 +179,52 @@ def suggest(
     roles = _roles(overlay_roles(job.roles, proposal.roles))
     if sizing_model is not None:
         roles = [_with_risk(r, sizing_model, related.jobs, job.roles.get(r.role)) for r in roles]
-    return Suggestion(
-        roles=roles,
-        basis=_basis(related.match, runs, query, settings.history_window_days),
-        reasons=list(proposal.reasons),
-    )
+    basis = _basis(related.match, runs, query, settings.history_window_days)
+    cautions = _cautions(roles, related.jobs, _oom_kills(session, related.jobs))
+    if cautions and basis.confidence == "high":
+        basis = replace(basis, confidence="low")
+    if cautions:
+        basis = replace(basis, note=f"{basis.note}; {'; '.join(cautions)}")
+    return Suggestion(roles=roles, basis=basis, reasons=list(proposal.reasons))
+
+
+def _oom_kills(session: Session, history: list[HistoricalJob]) -> int:
+    """OOM kills the basis runs' summaries count."""
+    if not history:
+        return 0
+    runs = [
+        and_(
+            JobSummaryRow.uid == h.job.uid,
+            JobSummaryRow.namespace.is_(None)
+            if h.job.namespace is None
+            else JobSummaryRow.namespace == h.job.namespace,
+        )
+        for h in history
+    ]
+    total = session.scalar(select(func.sum(JobSummaryRow.oom_count)).where(or_(*runs)))
+    return int(total or 0)
+
+
+def _cautions(
+    roles: list[RoleSuggestion], history: list[HistoricalJob], oom_kills: int
+) -> list[str]:
+    """Why the suggestion is less sure than its number of runs says: OOM kills in the
+    basis runs, or a role whose memory peak came within 5 % of the suggested memory."""
+    cautions = []
+    if oom_kills:
+        cautions.append(f"{oom_kills} OOM kill{'s' if oom_kills > 1 else ''} in these runs")
+    for role in roles:
+        peaks = [n.memory_max_mib for h in history for n in h.role_nodes(role.role)]
+        if not peaks or not role.memory_mib:
+            continue
+        peak = max(peaks)
+        if peak >= TIGHT_PEAK_SHARE * role.memory_mib:
+            cautions.append(
+                f"{role.role} peaked at {peak:.0f} MiB, {peak / role.memory_mib:.0%} of the "
+                f"suggested {role.memory_mib:g} MiB (less than {1 - TIGHT_PEAK_SHARE:.0%} "
+                "room)"
+            )
+    return cautions
 
 
 def _roles(roles: dict[str, RoleSpec]) -> list[RoleSuggestion]:

@@ -123,7 +123,12 @@ def test_with_history(client, three_runs):
         "gpu": 1,
     }
     basis = body["basis"]
-    assert (basis["match"], basis["confidence"]) == ("group", "high")
+    # Three runs, but the worker's memory is its peak with no room: not firm.
+    assert (basis["match"], basis["confidence"]) == ("group", "low")
+    assert basis["note"] == (
+        "3 past runs matched by group in the last 90 days; worker peaked at 12288 MiB, "
+        "100% of the suggested 12288 MiB (less than 5% room)"
+    )
     assert [r["uid"] for r in basis["runs"]] == ["bert-3", "bert-2", "bert-1"]
     assert {r["optimizer"] for r in body["reasons"]} >= {"startup", "gpu_cpu"}
 
@@ -142,7 +147,7 @@ def test_runs_without_started_at_are_timed_from_their_first_sample(client, sessi
     assert (worker["cpu_request"], worker["cpu_limit"], worker["gpu"]) == (8, 10, 1)
     assert not any("thin" in r["message"] for r in body["reasons"])
     basis = body["basis"]
-    assert basis["confidence"] == "high"
+    assert basis["note"].startswith("3 past runs matched by group")
     assert "3 without started_at, timed from their first sample" in basis["note"]
     assert {(r["run_seconds"], r["run_length_from"]) for r in basis["runs"]} == {
         (3600.0, "first_sample")
@@ -226,9 +231,15 @@ def test_text_table(client, three_runs):
         "ps          2            6          8        7373         -    0",
         "worker      4            8         10       12288         -    1",
     ]
-    assert lines[3].startswith("basis: confidence high: 3 past runs matched by group")
+    assert lines[3].startswith("basis: confidence low: 3 past runs matched by group")
     assert "bert-3" in lines[3]
-    assert len(lines) == 4
+    # Then every reason of the JSON answer, one a line, and a final newline.
+    reasons = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
+    assert lines[4] == "why:"
+    assert lines[5:] == [f"  {r['optimizer']}: {r['message']}" for r in reasons.json()["reasons"]]
+    assert by_param.text.endswith("\n")
+    # The job has no GPU type in words, never Python's None.
+    assert "None" not in by_param.text
 
 
 def test_text_without_history(client):
@@ -236,7 +247,8 @@ def test_text_without_history(client):
         "/api/v1/suggestions", params={"group": "team/unknown", "format": "text"}
     ).text
 
-    assert text.splitlines()[-1].startswith("basis: confidence none: no succeeded run of group")
+    assert text.splitlines()[3].startswith("basis: confidence none: no succeeded run of group")
+    assert "None" not in text and text.endswith("\n")
 
 
 def test_needs_something_to_look_up(client):
@@ -250,7 +262,7 @@ def test_a_user_alone_is_matched_by_their_own_runs(client, three_runs):
     body = client.get("/api/v1/suggestions", params={"user": "carol"}).json()
 
     basis = body["basis"]
-    assert (basis["match"], basis["confidence"]) == ("user", "high")
+    assert basis["match"] == "user"
     assert [r["uid"] for r in basis["runs"]] == ["bert-3", "bert-2", "bert-1"]
     # the same runs as by group, so the same sizes (worked out in test_with_history)
     assert _roles(body)["ps"]["memory_mib"] == 7373
@@ -353,3 +365,79 @@ def test_by_default_gpus_are_counted_per_card(default_client, session):
     # 29491.2 MiB x (1 + 0.3 / sqrt 3) + 1536 = 36134 MiB over 16384 MiB cards: 3 whole
     # GPUs (it was 0.56: the pod's 65536 MiB taken for one card).
     assert worker["gpu"] == 3
+
+
+def test_with_room_above_every_peak_three_runs_are_confident(default_client, three_runs):
+    # learned_margin: PS 6144 -> 12303 MiB (50% used), workers 12288 x (1.3 + 1/sqrt(3))
+    # + 768 = 23837.9 -> 23838 MiB (52% used): room above both, no OOM: high.
+    body = default_client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
+    assert _roles(body.json())["worker"]["memory_mib"] == math.ceil(
+        12288 * (1.3 + 1 / math.sqrt(3)) + 768
+    )
+    assert body.json()["basis"]["confidence"] == "high"
+
+
+def test_an_oom_in_the_runs_lowers_confidence(default_client, three_runs, session):
+    from sqlalchemy import select
+
+    from brain.db.models import JobRow
+    from tests.builders import add_event
+
+    job = session.scalars(select(JobRow).where(JobRow.uid == "bert-2")).one()
+    add_event(session, job, at(recent_hour(2), 30), "oom", "worker-1")
+    summarize_job(session, job)
+    session.commit()
+
+    basis = default_client.get(
+        "/api/v1/suggestions", params={"user": "carol", "name": "bert"}
+    ).json()["basis"]
+    assert basis["confidence"] == "low"
+    assert basis["note"].endswith("; 1 OOM kill in these runs")
+
+
+def _tight_run(session, uid: str, days_ago: float) -> None:
+    """A 1-hour run of dave/llm: one worker asks 16384 MiB and peaks at 15900 MiB."""
+    t0 = recent_hour(days_ago)
+    roles = {"worker": RoleSpec(count=1, cpu=8, memory_mib=16384, gpu=0)}
+    job = make_job(session, uid, start=t0, user="dave", name="llm", roles=roles)
+    add_node(session, job, "worker-0", "worker", created_at=t0, cpu=8, memory_mib=16384)
+    points = [(0, 15000), (30, 15900), (60, 15500)]
+    add_points(
+        session,
+        job,
+        "worker-0",
+        "worker",
+        [{"ts": at(t0, m), "cpu": 4, "memory_mib": mem} for m, mem in points],
+    )
+    summarize_job(session, job)
+
+
+def test_memory_capped_at_the_request_is_said_in_plain_words(default_client, session):
+    _tight_run(session, "llm-1", 3)
+    session.commit()
+    query = {"user": "dave", "name": "llm", "format": "text"}
+    thin = default_client.get("/api/v1/suggestions", params=query).text
+    # One run, of a job without a GPU type: said in words, not as Python's None.
+    assert "  gpu_cpu: history too thin for worker: 1 runs over 1800 s without a GPU type" in thin
+    assert "None" not in thin
+    for i, days_ago in enumerate((2, 1), 2):
+        _tight_run(session, f"llm-{i}", days_ago)
+    session.commit()
+
+    body = default_client.get("/api/v1/suggestions", params={"user": "dave", "name": "llm"}).json()
+    assert _roles(body)["worker"]["memory_mib"] == 16384
+    # 15900 x (1.3 + 1/sqrt(3)) + 768 = 30617.0 -> 30618 MiB wanted; the request 16384
+    # leaves 16384 - 15900 = 484 MiB, 3% of the peak.
+    wanted = math.ceil(15900 * (1.3 + 1 / math.sqrt(3)) + 768)
+    (margin,) = [r["message"] for r in body["reasons"] if r["optimizer"] == "learned_margin"]
+    assert (
+        "memory capped at the request: the peak 15900 MiB x 1.88 + headroom calls for "
+        f"{wanted} MiB, but the request 16384 MiB is the owner's ceiling "
+        "(cap_memory_at_request), which leaves 484 MiB (3%) above the peak; request more "
+        "to get the margin"
+    ) in margin
+    basis = body["basis"]
+    assert basis["confidence"] == "low"
+    assert basis["note"].endswith(
+        "; worker peaked at 15900 MiB, 97% of the suggested 16384 MiB (less than 5% room)"
+    )
