@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from brain import bounds
 from brain.costs import Prices
+from brain.data_dir import SHOWN_DEFAULT_URL, default_database_url
 from brain.domain import Resources, Stage
 
 
@@ -201,8 +202,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BRAIN_", extra="ignore")
 
     database_url: str = Field(
-        "sqlite:///./brain.db",
-        description="SQLAlchemy URL; PostgreSQL as postgresql+psycopg://user:pass@host/db.",
+        default_factory=default_database_url,
+        description="SQLAlchemy URL; PostgreSQL as postgresql+psycopg://user:pass@host/db. "
+        "The default is SQLite in the user's data directory, whatever the current "
+        "directory (`brain config` prints it).",
+        json_schema_extra={"shown_default": SHOWN_DEFAULT_URL},
     )
     host: str = Field("127.0.0.1", description="Address `brain serve` listens on.")
     port: int = Field(8080, ge=1, le=65535, description="Port `brain serve` listens on.")

@@ -57,6 +57,9 @@ def optimizer_settings_table(registry: OptimizerRegistry, name: str) -> str:
 
 
 def _default(field: FieldInfo) -> str:
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    if "shown_default" in extra:  # a default that depends on the machine (a home directory)
+        return f"`{extra['shown_default']}`"
     if field.default_factory is not None:
         value: Any = field.default_factory()
     elif field.default is PydanticUndefined or field.default is None:

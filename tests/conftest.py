@@ -34,6 +34,10 @@ from tests.builders import token_secret
 from tests.builders.tenancy import team_headers
 from tests.throwaway_pg import throwaway_postgres
 
+# The embedded default database lives in the user's data directory (brain.data_dir):
+# no test, nor a `brain` it starts, may touch the real one of whoever runs the suite.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="brain-tests-data-")
+
 # Property tests draw the same examples every run, wherever the suite runs (a run must
 # not fail on an example it happens to draw; CI may not say it is CI), and have no
 # per-example deadline on a shared two-core machine. BRAIN_TEST_EXPLORE=1 draws new

@@ -155,3 +155,45 @@ def test_serve_names_its_addresses():
     assert "API       http://127.0.0.1:8080/api/v1/" in everywhere
     assert "gRPC      127.0.0.1:50001" in everywhere
     assert "console   http://[::1]:8080/ui/" in serve_addresses(Settings(host="::1", port=8080))
+
+
+def test_the_default_database_is_the_users_wherever_a_command_runs(tmp_path):
+    data, one, other = tmp_path / "data", tmp_path / "one", tmp_path / "other"
+    one.mkdir(), other.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(data)}
+    database = data / "brain" / "brain.db"
+
+    shown = json.loads(_run("config", env=env).stdout)["database_url"]
+    assert shown == f"sqlite:///{database}"
+    without_xdg = {k: v for k, v in env.items() if k != "XDG_DATA_HOME"}
+    home_default = json.loads(_run("config", env=without_xdg).stdout)["database_url"]
+    assert (
+        home_default == f"sqlite:///{tmp_path / 'home' / '.local' / 'share' / 'brain' / 'brain.db'}"
+    )
+
+    # Before any database: reading commands say so, how to make one, and create nothing.
+    for args in (["report", "savings"], ["token", "list"], ["jobs", "delete", "x"]):
+        result = subprocess.run(
+            [*BRAIN, *args], capture_output=True, text=True, env=env, cwd=one, timeout=60
+        )
+        assert result.returncode == 2, (args, result.stderr)
+        assert f"no database at {database}" in result.stderr
+        assert "create it with `brain db upgrade`" in result.stderr
+    assert not data.exists() and list(one.iterdir()) == []
+
+    # Made from one directory, found from another.
+    made = subprocess.run(
+        [*BRAIN, "db", "upgrade"], capture_output=True, text=True, env=env, cwd=one, timeout=60
+    )
+    assert made.returncode == 0, made.stderr
+    assert database.is_file() and list(one.iterdir()) == []
+    report = subprocess.run(
+        [*BRAIN, "report", "savings", "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=other,
+        timeout=120,
+    )
+    assert report.returncode == 0, report.stderr
+    assert list(other.iterdir()) == []

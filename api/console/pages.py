@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from api.console.embedding import script_json
+from api.console.prose import first_paragraph, format_prose, rest_paragraphs
 from api.console.session import (
     COOKIE,
     console_principal,
@@ -473,3 +474,6 @@ templates.env.filters["pct"] = format_percent
 templates.env.filters["usd"] = format_usd
 # JSON in pages goes through one escaping (api.console.embedding), Jinja's own filter too.
 templates.env.filters["tojson"] = script_json
+templates.env.filters["prose"] = format_prose
+templates.env.filters["first_paragraph"] = first_paragraph
+templates.env.filters["rest_paragraphs"] = rest_paragraphs

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 
 
 def alembic_config(database_url: str) -> Config:
@@ -21,6 +23,13 @@ def alembic_config(database_url: str) -> Config:
 
 
 def upgrade(database_url: str, revision: str = "head") -> None:
+    """Migrate to ``revision``; a SQLite file's directory is created first (the per-user
+    data directory of the default may not exist yet)."""
+    url = make_url(database_url)
+    database = url.database or ""
+    on_a_file = database not in ("", ":memory:") and not database.startswith("file:")
+    if url.drivername.startswith("sqlite") and on_a_file:
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
     command.upgrade(alembic_config(database_url), revision)
 
 

@@ -1,8 +1,8 @@
 """Whether the database a command is about to use is there, before it is used.
 
-SQLite creates a missing file on the first connection: a command run outside the
-directory of Brain's database (the default ``sqlite:///./brain.db`` is relative to the
-current directory) would leave an empty ``brain.db`` behind and fail on a missing table.
+SQLite creates a missing file on the first connection: a command that only reads, run
+before any database exists (or against a mistyped BRAIN_DATABASE_URL), would leave an
+empty ``brain.db`` behind and fail on a missing table.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def no_database_message(database_url: str, path: Path) -> str:
         else (", a path relative to the current directory")
     )
     return (
-        f"no database at {path} (BRAIN_DATABASE_URL={database_url}{relative}): run the "
-        "command where Brain's database is, set BRAIN_DATABASE_URL, or create one with "
-        "`brain db upgrade`"
+        f"no database at {path} (BRAIN_DATABASE_URL={database_url}{relative}): nothing to "
+        "read yet; create it with `brain db upgrade` (or start `brain serve`, which "
+        "creates it), or set BRAIN_DATABASE_URL to Brain's database"
     )
 
 

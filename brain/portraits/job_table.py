@@ -44,6 +44,9 @@ class JobTableRow:
     gpu_type: str | None
     status: str
     created_at: datetime
+    # When the run started (None: not yet, or never said); the list shows this, since
+    # created_at is when the job was registered, which a run recorded later makes "today".
+    started_at: datetime | None
     # None: not summarized yet.
     hours: Hours | None
 
@@ -65,6 +68,7 @@ def job_table(
             JobRow.gpu_type,
             JobRow.status,
             JobRow.created_at,
+            JobRow.started_at,
             JobSummaryRow.job_id.label("summarized"),
             *hour_columns,
             func.count().over().label("total"),
@@ -142,5 +146,6 @@ def _row(row) -> JobTableRow:
         gpu_type=row.gpu_type,
         status=str(row.status),
         created_at=row.created_at,
+        started_at=row.started_at,
         hours=None if row.summarized is None else Hours.of(row),
     )

@@ -26,6 +26,12 @@ COLUMNS = (
     ("plan core-h", 11),
     ("plan GiB-h", 10),
 )
+# The report replays one role per job; said on every answer, since the console's and the
+# portraits' hours count every role and would otherwise seem to disagree.
+ROLES_COUNTED = (
+    "each job's main role only (the role holding most of its requested GPU-hours, then "
+    "core-hours, then GiB-hours); the console and the portraits count every role"
+)
 
 
 def add_parser(commands) -> None:
@@ -71,7 +77,7 @@ def add_parser(commands) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no timing")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, needs_database=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,6 +145,7 @@ def to_json(report: Savings, days: int) -> dict:
         "since": report.since.isoformat(),
         "by": report.by,
         "priced": report.priced,
+        "roles_counted": ROLES_COUNTED,
         "rows": [row.as_dict() for row in report.rows],
         "total": report.total.as_dict(),
     }
@@ -181,6 +188,7 @@ def to_table(report: Savings, days: int) -> str:
         f"Finished jobs of the last {days} days by {report.by}: requested, used and what "
         "Brain's defaults would allocate (replayed), OOM kills per 1,000 replayed node-hours, "
         "and what applied plans saved.",
+        f"Hours are of {ROLES_COUNTED}.",
         "",
         header,
         *(line(row) for row in report.rows),

@@ -111,6 +111,11 @@ def test_the_command_prints_the_same_report(settings, history, capsys, monkeypat
     assert main(["report", "savings", "--days", "30", "--json", "--quiet"]) == 0
     body = __import__("json").loads(capsys.readouterr().out)
     assert body["total"]["brain_gib_h"] == approx(32.0 + 3124 / 1024)
+    assert body["roles_counted"].startswith("each job's main role only")
+    # The table says so too, above its numbers.
+    assert main(["report", "savings", "--days", "30", "--quiet"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[1].startswith("Hours are of each job's main role only (the role holding most")
     # --store keeps the replays with the summaries first; the report reads the same.
     assert main(["report", "savings", "--days", "30", "--json", "--store"]) == 0
     captured = capsys.readouterr()

@@ -139,6 +139,10 @@ def test_every_page_loads_clean_and_stays_on_the_origin(watched):
             tall = picture not in ("optimizers",)
             watched.page.screenshot(path=f"{SCREENSHOTS}/console-{picture}.png", full_page=tall)
     watched.check_clean()
+    # The optimizers fold their details: the page was 9,500 px tall with them open.
+    watched.open("/ui/optimizers")
+    height = watched.page.evaluate("document.documentElement.scrollHeight")
+    assert height < 3000, height
     # The assets came from Brain itself.
     assert any(u.endswith("/ui/static/uplot/uPlot.iife.min.js") for u in watched.requests)
 
@@ -182,6 +186,23 @@ def test_charts_draw_with_the_events_marked(watched):
               if (d[i] === 0xd9 && d[i+1] === 0x30 && d[i+2] === 0x25) n++; return n; })"""
     )
     assert [n > 0 for n in red] == [False, False, True, True, True, True, False]
+    watched.check_clean()
+
+
+def test_a_one_sample_chart_spans_minutes_not_milliseconds(watched, live):
+    ts = "2026-11-01T13:00:00Z"
+    job = {"name": "one", "user": "erin", "status": "running", "started_at": ts,
+           "roles": {"worker": {"count": 1, "cpu": 4, "memory_mib": 4096}}}  # fmt: skip
+    assert httpx.put(f"{live.base}/api/v1/jobs/one-1", json=job).status_code == 201
+    point = {"name": "one-1-worker-0", "role": "worker", "ts": ts, "cpu": 2, "memory_mib": 2048}
+    pushed = httpx.post(f"{live.base}/api/v1/jobs/one-1/samples", json={"nodes": [point]})
+    assert pushed.status_code == 200
+    watched.open("/ui/jobs/one-1")
+    spans = watched.page.evaluate(
+        "() => [...document.querySelectorAll('#charts-root figure')].map(f => f.dataset.spanS)"
+    )
+    # Before: one sample spanned 1 s, ticked ":13.400 :13.600". Now ten minutes around it.
+    assert spans and all(float(s) == 600 for s in spans), spans
     watched.check_clean()
 
 

@@ -66,6 +66,26 @@ def test_jobs_list_filters_sorts_and_pages(client, history):
     assert 'data-total="4"' in bad
 
 
+def test_jobs_list_shows_when_each_run_started(client, history, session):
+    from api.console.pages import format_time
+    from tests.builders import make_job, recent_hour
+
+    make_job(session, "queued", start=recent_hour(), status="pending", started=False)
+    session.commit()
+    html = client.get("/ui/jobs").text
+    started = dict(
+        re.findall(r'<tr data-uid="([^"]+)".*?<td data-started>([^<]*)</td>', html, re.S)
+    )
+    # flat-a was registered just now (created_at) for a run that started days ago.
+    assert (
+        started["flat-a"]
+        == format_time(history[1].started_at)
+        != format_time(history[1].created_at)
+    )
+    assert started["queued"] == "not yet"
+    assert '<th scope="col">Started</th>' in html
+
+
 def test_jobs_list_pages_of_fifty(client, session):
     from tests.builders import make_job, recent_hour
 
@@ -120,6 +140,21 @@ def test_optimizers_page_lists_each_with_defaults(client):
     peak = html.split('data-optimizer="learned_peak"')[1].split("</section>")[0]
     assert "Runs by default at: none (only when configured or requested)" in peak
     assert "Sets the groups of: every role. Migrates nodes of: none." in peak
+
+
+def test_optimizers_page_renders_literals_and_folds_the_details(client):
+    html = client.get("/ui/optimizers").text
+    # Docstrings write code as ``name``: shown as code, never as raw markup.
+    assert "``" not in html
+    startup = html.split('data-optimizer="startup"')[1].split("</section>")[0]
+    assert "Sizes the PS and the chief of a new job" in startup.split("<details>")[0]
+    # What follows the summary line, and the settings, wait behind one click.
+    details = startup.split("<details>")[1]
+    assert details.startswith("\n  <summary>How it decides, and its ")
+    assert "<table" in details and "<table" not in startup.split("<details>")[0]
+    estimate = html.split('data-optimizer="estimate"')[1].split("</section>")[0]
+    assert "<code>optimizers.allreduce_estimate</code>" in estimate
+    assert "<code>ready_after_s</code>" in estimate
 
 
 def test_overview_counts_and_the_weeks_totals(client, history, session):

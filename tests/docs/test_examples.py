@@ -32,9 +32,12 @@ def blocks(path: Path, language: str) -> list[str]:
 
 @pytest.fixture
 def fresh_brain(tmp_path):
-    """A fresh Brain as `scripts/serve.sh` starts it, in an empty directory."""
+    """A fresh Brain as `scripts/serve.sh` starts it, in an empty directory, on the
+    default database (the user's data directory, here under tmp_path)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    # The default database, in a data directory of this test's own: a fresh server.
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
@@ -83,6 +86,9 @@ def test_the_readme_then_getting_started_run_against_one_fresh_server(fresh_brai
     started = (cwd / "serve.log").read_text()
     assert f"console   http://127.0.0.1:{port}/ui/" in started, started
     assert f"API docs  http://127.0.0.1:{port}/docs" in started
+    # Its database is the default in the user's data directory, not one in the cwd.
+    assert (cwd / "data" / "brain" / "brain.db").is_file()
+    assert not (cwd / "brain.db").exists()
     for page in ("README.md", "docs/getting-started.md"):
         examples = blocks(ROOT / page, "sh")
         assert examples, f"{page} has no sh examples"

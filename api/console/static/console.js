@@ -5,6 +5,7 @@
 
   var MARK_COLORS = { oom: "#d93025", evicted: "#e37400", relaunched: "#7b1fa2" };
   var WIDTH = 430, HEIGHT = 200;
+  var MIN_SPAN_S = 600;  // the narrowest time axis: ten minutes
 
   function eventMarks(events) {
     // Vertical lines at each OOM, eviction and relaunch, drawn over the series.
@@ -39,9 +40,15 @@
     });
     var x0 = x.length ? x[0] : 0, x1 = x.length ? x[x.length - 1] : 1;
     events.forEach(function (e) { x0 = Math.min(x0, e.ts); x1 = Math.max(x1, e.ts); });
+    // A single sample (or a few seconds of them) would span under a second, ticked in
+    // milliseconds: centre it in MIN_SPAN_S instead.
+    if (x1 - x0 < MIN_SPAN_S) {
+      var pad = (MIN_SPAN_S - (x1 - x0)) / 2;
+      x0 -= pad; x1 += pad;
+    }
     var options = {
       width: WIDTH, height: HEIGHT, series: series,
-      scales: { x: { time: true, range: [x0, x1 > x0 ? x1 : x0 + 1] }, y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } } },
+      scales: { x: { time: true, range: [x0, x1] }, y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } } },
       axes: [{}, { size: 55 }],
       hooks: { draw: [eventMarks(events)] },
     };
@@ -49,6 +56,7 @@
     plot.root.setAttribute("role", "img");
     plot.root.setAttribute("aria-label", title + " over time");
     figure.dataset.chart = title;
+    figure.dataset.spanS = String(x1 - x0);
     return plot;
   }
 

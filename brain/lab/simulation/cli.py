@@ -7,6 +7,7 @@ import logging
 import os
 import statistics
 import tempfile
+import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from brain.client import BrainClient
     from brain.lab.simulation.metrics import ScenarioResult
 
+# Loggers of the in-process Brain (migrations, the app's start-up), quiet but for errors.
+IN_PROCESS_LOGGERS = ("alembic", "api", "brain.retraining")
 COLUMNS = (
     "scenario",
     "seed",
@@ -201,7 +204,11 @@ def _client(
 
     if url:
         return stack.enter_context(BrainClient(url, token=token))
-    from starlette.testclient import TestClient
+    with warnings.catch_warnings():
+        # Starlette would rather see httpx2 under its test client; this in-process use
+        # is ours, not the user's to act on.
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
 
     from brain.config import Settings
     from brain.db import migrate
@@ -211,6 +218,10 @@ def _client(
     if create_app is None:
         raise SystemExit("brain simulate: no API app to run in-process; pass --url")
 
+    # The in-process Brain is private to this run: its migrations and start-up notes (an
+    # open API on loopback) are no news to the user, whose figures follow.
+    for name in IN_PROCESS_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
     directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="brain-simulate-"))
     database_url = f"sqlite:///{directory}/brain.db"
     migrate.upgrade(database_url)

@@ -69,3 +69,32 @@ def test_classic_random_jobs_are_drawn_from_the_stated_ranges_and_repeat_with_th
         assert 0.01 <= job.throughput.ps_cpu_per_step <= 0.12
     assert any(j.limit_cpu is None for j in jobs)
     assert any(j.memory.ps_mib_per_step > 0 for j in ps)
+
+
+def test_simulate_prints_only_its_result(tmp_path):
+    """As a user runs it: nothing before the result (no library deprecation warning, no
+    migration or start-up log lines of the in-process Brain)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {"PATH": os.environ["PATH"], "XDG_DATA_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "api.main",
+            "simulate",
+            "--scenario",
+            "gpu-allreduce",
+            "--horizon",
+            "120",
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("scenario ")
