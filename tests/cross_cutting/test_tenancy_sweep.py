@@ -22,6 +22,7 @@ B_MIB, A_MIB = 54_321, 11_111
 # B's number as a JSON number of its own (not digits inside another number's decimals).
 B_NUMBER = re.compile(rf"(?<![\d.]){B_MIB}(\.0+)?(?![\d.])")
 REGISTER = ("PUT", "/api/v1/jobs/{uid}")
+DELETE = ("DELETE", "/api/v1/jobs/{uid}")
 # Registering B's uid registers A's own job of that uid (uids are per namespace): last,
 # so that every other operation on B's uid finds no job of A's.
 OPERATIONS = sorted(
@@ -150,6 +151,10 @@ def test_team_a_reads_nothing_of_team_b_and_changes_nothing_of_it(teams):  # noq
     answers = []
     for method, template in OPERATIONS:
         for target in (b, a):
+            if (method, template) == DELETE and target is a:
+                # A deleting its own job would leave nothing for the checks after the
+                # sweep (tests/api/test_job_delete.py covers it); B's job is what matters.
+                continue
             values = {
                 "uid": target["uid"],
                 "plan_id": target["plan_id"],
