@@ -15,6 +15,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from brain.db.chunks import in_list_chunks
 from brain.db.models import JobRow, NodeSampleRow
 from brain.domain import JobStatus
 from brain.services.events import EventInput, record_events
@@ -87,7 +88,8 @@ def jobs_to_collect(session: Session, job_uids: Sequence[str] | None = None) -> 
         return CollectionJobs(known=list(known.values()), targets=list(known.values()))
     selected = [
         _collectable(row)
-        for row in session.execute(select(*_COLUMNS).where(JobRow.uid.in_(job_uids)))
+        for uids in in_list_chunks(job_uids)
+        for row in session.execute(select(*_COLUMNS).where(JobRow.uid.in_(uids)))
     ]
     known.update((job.id, job) for job in selected)
     found = {job.uid for job in selected}
@@ -100,17 +102,16 @@ def jobs_to_collect(session: Session, job_uids: Sequence[str] | None = None) -> 
 
 def last_sample_times(session: Session, job_ids: Iterable[int]) -> dict[int, datetime | None]:
     """The newest stored node-sample time of each job (``None``: nothing stored yet)."""
-    ids = list(job_ids)
-    if not ids:
-        return {}
     latest = (
         select(func.max(NodeSampleRow.ts))
         .where(NodeSampleRow.job_id == JobRow.id)
         .correlate(JobRow)
         .scalar_subquery()
     )
-    rows = session.execute(select(JobRow.id, latest).where(JobRow.id.in_(ids)))
-    return {job_id: ts for job_id, ts in rows}
+    times: dict[int, datetime | None] = {}
+    for ids in in_list_chunks(job_ids):
+        times.update(session.execute(select(JobRow.id, latest).where(JobRow.id.in_(ids))).all())
+    return times
 
 
 def store_collected(session: Session, job_id: int, load: CollectedLoad) -> CollectedResult | None:

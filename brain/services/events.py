@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from brain.db.chunks import in_list_chunks
 from brain.db.engine import ReadSession
 from brain.db.models import EventRow, JobRow, NodeRow
 from brain.domain import EventKind
@@ -42,14 +43,15 @@ def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -
     """Store events once each: (job, kind, ts, node) identifies an event."""
     if not events:
         return EventsResult(0, 0)
-    names = {e.node for e in events if e.node}
-    node_ids = dict(
-        session.execute(
-            select(NodeRow.name, NodeRow.id).where(
-                NodeRow.job_id == job.id, NodeRow.name.in_(names)
-            )
-        ).all()
-    )
+    node_ids: dict[str, int] = {}
+    for names in in_list_chunks({e.node for e in events if e.node}):
+        node_ids.update(
+            session.execute(
+                select(NodeRow.name, NodeRow.id).where(
+                    NodeRow.job_id == job.id, NodeRow.name.in_(names)
+                )
+            ).all()
+        )
     for position, event in enumerate(events):
         if event.node and event.node not in node_ids:
             raise NotFound(f"job has no node {event.node!r}", field=f"{position}.node")

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from brain.bounds import MAX_ROLES
+from brain.db.chunks import chunked, in_list_chunks, rows_per_statement
 from brain.db.engine import ReadSession
 from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
@@ -118,6 +119,8 @@ def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict
     or, for the replacement of a migrated node, with the size it was migrated to.
 
     Insert-or-ignore keeps two concurrent batches naming the same new node from failing.
+    A push may name 10,000 new nodes: they are inserted in as many statements as the
+    databases' parameter limits need (``brain.db.chunks``), in the caller's transaction.
     """
     wanted: dict[str, NodeRef] = {}
     for ref in refs:
@@ -132,20 +135,18 @@ def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict
         )
         rows = [_new_node_row(job, ref, now, replaced.get(ref.name)) for ref in missing]
         insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
-        session.execute(insert(NodeRow).values(rows).on_conflict_do_nothing())
+        for chunk in chunked(rows, rows_per_statement(len(rows[0]))):
+            session.execute(insert(NodeRow).values(chunk).on_conflict_do_nothing())
         ids = _node_ids(session, job, wanted)
     return ids
 
 
 def _node_ids(session: Session, job: JobRow, wanted: dict[str, NodeRef]) -> dict[str, int]:
-    if not wanted:
-        return {}
-    rows = session.execute(
-        select(NodeRow.name, NodeRow.id).where(
-            NodeRow.job_id == job.id, NodeRow.name.in_(list(wanted))
-        )
-    )
-    return {name: node_id for name, node_id in rows}
+    ids: dict[str, int] = {}
+    for names in in_list_chunks(wanted):
+        named = NodeRow.job_id == job.id, NodeRow.name.in_(names)
+        ids.update(session.execute(select(NodeRow.name, NodeRow.id).where(*named)).all())
+    return ids
 
 
 def _live(node: NodeRow) -> bool:
