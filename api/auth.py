@@ -12,6 +12,7 @@ with any other transport.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Annotated
 
@@ -27,6 +28,7 @@ from api.state import server_state
 from brain.errors import Forbidden, Unauthorized
 from brain.services.tokens import AuthPolicy, Principal, TokenScope, bearer_secret
 
+log = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The API's own description is public, so a caller can find out how to authenticate.
 DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
@@ -79,6 +81,7 @@ class Authentication:
             await JSONResponse(error_body(exc.code, exc.message), 403)(scope, receive, send)
             return
         except SQLAlchemyError:
+            log.exception("checking a token: database error, answered 503")
             body = error_body("database_unavailable", "the database cannot be reached; retry later")
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return

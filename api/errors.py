@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -18,6 +20,8 @@ from brain.errors import (
     TooLarge,
     Unauthorized,
 )
+
+log = logging.getLogger(__name__)
 
 STATUS_BY_ERROR: dict[type[BrainError], int] = {
     NotFound: 404,
@@ -126,17 +130,30 @@ async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONRes
     )
 
 
-async def _database_down(_request: Request, _exc: OperationalError) -> JSONResponse:
+async def _database_down(request: Request, exc: OperationalError) -> JSONResponse:
+    """The database is unreachable, or refused the statement as a whole (psycopg raises
+    OperationalError for both): logged with its traceback, since the answer cannot say
+    which, and a statement refused that way is a defect of Brain's, not the caller's."""
+    # The driver's error on the traceback of Brain's call: SQLAlchemy's own message
+    # repeats the statement and every parameter (megabytes for a large batch).
+    cause = exc.orig if isinstance(exc.orig, BaseException) else exc
+    log.error(
+        "%s %r: database error, answered 503",
+        request.method,
+        request.url.path,
+        exc_info=(type(cause), cause, exc.__traceback__),
+    )
     return JSONResponse(
         status_code=503,
         content=error_body("database_unavailable", "the database cannot be reached; retry later"),
     )
 
 
-async def _rejected_by_database(_request: Request, exc: DataError) -> JSONResponse:
+async def _rejected_by_database(request: Request, exc: DataError) -> JSONResponse:
     """A value the schema let through but the database refuses (a bound the schema
     should state): the transaction is rolled back, so nothing changed."""
     reason = str(getattr(exc, "orig", exc)).splitlines()[0][:200]
+    log.warning("%s %r: the database refused a value: %r", request.method, request.url.path, reason)
     return JSONResponse(
         status_code=422,
         content=error_body("invalid", f"the database refused a value: {reason}"),

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
+import psycopg
 from fastapi.testclient import TestClient
+from sqlalchemy.exc import OperationalError
 
 from api.app import create_app
 from brain.config import Settings
+from brain.services import samples
 from tests.builders import job_body, node_point
 from tests.ports import free_port
 
@@ -63,3 +67,26 @@ def test_readyz_says_whether_this_process_leads_the_background_work(client):
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert leadership() == {"status": "ok", "detail": {"leader": True, "pid": os.getpid()}}
+
+
+def test_a_database_error_is_logged_with_its_cause_and_answered_503(client, monkeypatch, caplog):
+    """A statement the database refuses as a whole (as PostgreSQL's 65,535-parameter limit
+    did) is a 503 for the caller and a log line with the driver's error and where it
+    happened for the operator; it was a silent 503 before."""
+    cause = psycopg.OperationalError("number of parameters must be between 0 and 65535")
+
+    def refused(*_args, **_kwargs):
+        raise OperationalError("INSERT INTO nodes ...", {}, cause)
+
+    assert client.put("/api/v1/jobs/j", json=job_body()).status_code == 201
+    monkeypatch.setattr(samples, "ingest", refused)
+    batch = {"nodes": [node_point("j-ps-0", "2026-03-01T00:00:00Z", 1, 1)]}
+    with caplog.at_level(logging.ERROR, logger="api.errors"):
+        answer = client.post("/api/v1/jobs/j/samples", json=batch)
+    assert answer.status_code == 503
+    assert answer.json()["error"]["code"] == "database_unavailable"
+    [record] = [r for r in caplog.records if r.name == "api.errors"]
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == "POST '/api/v1/jobs/j/samples': database error, answered 503"
+    assert record.exc_info[1] is cause
+    assert "refused" in caplog.text  # the traceback names the call that failed
