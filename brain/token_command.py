@@ -12,6 +12,7 @@ from brain.config import Settings
 from brain.db.engine import make_engine, make_session_factory
 from brain.domain import utcnow
 from brain.errors import BrainError
+from brain.names import check_name
 from brain.services.tokens import (
     TokenScope,
     create_token,
@@ -141,6 +142,9 @@ def _print_secret(secret: str, note: str) -> None:
 
 @_reporting("create")
 def _create(args) -> int:
+    check_name(args.name, "--name")  # as POST /api/v1/tokens checks it (brain.names)
+    for namespace in args.namespaces or ():
+        check_name(namespace, "--namespace")
     new = _in_session(
         lambda s: create_token(s, args.name, args.scope, args.namespaces, args.expires)
     )

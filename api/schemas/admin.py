@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import NO_NUL, Instant, Name
+from api.schemas.common import Instant, Name, name_of
 from brain.services.tokens import TokenScope
 
-TokenName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
+TokenName = name_of(128)
 
 
 class TokenIn(BaseModel):

@@ -4,8 +4,8 @@ Every bound the store or plausibility imposes is stated here, so the OpenAPI sch
 shows it: column limits, finite numbers only, plausible physical quantities (here the
 ceilings in brain.bounds, the most a site may configure; each app's OpenAPI document
 states its ``BRAIN_PLAUSIBLE_*`` settings instead, see api.openapi_bounds), NUL-free
-strings (PostgreSQL text cannot hold NUL), and timestamps between
-``BRAIN_MIN_TIMESTAMP`` and now.
+strings (PostgreSQL text cannot hold NUL), names as brain.names allows, and timestamps
+between ``BRAIN_MIN_TIMESTAMP`` and now.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 
 from api.openapi_bounds import setting_mark
 from api.schemas.bounds import at_most, not_before_floor, plausible_mark
@@ -27,6 +28,7 @@ from brain.bounds import (
     INT64_MAX,
 )
 from brain.domain import K8S_LABEL, K8S_NAME_MAX, NAMESPACE_MAX, USER_NAME_MAX
+from brain.names import NAME_PATTERN, NAME_RULE, name_problem
 
 NO_NUL = r"^[^\x00]*$"
 
@@ -97,16 +99,35 @@ NodeCount = Annotated[
 NodeIndex = Annotated[int, Field(ge=0, le=INT32_MAX), Number]
 StepCount = Annotated[int, Field(ge=0, le=INT64_MAX), Number]
 
-# Names end up in logs, consoles and Kubernetes objects: no control characters (a newline
-# forges log lines) and no bidirectional overrides (U+202E shows a name reversed).
-PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
 
-Name = Annotated[str, Field(min_length=1, max_length=K8S_NAME_MAX, pattern=PRINTABLE)]
-UserName = Annotated[str, Field(min_length=1, max_length=USER_NAME_MAX, pattern=PRINTABLE)]
-RoleLabel = Annotated[
-    str,
-    Field(min_length=1, max_length=64, pattern=PRINTABLE, description="ps, chief, worker, ..."),
-]
+def storable_name(value: str) -> str:
+    """``value``, or a validation error saying what of it no stored name may hold."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("name_characters", "{problem}", {"problem": problem})
+    return value
+
+
+def name_of(max_length: int, description: str | None = None, min_length: int = 1) -> Any:
+    """A name of at most ``max_length`` characters, checked by brain.names (the one rule
+    for every stored name); the OpenAPI states the rule as a ``pattern``."""
+    return Annotated[
+        str,
+        Field(
+            min_length=min_length,
+            max_length=max_length,
+            description=" ".join(filter(None, [description, NAME_RULE])),
+            json_schema_extra={"pattern": NAME_PATTERN},
+        ),
+        AfterValidator(storable_name),
+    ]
+
+
+# Names end up in logs, consoles and Kubernetes objects (brain.names says what they
+# may not hold).
+Name = name_of(K8S_NAME_MAX)
+UserName = name_of(USER_NAME_MAX)
+RoleLabel = name_of(64, "ps, chief, worker, ...")
 Namespace = Annotated[
     str,
     Field(

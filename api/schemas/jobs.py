@@ -17,7 +17,6 @@ from pydantic.json_schema import SkipJsonSchema
 
 from api.schemas.attributes import validated_from
 from api.schemas.common import (
-    NO_NUL,
     Cores,
     Gpus,
     JobCores,
@@ -31,6 +30,7 @@ from api.schemas.common import (
     Text,
     Timestamp,
     UserName,
+    name_of,
 )
 from brain.bounds import INT64_MAX, MAX_ROLES
 from brain.db.models import JobRow
@@ -113,6 +113,9 @@ class RoleResources(BaseModel):
         return RoleBounds(min_count=self.min_count, max_count=self.max_count)
 
 
+GroupKey = name_of(400)
+Framework = name_of(64, min_length=0)
+GpuType = name_of(128, min_length=0)
 RoleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
 
 
@@ -123,14 +126,14 @@ class JobSpec(BaseModel):
     name: Name
     user: UserName
     dataset: Name | None = None
-    group_key: Annotated[str, Field(min_length=1, max_length=400, pattern=NO_NUL)] | None = Field(
+    group_key: GroupKey | None = Field(
         None, description="Key of recurring runs; defaults to `<user>/<name>`."
     )
-    framework: Annotated[str, Field(max_length=64, pattern=NO_NUL)] | None = None
+    framework: Framework | None = None
     strategy: Strategy = Strategy.ps
     namespace: Namespace | None = None
     cluster: Name | None = None
-    gpu_type: Annotated[str, Field(max_length=128, pattern=NO_NUL)] | None = None
+    gpu_type: GpuType | None = None
     limits: Limits = Field(default_factory=Limits)
     roles: dict[RoleName, RoleResources] = Field(
         default_factory=dict,

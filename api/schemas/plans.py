@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.attributes import validated_from
-from api.schemas.common import NO_NUL, Name, Text, Timestamp
+from api.schemas.common import Name, Text, Timestamp, name_of
 from brain.db.models import ScalePlanRow
 from brain.domain import PlanStatus, Stage
 from brain.optimizing.proposal import PlanBody
 
 # Names of optimizers and of their settings (entry-point and field names).
-OptimizerName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
+OptimizerName = name_of(128)
 
 
 class OptimizeRequest(BaseModel):
