@@ -14,7 +14,8 @@ Two ways, chosen by ``BRAIN_COLLECT_MAPPING``:
 
 Either way the node is the pod (its name is the node name) and the job key is compared
 with the uid of the registered jobs first, then with their name, narrowed by namespace
-when the job has one. A series that matches no job, or more than one, is not stored.
+when the job has one. A series that matches no job, or more than one, or whose pod or
+role no node may be stored under (brain.names), is not stored.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from brain.config import CollectorSettings
+from brain.domain import K8S_NAME_MAX
+from brain.names import name_problem
 from brain.services.collector_store import CollectableJob
 
 log = logging.getLogger(__name__)
@@ -104,6 +107,8 @@ class SeriesMapper:
                 index = index or named.get("index") or ""
         if not job or not role:
             return None
+        if name_problem(pod) or name_problem(role) or len(pod) > K8S_NAME_MAX or len(role) > 64:
+            return None  # no node may be stored under it (brain.names)
         try:
             number = int(index)
         except (TypeError, ValueError):

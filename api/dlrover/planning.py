@@ -23,7 +23,7 @@ from api.dlrover.messages import OptimizeAsk, PlanAnswer
 from api.dlrover.no_history import body_to_send
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.replies import to_dlrover
-from api.dlrover.report_checks import check_uid
+from api.dlrover.report_checks import check_namespace, check_pod_names, check_uid
 from api.dlrover.stages import BrainCall, Reply, carries, translate
 from api.dlrover.transaction import transaction
 from brain.config import Settings
@@ -93,6 +93,8 @@ class Planner:
             log.warning("optimize %r without a job uid: no plan", ask.stage)
             return PlanAnswer(None, "no job uid in the request")
         check_uid(ask.uid)
+        check_namespace(ask.namespace)
+        check_pod_names(ask.oom_pods)
         call = translate(ask.stage, ask.phase, ask.oom_pods)
         with transaction(self._sessions) as session:
             answer, plan = self._plan(session, ask.uid, ask.namespace, call)

@@ -1,6 +1,7 @@
 """What of a master's ``persist_metrics`` report Brain keeps, checked before it is queued.
 
-Bounds are the REST schema's: a uid the jobs table can store, free text without NUL
+Bounds are the REST schema's: a uid the jobs table can store and names as brain.names
+allows (the user hint, the namespace, OOM-killed pods), free text without NUL
 (PostgreSQL refuses it) and cut to the column, JSON numbers finite (PostgreSQL's json
 refuses NaN and infinities, and so does REST).
 """
@@ -13,6 +14,7 @@ import math
 from api.dlrover.messages import as_dict
 from brain.domain import K8S_NAME_MAX, USER_NAME_MAX, is_k8s_namespace
 from brain.errors import InvalidInput
+from brain.names import check_name, name_problem
 
 # The report kinds Brain stores; runtime samples and dataset features never arrive from
 # 0.6.1 (client bugs), and node load comes from the Prometheus collector instead.
@@ -24,15 +26,38 @@ UID_CHARS = K8S_NAME_MAX
 TRUNCATED = " [truncated by Brain]"
 
 
-def storable_uid(uid: str) -> bool:
-    return len(uid) <= UID_CHARS and "\x00" not in uid
+def uid_problem(uid: str) -> str | None:
+    """Why the jobs table may not store ``uid`` (as REST bounds the path), or None."""
+    if len(uid) > UID_CHARS:
+        return f"the job uid is over {UID_CHARS} characters"
+    problem = name_problem(uid)
+    return None if problem is None else f"the job uid {problem}"
 
 
 def check_uid(uid: str) -> None:
-    """Refuse (InvalidInput) a uid the jobs table cannot store: as REST bounds the path,
-    one line, never the store's traceback per call."""
-    if not storable_uid(uid):
-        raise InvalidInput(f"the job uid is over {UID_CHARS} characters or holds NUL")
+    """Refuse (InvalidInput, field ``uid``) a uid the jobs table may not store: one line,
+    never the store's traceback per call."""
+    problem = uid_problem(uid)
+    if problem is not None:
+        raise InvalidInput(problem, field="uid")
+
+
+def check_namespace(namespace: str | None) -> None:
+    """Refuse (InvalidInput, field ``namespace``) a namespace that is no Kubernetes one:
+    an ``optimize`` request's namespace names the job it is about."""
+    if namespace is not None and not is_k8s_namespace(namespace):
+        raise InvalidInput(
+            f"namespace {namespace!r:.80} is not a Kubernetes namespace", field="namespace"
+        )
+
+
+def check_pod_names(pods: list[str]) -> None:
+    """Refuse (InvalidInput, field ``pods``) pod names no node may be stored under (an
+    ``optimize`` request's OOM-killed pods become the job's nodes)."""
+    for pod in pods:
+        check_name(pod, "pods")
+        if len(pod) > K8S_NAME_MAX:
+            raise InvalidInput(f"pod name over {K8S_NAME_MAX} characters", field="pods")
 
 
 def storable_text(text: str, limit: int) -> str:
@@ -48,7 +73,7 @@ def user_hint(job_meta) -> str | None:
     # 0.6.1 masters send the container's $USER as "cluster" and no user (argument order
     # bug); a fixed master would send the user.
     user = job_meta.user or job_meta.cluster or None
-    if user is not None and (len(user) > USER_NAME_MAX or "\x00" in user):
+    if user is not None and (len(user) > USER_NAME_MAX or name_problem(user) is not None):
         return None
     return user
 

@@ -19,7 +19,7 @@ from api.dlrover.report_checks import (
     REPORT_KINDS,
     namespace_hint,
     report_body,
-    storable_uid,
+    uid_problem,
     user_hint,
 )
 from api.dlrover.report_store import Report, ReportStore
@@ -55,8 +55,9 @@ class ReportIntake:
         if not uid:
             log.warning("persist_metrics without job_meta.uuid (%s): ignored", kind)
             return "invalid"
-        if not storable_uid(uid):
-            log.warning("persist_metrics with an unstorable uuid (%d chars): ignored", len(uid))
+        problem = uid_problem(uid)
+        if problem is not None:
+            log.warning("persist_metrics: %s: ignored", problem)
             return "invalid"
         if kind not in REPORT_KINDS:
             return "ignored"

@@ -55,6 +55,18 @@ def test_label_mapping_falls_back_to_the_pod_name_for_role_and_index():
     assert custom.pod_ref({"pod": "trainer-abc", "label_team_job": "x"}) is None
 
 
+def test_a_pod_or_role_no_node_may_be_named_after_is_not_mapped():
+    """Label values are anyone's text: a pod or role holding a control or bidirectional
+    character would become a stored node name (brain.names refuses it)."""
+    mapper = SeriesMapper(mode="labels")
+    labels = {"namespace": "ml", "pod": "mnist-edljob-ps-1", "label_elasticjob_dlrover_name": "m"}
+    assert mapper.pod_ref(labels) is not None
+    assert mapper.pod_ref(labels | {"pod": "mnist-edljob-ps-1\nFORGED"}) is None
+    role = {"label_elasticjob_dlrover_replica_type": "\u202eREKROW"}
+    assert mapper.pod_ref(labels | role) is None
+    assert SeriesMapper().pod_ref({"pod": "mn\u200bist-edljob-ps-1"}) is None
+
+
 def test_pattern_must_name_job_role_and_index():
     with pytest.raises(MappingConfigError, match="index"):
         SeriesMapper(pod_name_pattern=r"(?P<job>.+)-(?P<role>\w+)")
