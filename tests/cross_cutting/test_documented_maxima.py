@@ -4,9 +4,10 @@ sent is stored exactly.
 The maxima are those the docs and the OpenAPI state: ``BRAIN_MAX_BATCH_POINTS`` (10,000)
 points per samples push, all of them new nodes; ``BRAIN_MAX_BODY_BYTES`` (16 MiB) per
 body; names of 253 characters; 16 roles per job; 10,000 events per call, each on its own
-node; and every query parameter at its ``maximum``. A push of 10,000 new nodes once
-took 90,000 bind parameters in one INSERT, over PostgreSQL's 65,535: a 503 however often
-it was retried.
+node; 100,000 node points in one read; 100 namespaces of a token and 100 optimizers of
+an optimize call; and every query parameter at its ``maximum``. A push of 10,000 new
+nodes once took 90,000 bind parameters in one INSERT, over PostgreSQL's 65,535: a 503
+however often it was retried.
 """
 
 from __future__ import annotations
@@ -169,3 +170,54 @@ def test_every_query_parameter_at_its_maximum_answers_without_a_server_error(api
         concrete = concrete.replace("{group}", "g").replace("{plan_id}", "1")
         answers[path, _name] = api.get(concrete, params=query).status_code
     assert not {where: status for where, status in answers.items() if status >= 500}
+
+
+def test_the_most_node_points_one_read_returns_are_returned_exactly(api):
+    """`GET .../samples?limit=100000`: ten pushes of the most points, 100 nodes at 1,000
+    times each, read back in one answer."""
+    limit = 100_000
+    assert api.put("/api/v1/jobs/j", json=job_body(roles={})).status_code == 201
+    for push in range(limit // POINTS):
+        batch = [
+            {
+                "name": f"n{i % 100:03d}",
+                "role": "worker",
+                "index": i % 100,
+                "ts": f"2026-03-01T{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}Z",
+                "cpu": (t % 4096) / 4,
+                "memory_mib": float(i % 100),
+            }
+            for i in range(POINTS)
+            for t in [push * (POINTS // 100) + i // 100]
+        ]
+        pushed = api.post("/api/v1/jobs/j/samples", json={"nodes": batch})
+        assert pushed.json() == {"accepted": POINTS, "duplicates": 0}, pushed.text[:300]
+    series = api.get("/api/v1/jobs/j/samples", params={"limit": limit})
+    assert series.status_code == 200
+    points = series.json()["nodes"]
+    assert series.json()["truncated"] is False and len(points) == limit
+    # Time order, then node: point k is node k % 100 at second k // 100.
+    assert [(p["name"], p["memory_mib"]) for p in points[:3]] == [
+        ("n000", 0.0),
+        ("n001", 1.0),
+        ("n002", 2.0),
+    ]
+    assert sum(p["cpu"] for p in points) == sum(100 * (t % 4096) / 4 for t in range(1000))
+
+
+def test_a_token_of_the_most_namespaces_and_an_optimize_of_the_most_optimizers(api):
+    """`namespaces` (100) of `POST /api/v1/tokens` and `optimizers` (100) of
+    `POST .../optimize`, each at its `maxItems`."""
+    assert api.put("/api/v1/jobs/j", json=job_body(status="running")).status_code == 201
+    running = [o["name"] for o in api.get("/api/v1/optimizers").json() if "running" in o["stages"]]
+    optimizers = (running * 100)[:100]
+    planned = api.post(
+        "/api/v1/jobs/j/optimize", json={"stage": "running", "optimizers": optimizers}
+    )
+    assert planned.status_code in (200, 201), planned.text[:300]
+    namespaces = [f"team-{i:03d}" for i in range(100)]
+    made = api.post(
+        "/api/v1/tokens", json={"name": "wide", "scope": "admin", "namespaces": namespaces}
+    )
+    assert made.status_code == 201, made.text[:300]
+    assert made.json()["namespaces"] == namespaces
