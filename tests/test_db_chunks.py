@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from brain.db import chunks
 from brain.db.chunks import (
     MAX_PARAMETERS,
     RESERVED_PARAMETERS,
@@ -12,6 +15,12 @@ from brain.db.chunks import (
     in_list_chunks,
     rows_per_statement,
 )
+from brain.domain import EventKind, NodePoint
+from brain.services.cluster import elastic_jobs
+from brain.services.events import EventInput, record_events
+from brain.services.nodes import list_nodes
+from brain.services.samples import ingest
+from tests.builders import add_node, make_job
 
 SQLITE_LIMIT = 32_766  # SQLITE_MAX_VARIABLE_NUMBER since SQLite 3.32
 POSTGRESQL_LIMIT = 65_535
@@ -37,3 +46,36 @@ def test_ten_thousand_nine_column_nodes_take_four_statements():
     assert rows_per_statement(9) == 3_322
     assert [len(c) for c in chunked(range(10_000), rows_per_statement(9))] == [3322] * 3 + [34]
     assert [len(c) for c in in_list_chunks(range(60_000))] == [29_900, 29_900, 200]
+
+
+def test_split_statements_store_and_find_what_one_statement_would(session, monkeypatch):
+    """Every statement split to one row or value (as 10,000 new nodes are split to
+    4): the pieces add up to what one statement stores and finds."""
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    jobs = [make_job(session, f"j{i}", start=t0, status="running") for i in range(3)]
+    for job in jobs:
+        for index in range(2):
+            add_node(
+                session,
+                job,
+                f"{job.uid}-worker-{index}",
+                "worker",
+                created_at=t0,
+                cpu=4,
+                memory_mib=8,
+            )
+    whole = elastic_jobs(session, speed_window_s=600)
+    monkeypatch.setattr(chunks, "MAX_PARAMETERS", RESERVED_PARAMETERS + 1)
+    assert rows_per_statement(9) == 1 and [len(c) for c in in_list_chunks("abc")] == [1, 1, 1]
+
+    assert elastic_jobs(session, speed_window_s=600) == whole
+    assert sorted((peer.uid, peer.workers) for peer in whole) == [("j0", 2), ("j1", 2), ("j2", 2)]
+    points = [
+        NodePoint(name=f"n{i}", role="worker", index=i, ts=t0, cpu=float(i), memory_mib=1.0)
+        for i in range(5)
+    ]
+    assert ingest(session, jobs[0], points, []).accepted == 5
+    events = [EventInput(ts=t0, kind=EventKind.oom, node=f"n{i}") for i in range(5)]
+    assert record_events(session, jobs[0], events).accepted == 5
+    stored = {n.name: n.index for n in list_nodes(session, jobs[0])}
+    assert stored == {"j0-worker-0": 0, "j0-worker-1": 1, **{f"n{i}": i for i in range(5)}}

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
+from brain.db.chunks import in_list_chunks
 from brain.db.engine import ReadSession
 from brain.db.models import ClusterStateRow, JobRow, NodeRow, ScalePlanRow, SpeedSampleRow
 from brain.domain import (
@@ -107,28 +108,31 @@ def elastic_jobs(
     if not ids:
         return []
     workers: dict[int, list[NodeView]] = defaultdict(list)
-    for node in session.scalars(
-        select(NodeRow).where(
-            NodeRow.job_id.in_(ids),
-            NodeRow.role == ROLE_WORKER,
-            NodeRow.status.not_in(GONE_NODE_STATUSES),
-        )
-    ):
-        workers[node.job_id].append(
-            NodeView(node.name, node.role, node.index, node.cpu, node.memory_mib, node.gpu)
-        )
     changes: dict[int, list[ScalePlanRow]] = defaultdict(list)
-    for plan in session.scalars(
-        select(ScalePlanRow)
-        .where(
-            ScalePlanRow.job_id.in_(ids),
-            ScalePlanRow.status == PlanStatus.applied.value,
-            ScalePlanRow.applied_at.is_not(None),
-        )
-        .order_by(ScalePlanRow.applied_at, ScalePlanRow.id)
-    ):
-        if ROLE_WORKER in plan.body.roles:
-            changes[plan.job_id].append(plan)
+    # Per piece of the running jobs' ids (brain.db.chunks): a job's rows all come with
+    # its piece, its plans in order.
+    for chunk in in_list_chunks(ids):
+        for node in session.scalars(
+            select(NodeRow).where(
+                NodeRow.job_id.in_(chunk),
+                NodeRow.role == ROLE_WORKER,
+                NodeRow.status.not_in(GONE_NODE_STATUSES),
+            )
+        ):
+            workers[node.job_id].append(
+                NodeView(node.name, node.role, node.index, node.cpu, node.memory_mib, node.gpu)
+            )
+        for plan in session.scalars(
+            select(ScalePlanRow)
+            .where(
+                ScalePlanRow.job_id.in_(chunk),
+                ScalePlanRow.status == PlanStatus.applied.value,
+                ScalePlanRow.applied_at.is_not(None),
+            )
+            .order_by(ScalePlanRow.applied_at, ScalePlanRow.id)
+        ):
+            if ROLE_WORKER in plan.body.roles:
+                changes[plan.job_id].append(plan)
     peers = []
     for job in jobs:
         view = job_view(job)
