@@ -22,6 +22,7 @@ together (tests/test_layering.py).
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from fastapi import FastAPI
 
@@ -72,8 +73,13 @@ def prometheus_collector(state: ServerState) -> None:
     if not settings.prometheus_url:
         return
     try:
+        backfill_s = settings.discovery_backfill_s if settings.discovery else 0
         service = CollectorService(
-            settings, state.session_factory, state.telemetry, engine=state.engine
+            settings,
+            state.session_factory,
+            state.telemetry,
+            engine=state.engine,
+            start_backfill=timedelta(seconds=backfill_s) if backfill_s > 0 else None,
         )
     except CONFIG_ERRORS as exc:
         log.error("Prometheus collector not started, configuration error: %s", exc)

@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, Field, SecretStr, model_validator
+from pydantic import AwareDatetime, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -19,6 +19,7 @@ from brain import bounds
 from brain.costs import Prices
 from brain.data_dir import SHOWN_DEFAULT_URL, default_database_url
 from brain.domain import Resources, Stage
+from brain.durations import duration_s
 
 
 class CollectorSettings(BaseSettings):
@@ -104,6 +105,56 @@ class CollectorSettings(BaseSettings):
     prometheus_backoff_s: float = Field(
         1.0, ge=0, description="Delay before the first retry; doubles with each retry (max 30 s)."
     )
+    discovery: bool = Field(
+        True,
+        description="Discover every training job from kube-state-metrics each collector "
+        "cycle (on whenever BRAIN_PROMETHEUS_URL is set; false turns it off).",
+    )
+    discovery_user_label: str = Field(
+        "",
+        description="Pod label naming a discovered job's user (e.g. team); empty: the "
+        "job's namespace.",
+    )
+    discovery_group_label: str = Field(
+        "",
+        description="Pod label naming a discovered job's recurring group; empty: the job "
+        "name without its run suffix (ctr-train-20261120 -> ctr-train).",
+    )
+    discovery_batch_selector: str = Field(
+        "",
+        description="Label selector (team=ml,tier!=test) of the plain batch Jobs that are "
+        "training jobs; empty: none are.",
+    )
+    discovery_backfill: str = Field(
+        "7d",
+        description="How far back `brain serve` discovers jobs and reads their history on "
+        "its first start (90m, 7d, 2w); 0 turns it off.",
+    )
+    discovery_history_step_s: int = Field(
+        300,
+        ge=15,
+        le=3600,
+        description="Step of history read by a backfill, seconds: each point keeps the "
+        "step's mean CPU and GPU use and its peak memory.",
+    )
+    discovery_chunk_s: int = Field(
+        21600,
+        ge=300,
+        le=7 * 86400,
+        description="A backfill reads history in windows this long (seconds), each "
+        "discovered, read and written before the next.",
+    )
+
+    @field_validator("discovery_backfill")
+    @classmethod
+    def _backfill_duration(cls, value: str) -> str:
+        if duration_s(value) < 0:
+            raise ValueError("discovery_backfill must not be negative")
+        return value
+
+    @property
+    def discovery_backfill_s(self) -> float:
+        return duration_s(self.discovery_backfill)
 
 
 class PrioritySettings(BaseSettings):

@@ -16,11 +16,18 @@ class ProgressBar:
     """
 
     def __init__(
-        self, total: int, label: str, *, quiet: bool = False, stream: TextIO | None = None
+        self,
+        total: int,
+        label: str,
+        *,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+        unit: str = "runs",
     ) -> None:
         self._stream = stream if stream is not None else sys.stderr
         self._total = max(total, 1)
         self._label = label
+        self._unit = unit
         self._enabled = not quiet and self._stream.isatty()
         self._shown = -1
 
@@ -32,5 +39,7 @@ class ProgressBar:
         filled = WIDTH * percent // 100
         bar = "#" * filled + "." * (WIDTH - filled)
         end = "\n" if done >= self._total else ""
-        self._stream.write(f"\r{self._label} [{bar}] {percent:3d}% {done}/{self._total} runs{end}")
+        self._stream.write(
+            f"\r{self._label} [{bar}] {percent:3d}% {done}/{self._total} {self._unit}{end}"
+        )
         self._stream.flush()

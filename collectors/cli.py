@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import signal
 import sys
 from datetime import timedelta
@@ -11,6 +10,7 @@ from datetime import timedelta
 from brain.config import Settings
 from brain.db import migrate
 from brain.db.engine import make_engine, make_session_factory
+from brain.durations import duration_s
 from brain.telemetry import Telemetry
 
 DESCRIPTION = """Read the load of running jobs from Prometheus (cAdvisor, DCGM exporter,
@@ -35,26 +35,19 @@ EPILOG = """examples:
   brain collect --once --job 7f3a      one cycle for one job (any status)
   brain collect --once --job 7f3a --since 2h
                                        backfill the last two hours of that job
+  brain collect --backfill 14d         discover every training job of the last 14 days
+                                       and read its history (5-minute points)
 
-exit status (--once): 0 when every query and write succeeded, 1 otherwise,
+exit status (--once, --backfill): 0 when every query and write succeeded, 1 otherwise,
 2 on a configuration error."""
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90``, ``90s``, ``30m``, ``2h``, ``1d12h``, ``1w`` as a timedelta."""
-    value = text.strip().lower()
+    """``90``, ``90s``, ``30m``, ``2h``, ``1d12h``, ``1w`` as a positive timedelta."""
     try:
-        seconds = float(value)
-    except ValueError:
-        parts = _DURATION.findall(value)
-        if not parts or "".join(n + u for n, u in parts) != value:
-            raise argparse.ArgumentTypeError(
-                f"invalid duration {text!r}: use e.g. 90s, 30m, 2h, 1d12h"
-            ) from None
-        seconds = sum(float(number) * _UNIT_S[unit] for number, unit in parts)
+        seconds = duration_s(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"duration must be positive, got {text!r}")
     return timedelta(seconds=seconds)
@@ -86,6 +79,14 @@ def register(commands) -> None:
         type=parse_duration,
         help="backfill: read from this long ago (90s, 30m, 2h, 1d) instead of from the last "
         "stored point; points already stored are skipped",
+    )
+    collect.add_argument(
+        "--backfill",
+        metavar="DURATION",
+        type=parse_duration,
+        help="discover every training job that ran in this long a past (7d, 14d) and read "
+        "its history at BRAIN_DISCOVERY_HISTORY_STEP_S, then exit; running it again "
+        "changes nothing",
     )
     collect.add_argument(
         "--interval",
@@ -124,6 +125,8 @@ def _collect(args) -> int:
             print(f"configuration error: {exc}", file=sys.stderr)
             return 2
         try:
+            if args.backfill is not None:
+                return _backfill(service, args.backfill)
             if args.once:
                 report = service.run_once()
                 print(report.summary())
@@ -135,6 +138,30 @@ def _collect(args) -> int:
             service.close()
     finally:
         engine.dispose()
+
+
+def _backfill(service, span: timedelta) -> int:
+    from brain.progress import ProgressBar
+    from collectors.discovery.backfill import backfill
+
+    _stop_on_signals(service.stop_event)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        bar = bar or ProgressBar(total, "backfill", unit="windows")
+        bar(done)
+
+    report = backfill(
+        service.settings,
+        service.session_factory,
+        service.client,
+        span,
+        telemetry=service.telemetry,
+        progress=progress,
+    )
+    print(report.summary())
+    return 0 if report.ok and not report.stopped else 1
 
 
 def _stop_on_signals(stop) -> None:

@@ -137,6 +137,26 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     ),
 }
 
+# History (a backfill's coarser step, ``$rate_window`` = the step): each point keeps the
+# step's peak memory and mean GPU use; CPU's rate() over the step is already its mean.
+HISTORY_TEMPLATES: dict[str, str] = {
+    "memory_mib": (
+        "sum by (namespace, pod) (max_over_time(container_memory_working_set_bytes"
+        '{container!="", container!="POD", $selector}[$rate_window]))'
+    ),
+    "gpu_util": (
+        "avg by (namespace, pod) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{$selector}[$rate_window]))"
+    ),
+    "gpu_memory_mib": (
+        "sum by (namespace, pod) (max_over_time(DCGM_FI_DEV_FB_USED{$selector}[$rate_window]))"
+    ),
+}
+# Discovery: only pods a training operator or a batch Job owns, at every point.
+TRAINING_PODS = (
+    "($query) * on (namespace, pod) group_left () max by (namespace, pod) "
+    '(kube_pod_owner{owner_kind=~"$owners", $selector})'
+)
+
 # What each template returns, and therefore how it is converted.
 UNITS: dict[str, str] = {
     "cpu": "cores",
@@ -216,6 +236,8 @@ class QuerySet:
     # Label mapping: the labels joined from kube_pod_labels; empty in pod-name mapping.
     join_labels: tuple[str, ...] = ()
     join_selector: str = ""
+    # Discovery: narrowed to pods these owner kinds own (kube_pod_owner); empty: not.
+    training_owners: tuple[str, ...] = ()
 
     @property
     def sample_signals(self) -> tuple[str, ...]:
@@ -233,6 +255,10 @@ class QuerySet:
                 labels=", ".join(self.join_labels),
                 label_selector=self.join_selector,
             )
+        if self.training_owners:
+            query = string.Template(TRAINING_PODS).safe_substitute(
+                query=query, owners="|".join(self.training_owners), selector=self.selector
+            )
         return query
 
     def cluster_query(self, signal: str) -> str:
@@ -248,17 +274,30 @@ class QuerySet:
         return string.Template(self.templates[name]).safe_substitute(values)
 
 
-def queries_from_settings(settings: CollectorSettings) -> QuerySet:
+def queries_from_settings(
+    settings: CollectorSettings,
+    *,
+    training_owners: tuple[str, ...] = (),
+    history_step_s: int | None = None,
+) -> QuerySet:
+    """The configured queries; ``training_owners``: narrowed to pods these kinds own
+    (discovery); ``history_step_s``: the history variants at this step (backfill)."""
+    overrides = settings.prometheus_queries
+    rate_window = settings.prometheus_rate_window
+    if history_step_s is not None:
+        overrides = {**HISTORY_TEMPLATES, **overrides}
+        rate_window = f"{int(history_step_s)}s"
     return build_queries(
         mapping=settings.collect_mapping,
         pod_name_pattern=settings.pod_name_pattern,
         job_label=settings.job_label,
         role_label=settings.role_label,
         index_label=settings.index_label,
-        overrides=settings.prometheus_queries,
+        overrides=overrides,
         extra_selector=settings.prometheus_selector,
-        rate_window=settings.prometheus_rate_window,
+        rate_window=rate_window,
         step_time=settings.prometheus_step_time,
+        training_owners=training_owners,
     )
 
 
@@ -273,6 +312,7 @@ def build_queries(
     extra_selector: str = "",
     rate_window: str = "2m",
     step_time: str = "",
+    training_owners: tuple[str, ...] = (),
 ) -> QuerySet:
     """Validate the configuration and render the query set."""
     overrides = dict(overrides or {})
@@ -307,7 +347,12 @@ def build_queries(
                 f"{', '.join('$' + p for p in sorted(used - _PLACEHOLDERS))}"
             )
     extra = extra_selector.strip().strip(",").strip()
-    if mapping == "pod_name":
+    if mapping == "pod_name" and training_owners:
+        # Discovery ties pods to jobs; the pod-name pattern only maps what it does not.
+        matchers = ['pod!=""']
+        join_labels: tuple[str, ...] = ()
+        join_selector = ""
+    elif mapping == "pod_name":
         matchers = [pod_name_matcher(pod_name_pattern)]
         join_labels: tuple[str, ...] = ()
         join_selector = ""
@@ -326,4 +371,5 @@ def build_queries(
         rate_window=rate_window,
         join_labels=join_labels,
         join_selector=join_selector,
+        training_owners=tuple(training_owners),
     )

@@ -31,9 +31,17 @@ from brain.config import CollectorSettings
 from brain.domain import ClusterState, utcnow
 from brain.services.cluster import record_cluster_state
 from brain.services.collector_store import CollectableJob, jobs_to_collect, last_sample_times
+from brain.summaries.store import summarize_job_ids
 from brain.telemetry import Telemetry
 from collectors import writing
 from collectors.client import PrometheusClient, PrometheusError
+from collectors.discovery.cycle import (
+    DiscoveredIndex,
+    DiscoveredMapper,
+    Discovery,
+    DiscoveryResult,
+)
+from collectors.discovery.kinds import TRAINING_OWNERS
 from collectors.loads import PodLoad, map_group
 from collectors.mapping import JobIndex, SeriesMapper
 from collectors.queries import QuerySet, queries_from_settings
@@ -58,6 +66,9 @@ class CycleReport:
     unmatched_series: int = 0
     incomplete_points: int = 0
     queries: int = 0
+    # Discovery: training jobs found in the cycle's window, and of them newly stored.
+    discovered_jobs: int = 0
+    discovered_new: int = 0
     stopped: bool = False
     errors: list[str] = field(default_factory=list)
     cluster: ClusterState | None = None
@@ -72,6 +83,8 @@ class CycleReport:
             f"{self.events} event(s), {self.matched_series} series matched, "
             f"{self.unmatched_series} unmatched"
         )
+        if self.discovered_jobs:
+            text += f"; {self.discovered_jobs} job(s) discovered ({self.discovered_new} new)"
         if self.errors:
             text += f"; errors: {'; '.join(self.errors)}"
         return text
@@ -79,7 +92,15 @@ class CycleReport:
 
 class Collector:
     """Runs collection cycles; keeps only a per-job cursor between them (an optimization:
-    a job whose pods Prometheus does not know is not asked about again and again)."""
+    a job whose pods Prometheus does not know is not asked about again and again) and
+    where discovery's last window ended.
+
+    With discovery (``BRAIN_DISCOVERY``), each cycle first discovers the training jobs of
+    its window and registers them (``collectors.discovery``); their pods' series are then
+    read from pods a training operator or batch Job owns and tied to jobs by discovery,
+    other series by the configured mapping. ``history_step_s`` makes a collector of
+    history (a backfill): that step, and each point's mean CPU and GPU use and peak memory.
+    """
 
     def __init__(
         self,
@@ -90,13 +111,28 @@ class Collector:
         telemetry: Telemetry | None = None,
         queries: QuerySet | None = None,
         mapper: SeriesMapper | None = None,
+        history_step_s: int | None = None,
     ) -> None:
+        if history_step_s is not None:
+            settings = settings.model_copy(
+                update={"prometheus_step_s": history_step_s, "collect_delay_s": 0}
+            )
         self.session_factory = session_factory
         self.client = client
         self.telemetry = telemetry or Telemetry()
-        self.queries = queries or queries_from_settings(settings)
+        self.queries = queries or queries_from_settings(settings, history_step_s=history_step_s)
         self.mapper = mapper or SeriesMapper.from_settings(settings)
         self.planner = WindowPlanner.from_settings(settings)
+        self.lookback = timedelta(seconds=settings.collect_lookback_s)
+        self.discovery: Discovery | None = None
+        self.training_queries: QuerySet | None = None
+        if settings.discovery:
+            self.discovery = Discovery(settings, session_factory, client)
+            self.training_queries = queries_from_settings(
+                settings, training_owners=TRAINING_OWNERS, history_step_s=history_step_s
+            )
+        self._discovered_until: datetime | None = None
+        self.last_discovered_ids: list[int] = []
         if client.on_error is None:
             client.on_error = lambda kind: self.telemetry.collector_errors.labels(kind).inc()
         self._cursor: dict[int, datetime] = {}
@@ -107,16 +143,29 @@ class Collector:
         now: datetime | None = None,
         job_uids: Sequence[str] | None = None,
         since: timedelta | None = None,
+        discover_from: datetime | None = None,
     ) -> CycleReport:
-        """Collect once. ``job_uids``: only these jobs (any status); ``since``: read from
-        ``now - since`` whatever is stored (backfill)."""
+        """Collect once. ``job_uids``: only these jobs (any status), nothing discovered;
+        ``since``: read from ``now - since`` whatever is stored (backfill);
+        ``discover_from``: discover the jobs of this window only and collect only them
+        (a backfill's chunk; else from where the last cycle's discovery ended)."""
         now = now or utcnow()
         report = CycleReport(started_at=utcnow())
         end = self.planner.end(now)
         report.end = end
+        found = None
+        if self.discovery is not None and not job_uids:
+            found = self._discover(discover_from, end, report)
+            if found is None:
+                return report
         try:
             with self.session_factory() as session:
-                jobs = jobs_to_collect(session, job_uids)
+                jobs = jobs_to_collect(
+                    session,
+                    job_uids,
+                    job_ids=found.job_ids if found else (),
+                    only_ids=discover_from is not None,
+                )
                 ids = [job.id for job in jobs.targets]
                 last = last_sample_times(session, ids) if since is None else {}
         except SQLAlchemyError as exc:
@@ -128,13 +177,20 @@ class Collector:
         )
         report.jobs = len(windows)
         index = JobIndex(jobs.known)
-        reader = SignalReader(self.client, self.queries, self.planner.step_s)
+        mapper, queries = self.mapper, self.queries
+        if found is not None and found.places:
+            mapper = DiscoveredMapper(found.places, self.mapper)
+            index = DiscoveredIndex(found.places, jobs.known, index)
+            queries = self.training_queries
+        reader = SignalReader(self.client, queries, self.planner.step_s)
         try:
             for number, group in enumerate(self.planner.groups(windows)):
                 if self.client.stop.is_set():
                     report.stopped = True
                     break
-                self._collect_group(group, end, index, reader, report, first_group=number == 0)
+                self._collect_group(
+                    group, end, mapper, index, reader, report, first_group=number == 0
+                )
             if not report.stopped:
                 # Also proves that Prometheus answers when no job is running.
                 self._record_cluster(reader.cluster_state(end), report)
@@ -144,16 +200,48 @@ class Collector:
             else:
                 report.errors.append(f"Prometheus {exc.kind}: {exc}")
         finally:
-            report.queries = reader.sent
+            report.queries += reader.sent
+        if found is not None and found.finished_ids and report.ok and not report.stopped:
+            # Their last load is stored: the summaries that portraits and savings read.
+            summarize_job_ids(self.session_factory, found.finished_ids)
         level = logging.WARNING if report.errors else logging.INFO
         if report.errors or report.stored or report.events or report.jobs:
             log.log(level, "collector cycle up to %s: %s", end.isoformat(), report.summary())
         return report
 
+    def _discover(
+        self, start: datetime | None, end: datetime, report: CycleReport
+    ) -> DiscoveryResult | None:
+        """Discover and register the jobs of ``(start, end]``; ``None`` after an error."""
+        assert self.discovery is not None
+        start = start or self._discovered_until or end - self.lookback
+        if start >= end:
+            return DiscoveryResult()
+        sent = self.discovery.sent
+        try:
+            found = self.discovery.run(start, end)
+        except PrometheusError as exc:
+            if exc.kind == "stopped":
+                report.stopped = True
+            else:
+                report.errors.append(f"Prometheus {exc.kind} (discovery): {exc}")
+            return None
+        except SQLAlchemyError as exc:
+            self._error(report, "database", f"registering jobs: {exc.__class__.__name__}: {exc}")
+            return None
+        finally:
+            report.queries += self.discovery.sent - sent
+        self._discovered_until = end
+        self.last_discovered_ids = list(found.job_ids)
+        report.discovered_jobs = found.found
+        report.discovered_new = found.created
+        return found
+
     def _collect_group(
         self,
         group: list[Window],
         end: datetime,
+        mapper,
         index: JobIndex,
         reader: SignalReader,
         report: CycleReport,
@@ -162,7 +250,7 @@ class Collector:
     ) -> None:
         # Everything is read before anything is written: a failure leaves no half cycle.
         answers = reader.read_group(min(w.first for w in group), end)
-        load = map_group(answers, group, end, self.mapper, index)
+        load = map_group(answers, group, end, mapper, index)
         report.matched_series += load.matched
         self.telemetry.collector_series.labels("matched").inc(load.matched)
         if first_group:  # every group reads the same unmatched pods: count them once

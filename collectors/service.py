@@ -22,8 +22,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from brain.config import CollectorSettings
 from brain.domain import utcnow
 from brain.leadership import LockUnavailable, NoLock
+from brain.services.collector_store import any_discovered_job
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
+from collectors.discovery.backfill import BackfillReport, backfill
+from collectors.discovery.kinds import SelectorError
 from collectors.lock import leader_lock
 from collectors.mapping import MappingConfigError
 from collectors.queries import QueryConfigError
@@ -31,7 +34,7 @@ from collectors.scrape import Collector, CycleReport
 
 log = logging.getLogger(__name__)
 
-CONFIG_ERRORS = (QueryConfigError, MappingConfigError)
+CONFIG_ERRORS = (QueryConfigError, MappingConfigError, SelectorError)
 STOP_JOIN_S = 5.0
 
 
@@ -48,8 +51,13 @@ class CollectorService:
         job_uids: Sequence[str] | None = None,
         since: timedelta | None = None,
         interval_s: float | None = None,
+        start_backfill: timedelta | None = None,
     ) -> None:
+        """``start_backfill``: before the first cycle, discover and read this much of the
+        past, unless discovery has stored a job already (``brain serve``'s first start)."""
         self.settings = settings
+        self.session_factory = session_factory
+        self.telemetry = telemetry
         self.stop_event = threading.Event()
         self.client = client or PrometheusClient.from_settings(settings, stop=self.stop_event)
         self.client.stop = self.stop_event
@@ -65,6 +73,8 @@ class CollectorService:
         self.job_uids = list(job_uids) if job_uids else None
         self.interval_s = interval_s or settings.collect_interval_s
         self._since = since
+        self._start_backfill = start_backfill
+        self.backfill_report: BackfillReport | None = None
         self._thread: threading.Thread | None = None
         self._state_lock = threading.Lock()
         self._role = "starting"
@@ -102,6 +112,16 @@ class CollectorService:
 
     def _run(self) -> None:
         try:
+            while self._start_backfill is not None and not self.stop_event.is_set():
+                try:
+                    leader = self.lock.acquire()
+                except LockUnavailable as exc:
+                    log.error("collector: %s", exc)
+                    leader = False
+                if leader:
+                    self.first_start_backfill()
+                    break
+                self.stop_event.wait(self.interval_s)  # standby: the leader backfills
             while not self.stop_event.is_set():
                 self.tick()
                 self.stop_event.wait(self.interval_s)
@@ -110,6 +130,29 @@ class CollectorService:
                 self._crash = f"{exc.__class__.__name__}: {exc}"
             log.exception("collector loop ended")
             raise
+
+    def first_start_backfill(self, now: datetime | None = None) -> BackfillReport | None:
+        """The first start's backfill (once; skipped when a job was discovered before)."""
+        span, self._start_backfill = self._start_backfill, None
+        if span is None:
+            return None
+        with self.session_factory() as session:
+            if any_discovered_job(session):
+                return None
+        with self._state_lock:
+            self._role = "backfilling"
+        log.info("discovering the training jobs of the last %s", span)
+        report = backfill(
+            self.settings,
+            self.session_factory,
+            self.client,
+            span,
+            now=now,
+            telemetry=self.telemetry,
+        )
+        log.log(logging.WARNING if report.errors else logging.INFO, "%s", report.summary())
+        self.backfill_report = report
+        return report
 
     def tick(self, now: datetime | None = None) -> CycleReport | None:
         """One cycle if this replica holds the lock; ``None`` on standby."""

@@ -316,6 +316,31 @@ def _revision_0012() -> list[tuple[type, dict]]:
     return [(JobRow, _job(9, "j1", namespace="research"))]
 
 
+def _revision_0013() -> list[tuple[type, dict]]:
+    # A summary with the savings replay's figures.
+    hours = (
+        "node_hours", "requested_core_hours", "used_core_hours", "brain_core_hours",
+        "requested_gib_hours", "used_gib_hours", "brain_gib_hours", "requested_gpu_hours",
+        "used_gpu_hours", "brain_gpu_hours", "replayed_node_hours",
+    )  # fmt: skip
+    summary = dict(
+        _revision_0002()[0][1],
+        job_id=9,
+        uid="j1",
+        name="train-j1",
+        namespace="research",
+        savings_computed_at=_at(70),
+        savings_brain_ooms=1,
+        **{f"savings_{name}": 10.0 + n for n, name in enumerate(hours)},
+    )
+    return [(JobSummaryRow, summary)]
+
+
+def _revision_0014() -> list[tuple[type, dict]]:
+    # A job discovery found in the cluster's metrics.
+    return [(JobRow, _job(10, "ctr-train", namespace="ml-a", kind="ElasticJob", discovered=True))]
+
+
 # What each revision lets a deployment store (revisions that changed no data: none).
 ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0001": _revision_0001,
@@ -329,6 +354,8 @@ ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0009": _revision_0009,
     "0011": _revision_0011,
     "0012": _revision_0012,
+    "0013": _revision_0013,
+    "0014": _revision_0014,
 }
 
 

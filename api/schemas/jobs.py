@@ -219,6 +219,14 @@ class JobOut(BaseModel):
     limits: Limits
     roles: dict[str, RoleResources]
     total_steps: int | None
+    kind: str | None = Field(
+        None, description="The Kubernetes kind discovery found the job as (e.g. PyTorchJob)."
+    )
+    discovered: bool = Field(
+        False,
+        description="Known only from the cluster's metrics (Prometheus discovery); a "
+        "registration by the job master takes the job over.",
+    )
     status: JobStatus
     exit_reason: str | None
     created_at: datetime

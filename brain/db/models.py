@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -102,6 +103,10 @@ class JobRow(Base):
         TypedJSON(dict[str, RoleBounds]), default=dict
     )
     total_steps: Mapped[int | None] = mapped_column(BigInteger)
+    # The Kubernetes kind when discovery found the job (ElasticJob, PyTorchJob, ...).
+    kind: Mapped[str | None] = mapped_column(String(64))
+    # Known only from the cluster's metrics: no job master registered it (yet).
+    discovered: Mapped[bool] = mapped_column(default=False, server_default=false())
     status: Mapped[JobStatus] = mapped_column(enum_column(JobStatus, 16))
     exit_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]

@@ -80,10 +80,27 @@ _COLUMNS = (
 )
 
 
-def jobs_to_collect(session: Session, job_uids: Sequence[str] | None = None) -> CollectionJobs:
-    """Running jobs, or only ``job_uids`` (whatever their status) when given."""
+def jobs_to_collect(
+    session: Session,
+    job_uids: Sequence[str] | None = None,
+    *,
+    job_ids: Iterable[int] = (),
+    only_ids: bool = False,
+) -> CollectionJobs:
+    """Running jobs, or only ``job_uids`` (whatever their status) when given. ``job_ids``
+    (discovered in this cycle, whatever their status) are collected too; with
+    ``only_ids`` (a backfill) they alone."""
+    ids = sorted(set(job_ids))
+    chosen = (
+        [_collectable(row) for row in session.execute(select(*_COLUMNS).where(JobRow.id.in_(ids)))]
+        if ids
+        else []
+    )
+    if only_ids:
+        return CollectionJobs(known=chosen, targets=chosen)
     running = session.execute(select(*_COLUMNS).where(JobRow.status == JobStatus.running.value))
     known = {row.id: _collectable(row) for row in running}
+    known.update((job.id, job) for job in chosen)
     if not job_uids:
         return CollectionJobs(known=list(known.values()), targets=list(known.values()))
     selected = [
@@ -98,6 +115,11 @@ def jobs_to_collect(session: Session, job_uids: Sequence[str] | None = None) -> 
         targets=selected,
         missing=[uid for uid in job_uids if uid not in found],
     )
+
+
+def any_discovered_job(session: Session) -> bool:
+    """Whether discovery has stored a job yet (a first start backfills until it has)."""
+    return session.scalar(select(JobRow.id).where(JobRow.discovered).limit(1)) is not None
 
 
 def last_sample_times(session: Session, job_ids: Iterable[int]) -> dict[int, datetime | None]:

@@ -26,6 +26,7 @@ from brain.domain import (
 )
 from brain.errors import InvalidInput, job_not_found
 from brain.job_ref import JobRef, ambiguous_uid
+from brain.services.discovered_jobs import discovered_run
 
 
 @dataclass
@@ -117,6 +118,11 @@ def upsert_job(
     if job is None and adopt_unnamespaced and data.namespace is not None:
         job = find_job(session, JobRef.exact(uid, None))
     if job is None:
+        # Discovery saw this run first: the registration takes that job over.
+        job = discovered_run(session, data.namespace, data.name, data.started_at)
+        if job is not None:
+            job.uid = uid
+    if job is None:
         job = _create_job(session, uid, data, now)
         if job is not None:
             return job, True
@@ -164,6 +170,7 @@ def _describe(job: JobRow, data: JobInput, now: datetime) -> None:
     job.exit_reason = data.exit_reason
     job.started_at = data.started_at
     job.finished_at = data.finished_at
+    job.discovered = False  # registered: discovery no longer describes it
     job.updated_at = now
 
 

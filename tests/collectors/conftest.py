@@ -2,8 +2,10 @@
 
 One server per test session, on a free 127.0.0.1 port, over a temporary TSDB whose
 history ``promtool tsdb create-blocks-from openmetrics`` wrote from the synthetic cluster
-of ``cluster.py``. Tests that stop a server mid-run start their own from a copy of the
-same blocks (``prometheus_factory``).
+of ``cluster.py`` and, in the twelve hours before it (ending at least 15 minutes before
+the cluster's history begins, so neither sees the other), the training fleet of
+``fleet.py`` that discovery and backfill read. Tests that stop a server mid-run start
+their own from a copy of the same blocks (``prometheus_factory``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import requests
 from brain.config import CollectorSettings, Settings
 from brain.domain import JobStatus, RoleSpec
 from tests.builders import make_job
-from tests.collectors.cluster import Cluster
+from tests.collectors.cluster import HISTORY_S, Cluster
+from tests.collectors.fleet import Fleet, small_fleet
 from tests.ports import free_port
 
 READY_TIMEOUT_S = 30.0
@@ -116,13 +119,25 @@ def cluster() -> Cluster:
 
 
 @pytest.fixture(scope="session")
-def prometheus_blocks(cluster, tmp_path_factory) -> Path:
+def fleet(cluster) -> Fleet:
+    """The fleet, ending on the whole hour at least 15 minutes before the cluster begins."""
+    end = (cluster.t0 - HISTORY_S - 15 * 60) // 3600 * 3600
+    return small_fleet(end)
+
+
+@pytest.fixture(scope="session")
+def prometheus_blocks(cluster, fleet, tmp_path_factory) -> Path:
     """TSDB blocks holding the cluster's history (built once, copied per server)."""
     promtool = _require("promtool")
     _require("prometheus")
     root = tmp_path_factory.mktemp("prometheus-blocks")
     source = root / "cluster.om"
-    source.write_text(cluster.openmetrics())
+    history = cluster.openmetrics().removesuffix("# EOF\n")
+    with open(source, "w") as out:
+        out.write(history)
+        for line in fleet.render():
+            out.write(line + "\n")
+        out.write("# EOF\n")
     blocks = root / "data"
     done = subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(blocks)],
@@ -171,6 +186,7 @@ def collector_settings(db, prometheus) -> CollectorSettings:
         prometheus_timeout_s=5,
         prometheus_retries=2,
         prometheus_backoff_s=0.05,
+        discovery=False,  # these tests map the pods of registered jobs
     )
 
 

@@ -1,0 +1,191 @@
+"""Registering the jobs discovery found in the cluster's metrics.
+
+A discovered job is the run of a Kubernetes object: its namespace and name, and a start.
+It is stored like a registered job (``discovered`` set, its ``kind`` kept) so that every
+portrait, waste figure, suggestion and savings report covers it.
+
+One job, whoever speaks first:
+
+- a job registered by a job master (``PUT /api/v1/jobs``) in the same namespace, named
+  like the object or with the object's name as uid, and not finished before the run
+  began, *is* the discovered job: discovery changes nothing of it and only ties the pods'
+  load to it;
+- a registration of a job that discovery stored first takes that job over
+  (``brain.services.jobs.upsert_job``): same row, its samples kept, the registration's
+  description from then on.
+
+Observations are merged, so seeing a job again (the next cycle, a second backfill)
+changes nothing unless the job changed: the earliest start, the most replicas per role,
+the newest status. A finished job is final.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from brain.db.models import JobRow
+from brain.discovered_job import DiscoveredJob
+from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
+
+# Uids tried for a run whose name an earlier run of the same namespace already uses.
+MAX_UID_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class RecordedJob:
+    """Where a discovered job's load goes (``job_id``) and what recording it did:
+    ``registered`` when a job master's registration holds it (left unchanged)."""
+
+    job_id: int
+    uid: str
+    registered: bool
+    created: bool
+    changed: bool
+    finished: bool
+
+
+def same_run(row: JobRow, started_at: datetime | None) -> bool:
+    """Whether a stored job with the object's name is this run: not finished before it
+    began (a name reused for a later run is another job)."""
+    if started_at is None or row.finished_at is None:
+        return True
+    return as_utc(started_at) <= as_utc(row.finished_at)
+
+
+def find_run(session: Session, namespace: str | None, name: str, started_at) -> JobRow | None:
+    """The stored job that is this run of ``namespace``/``name``: a registered one first."""
+    rows = session.scalars(
+        select(JobRow)
+        .where(
+            JobRow.namespace == namespace if namespace is not None else JobRow.namespace.is_(None),
+            or_(JobRow.name == name, JobRow.uid == name),
+        )
+        .order_by(JobRow.id.desc())
+    ).all()
+    runs = [row for row in rows if same_run(row, started_at)]
+    runs.sort(key=lambda row: (row.discovered, -row.id))
+    return runs[0] if runs else None
+
+
+def discovered_run(
+    session: Session, namespace: str | None, name: str, started_at: datetime | None
+) -> JobRow | None:
+    """The job discovery stored for this run of ``namespace``/``name``, if any (a
+    registration naming no namespace cannot be told apart from other namespaces')."""
+    if namespace is None:
+        return None
+    rows = session.scalars(
+        select(JobRow)
+        .where(JobRow.namespace == namespace, JobRow.name == name, JobRow.discovered)
+        .order_by(JobRow.id.desc())
+    ).all()
+    return next((row for row in rows if same_run(row, started_at)), None)
+
+
+def record_discovered(session: Session, job: DiscoveredJob) -> RecordedJob:
+    """Create or merge the discovered ``job``; the caller owns the transaction."""
+    row = find_run(session, job.namespace, job.name, job.started_at)
+    if row is not None and not row.discovered:
+        return RecordedJob(row.id, row.uid, True, False, False, JobStatus(row.status).finished)
+    if row is None:
+        row = _create(session, job)
+        return RecordedJob(row.id, row.uid, False, True, True, JobStatus(row.status).finished)
+    changed = _merge(row, job)
+    if changed:
+        row.updated_at = utcnow()
+        session.flush()
+    return RecordedJob(row.id, row.uid, False, False, changed, JobStatus(row.status).finished)
+
+
+def _create(session: Session, job: DiscoveredJob) -> JobRow:
+    now = utcnow()
+    row = JobRow(
+        uid=_free_uid(session, job),
+        name=job.name,
+        user=job.user,
+        group_key=job.group_key,
+        strategy=_strategy(job.roles).value,
+        namespace=job.namespace,
+        kind=job.kind,
+        discovered=True,
+        roles=dict(job.roles),
+        role_bounds={},
+        status=job.status.value,
+        exit_reason=job.exit_reason,
+        created_at=job.started_at or job.seen_at,
+        updated_at=now,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def _free_uid(session: Session, job: DiscoveredJob) -> str:
+    """The object's name; for a later run of a reused name, the name and its start."""
+    stamp = as_utc(job.started_at or job.seen_at).strftime("%Y%m%d%H%M%S")
+    candidates = [job.name, f"{job.name}-{stamp}"]
+    candidates += [f"{job.name}-{stamp}-{n}" for n in range(2, MAX_UID_ATTEMPTS)]
+    for uid in candidates:
+        taken = session.scalar(
+            select(JobRow.id).where(JobRow.uid == uid, JobRow.namespace == job.namespace)
+        )
+        if taken is None:
+            return uid
+    raise RuntimeError(f"no free uid for {job.namespace}/{job.name} after {len(candidates)}")
+
+
+def _merge(row: JobRow, job: DiscoveredJob) -> bool:
+    if JobStatus(row.status).finished:
+        return False  # final: an older window seen again says nothing new
+    before = _described(row)
+    starts = [t for t in (row.started_at, job.started_at) if t is not None]
+    row.started_at = min(starts, key=as_utc) if starts else None
+    if row.started_at is not None and as_utc(row.started_at) < as_utc(row.created_at):
+        row.created_at = row.started_at
+    roles = dict(row.roles or {})
+    for role, spec in job.roles.items():
+        old = roles.get(role)
+        if old is None:
+            roles[role] = spec
+            continue
+        roles[role] = RoleSpec(
+            count=max(old.count or 0, spec.count or 0),
+            cpu=spec.cpu if spec.cpu is not None else old.cpu,
+            memory_mib=spec.memory_mib if spec.memory_mib is not None else old.memory_mib,
+            gpu=spec.gpu if spec.gpu is not None else old.gpu,
+            cpu_limit=spec.cpu_limit if spec.cpu_limit is not None else old.cpu_limit,
+        )
+    row.roles = roles
+    row.strategy = _strategy(roles).value
+    row.kind = job.kind
+    row.user = job.user
+    row.group_key = job.group_key
+    row.status = job.status.value
+    row.exit_reason = job.exit_reason
+    row.finished_at = job.finished_at
+    return _described(row) != before
+
+
+def _described(row: JobRow) -> tuple:
+    return (
+        row.started_at and as_utc(row.started_at),
+        row.created_at and as_utc(row.created_at),
+        dict(row.roles or {}),
+        row.strategy,
+        row.kind,
+        row.user,
+        row.group_key,
+        row.status,
+        row.exit_reason,
+        row.finished_at and as_utc(row.finished_at),
+    )
+
+
+def _strategy(roles: dict[str, RoleSpec]) -> Strategy:
+    return Strategy.ps if "ps" in roles else Strategy.allreduce
