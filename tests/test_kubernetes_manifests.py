@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from api.main import build_parser
-from brain.config import Settings
+from brain.config import CollectorSettings, Settings
 from tests.kustomize_subset import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -253,6 +253,19 @@ def test_try_runs_one_brain_with_its_own_postgresql_reachable_by_brain_only():
     [rule] = policy["ingress"]
     [source] = rule["from"]
     assert source["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "server"
+
+
+def test_try_reads_the_clusters_prometheus_and_backfills_two_weeks(monkeypatch):
+    settings = _objects("try")[("ConfigMap", "brain-settings")]["data"]
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    collector = CollectorSettings()
+    assert collector.prometheus_url == "http://prometheus-operated.monitoring.svc:9090"
+    assert collector.discovery is True
+    assert collector.discovery_backfill_s == 14 * 86400
+    assert (
+        "BRAIN_PROMETHEUS_URL" not in _objects("external")[("ConfigMap", "brain-settings")]["data"]
+    )
 
 
 def test_external_keeps_two_brains_and_one_may_be_disrupted_at_a_time():
