@@ -50,6 +50,8 @@ from collectors.windows import Window, WindowPlanner
 
 log = logging.getLogger(__name__)
 
+DISCOVERY_MIN_WINDOW = timedelta(minutes=10)
+
 
 @dataclass
 class CycleReport:
@@ -69,6 +71,7 @@ class CycleReport:
     # Discovery: training jobs found in the cycle's window, and of them newly stored.
     discovered_jobs: int = 0
     discovered_new: int = 0
+    discovered_stopped: int = 0  # running jobs whose pods are gone
     stopped: bool = False
     errors: list[str] = field(default_factory=list)
     cluster: ClusterState | None = None
@@ -214,7 +217,11 @@ class Collector:
     ) -> DiscoveryResult | None:
         """Discover and register the jobs of ``(start, end]``; ``None`` after an error."""
         assert self.discovery is not None
-        start = start or self._discovered_until or end - self.lookback
+        if start is None:
+            start = self._discovered_until or end - self.lookback
+            # Never less than a few scrapes of kube-state-metrics: a pod a short window
+            # happens to miss would look gone. Seeing a job again changes nothing.
+            start = min(start, end - DISCOVERY_MIN_WINDOW)
         if start >= end:
             return DiscoveryResult()
         sent = self.discovery.sent
@@ -235,6 +242,7 @@ class Collector:
         self.last_discovered_ids = list(found.job_ids)
         report.discovered_jobs = found.found
         report.discovered_new = found.created
+        report.discovered_stopped = found.stopped
         return found
 
     def _collect_group(

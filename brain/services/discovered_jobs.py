@@ -24,13 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from brain.db.models import JobRow
+from brain.db.models import JobRow, NodeSampleRow
 from brain.discovered_job import DiscoveredJob
 from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
 
+GONE_REASON = "pods gone without a final phase"
 # Uids tried for a run whose name an earlier run of the same namespace already uses.
 MAX_UID_ATTEMPTS = 20
 
@@ -189,3 +190,35 @@ def _described(row: JobRow) -> tuple:
 
 def _strategy(roles: dict[str, RoleSpec]) -> Strategy:
     return Strategy.ps if "ps" in roles else Strategy.allreduce
+
+
+def stop_vanished(session: Session, seen_ids: set[int], window_start: datetime) -> list[int]:
+    """Discovered jobs still running whose pods did not show at all in a window that
+    began after their last sign of life (their newest stored point, else their start):
+    deleted while running, so stopped at that last sign. Returns their ids."""
+    last_point = (
+        select(func.max(NodeSampleRow.ts))
+        .where(NodeSampleRow.job_id == JobRow.id)
+        .correlate(JobRow)
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(JobRow, last_point).where(
+            JobRow.discovered,
+            JobRow.status.in_([JobStatus.running.value, JobStatus.pending.value]),
+        )
+    ).all()
+    stopped = []
+    for row, last in rows:
+        if row.id in seen_ids:
+            continue
+        alive = last or row.started_at or row.created_at
+        if as_utc(alive) > as_utc(window_start):
+            continue  # seen after this window began (a later cycle): not evidence
+        row.status = JobStatus.stopped.value
+        row.exit_reason = GONE_REASON
+        row.finished_at = max(alive, row.started_at or alive, key=as_utc)
+        row.updated_at = utcnow()
+        stopped.append(row.id)
+    session.flush()
+    return stopped

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import CollectorSettings
-from brain.services.discovered_jobs import record_discovered
+from brain.services.discovered_jobs import record_discovered, stop_vanished
 from collectors.client import PrometheusClient
 from collectors.discovery import pods, queries
 from collectors.discovery.jobs import DiscoveryRules, discover_jobs
@@ -44,6 +44,7 @@ class DiscoveryResult:
     created: int = 0
     updated: int = 0
     registered: int = 0
+    stopped: int = 0
     pods: int = 0
 
 
@@ -89,8 +90,11 @@ class Discovery:
         return answers
 
     def run(self, start: datetime, end: datetime) -> DiscoveryResult:
-        """Discover the training jobs of ``(start, end]`` and register them."""
-        facts = pods.gather(self.read(start, end))
+        """Discover the training jobs of ``(start, end]`` and register them; discovered
+        jobs still running that did not show in the window are stopped (only when
+        kube-state-metrics answered for some pod: its absence proves nothing)."""
+        answers = self.read(start, end)
+        facts = pods.gather(answers)
         jobs = discover_jobs(facts.values(), self.rules, end)
         result = DiscoveryResult(found=len(jobs))
         with self.session_factory() as session, session.begin():
@@ -105,6 +109,10 @@ class Discovery:
                 for pod in job.pods:
                     place = PodPlace(recorded.job_id, pod.role, pod.index)
                     result.places[(job.namespace, pod.pod)] = place
+            if answers[pods.OWNERS]:
+                gone = stop_vanished(session, set(result.job_ids), start)
+                result.finished_ids.extend(gone)
+                result.stopped = len(gone)
         result.pods = len(result.places)
         return result
 

@@ -240,7 +240,7 @@ def _elastic(job: str, replica: str, index: int) -> dict[str, str]:
 
 def small_fleet(end: int) -> Fleet:
     """Twelve hours of a small fleet ending at ``end`` (a whole hour): every kind, three
-    namespaces; finished, failed and running jobs; an OOM-killed pod; a GPU job with DCGM
+    namespaces; finished, failed, running and deleted jobs; an OOM-killed pod; a GPU job with DCGM
     series; and pods of a Deployment, a StatefulSet, a bare pod and an unselected batch
     Job, none of which is a training job."""
     assert end % H == 0
@@ -368,6 +368,22 @@ def small_fleet(end: int) -> Fleet:
         3.0,
         5000,
     )
+    # A PyTorchJob deleted while it ran: its pods vanish without a final phase.
+    for i in range(2):
+        add(
+            "ml-b",
+            f"gone-job-worker-{i}",
+            "PyTorchJob",
+            "gone-job",
+            _kubeflow("gone-job", "Worker", i),
+            f - 4 * H,
+            f - 2 * H - 600,  # deleted ten minutes before a window begins
+            "Running",
+            2,
+            4096,
+            1.0,
+            1500,
+        )
     # research: a Volcano job running, a JobSet and a selected batch Job that succeeded.
     for task, index, used in (("ps", 0, 1.5), ("worker", 0, 3.5), ("worker", 1, 3.5)):
         add(

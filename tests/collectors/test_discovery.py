@@ -17,6 +17,7 @@ from brain.config import CollectorSettings
 from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeSampleRow
 from brain.domain import JobStatus, RoleSpec
 from brain.progress import ProgressBar
+from brain.services.discovered_jobs import GONE_REASON
 from brain.services.jobs import JobInput, upsert_job
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
@@ -121,6 +122,7 @@ def test_backfill_discovers_every_training_job_and_nothing_else(
         ("ml-a", "ctr-train-20261121"): "ElasticJob",
         ("ml-b", "bert-ft"): "PyTorchJob",
         ("ml-b", "wide-deep"): "TFJob",
+        ("ml-b", "gone-job"): "PyTorchJob",
         ("research", "rec-sys"): "VolcanoJob",
         ("research", "llm-pre"): "JobSet",
         ("research", "nightly-eval"): "Job",
@@ -156,6 +158,8 @@ def test_backfill_discovers_every_training_job_and_nothing_else(
         ("ml-a", "ctr-train-20261121"): ("running", at(f - 3 * H), None, None),
         ("ml-b", "bert-ft"): ("succeeded", at(f - 10 * H), at(f - 7 * H), None),
         ("ml-b", "wide-deep"): ("failed", at(f - 6 * H), at(f - 4 * H), "OOMKilled"),
+        # Deleted while running: stopped at its last point, once a window did not see it.
+        ("ml-b", "gone-job"): ("stopped", at(f - 4 * H), at(f - 2 * H - 600), GONE_REASON),
         ("research", "rec-sys"): ("running", at(f - 5 * H), None, None),
         ("research", "llm-pre"): ("succeeded", at(f - 9 * H), at(f - 6 * H), None),
         ("research", "nightly-eval"): ("succeeded", at(f - 4 * H), at(f - 3 * H), None),
@@ -185,13 +189,21 @@ def test_backfill_discovers_every_training_job_and_nothing_else(
         summarized = set(session.scalars(select(JobSummaryRow.job_id)))
     assert events == [("oom", "wide-deep-worker-0", at(f - 4 * H))]
     finished = {row.id for row in jobs.values() if JobStatus(row.status).finished}
-    assert summarized == finished and len(finished) == 5
+    assert summarized == finished and len(finished) == 6
 
     # A second backfill changes nothing at all.
     before = _state(session_factory)
     again = _backfill(discovery_settings, session_factory, fleet)
     assert again.ok and (again.stored, again.discovered_new, again.events) == (0, 0, 0)
     assert _state(session_factory) == before
+
+    # Live cycles go on from there; the running jobs stay running, nothing is stopped.
+    client = PrometheusClient.from_settings(discovery_settings)
+    live = Collector(discovery_settings, session_factory, client).run_cycle(now=at(f))
+    client.close()
+    assert live.ok and (live.discovered_jobs, live.discovered_stopped) == (2, 0)
+    running = {k for k, row in _jobs(session_factory).items() if row.status == "running"}
+    assert running == {("ml-a", "ctr-train-20261121"), ("research", "rec-sys")}
 
 
 def test_a_live_cycle_discovers_running_jobs_and_reads_their_load(
@@ -311,7 +323,7 @@ def test_after_a_backfill_portraits_savings_and_suggestions_cover_the_past(
     rows = {row["key"]: row for row in savings.json()["rows"]}
     assert {key: (r["jobs"], r["replayed_jobs"]) for key, r in rows.items()} == {
         "ml-a": (1, 1),  # the run still going is not counted
-        "ml-b": (2, 2),
+        "ml-b": (3, 3),  # bert-ft, wide-deep, and gone-job (stopped)
         "research": (2, 2),
     }
     # The main role (workers): 2 x 4 cores requested, 2.5 + 3.0 used.
@@ -339,8 +351,8 @@ def test_cli_backfill_discovers_the_past(
     # A day back from now covers the whole fleet (it ended a few hours ago).
     assert brain_main(["collect", "--backfill", "1d"]) == 0
     out = capsys.readouterr().out
-    assert "7 job(s) (7 new)" in out and "4/4 window(s)" in out
-    assert len(_jobs(session_factory)) == 7
+    assert "8 job(s) (8 new)" in out and "4/4 window(s)" in out
+    assert len(_jobs(session_factory)) == 8
     assert brain_main(["collect", "--backfill", "1d"]) == 0
     assert "(0 new), 0 point(s) stored" in capsys.readouterr().out
     with pytest.raises(SystemExit) as refused:
@@ -358,7 +370,7 @@ def test_serve_backfills_on_its_first_start_only(discovery_settings, session_fac
     first = service()
     try:
         report = first.first_start_backfill(now=at(fleet.end))
-        assert report is not None and report.ok and len(report.jobs) == 7
+        assert report is not None and report.ok and len(report.jobs) == 8
         assert first.first_start_backfill(now=at(fleet.end)) is None  # once
     finally:
         first.close()
