@@ -32,8 +32,8 @@ class SavingsRowOut(BaseModel):
     requested_gpu_h: float = Field(description="GPU-hours requested.")
     used_gpu_h: float = Field(description="GPU-hours used.")
     brain_gpu_h: float = Field(
-        description="GPU-hours Brain would allocate: as requested (the replay sizes memory "
-        "and CPU, not GPUs)."
+        description="GPU-hours Brain would allocate: per card, max(mean GPU utilization, "
+        "peak GPU memory) / the target, from the runs' GPU series (as requested without)."
     )
     replayed_node_hours: float = Field(description="Hours of the replayed nodes' series.")
     brain_ooms: int = Field(description="OOM kills in the replay.")

@@ -55,6 +55,12 @@ class SiteRun:
     peak_node_id: int | None
     run: Run
     gpu_type: str | None = None
+    # The main role's GPUs per node and what DCGM measured of them (mean utilization 0..1,
+    # the largest pod's peak memory and its cards' memory, MiB); None: not measured.
+    gpu_request: float = 0.0
+    gpu_util_mean: float | None = None
+    gpu_memory_max_mib: float | None = None
+    gpu_memory_total_mib: float | None = None
     # Its savings replay is stored with its summary (brain.savings.stored).
     replayed: bool = False
 
@@ -122,6 +128,10 @@ def load_runs(
                 peak_node_id=None if peak is None else peak.node_id,
                 run=_run(job.job_id, job.group_key, start, run_hours, role, peak),
                 gpu_type=job.gpu_type,
+                gpu_request=float(role.gpu_request or 0.0),
+                gpu_util_mean=role.gpu_util_mean,
+                gpu_memory_max_mib=role.gpu_memory_max_mib,
+                gpu_memory_total_mib=role.gpu_memory_total_mib,
                 replayed=job.savings_computed_at is not None,
             )
         )
@@ -147,6 +157,10 @@ ROLE_FIELDS = (
     RoleSummaryRow.cpu_max_cores,
     RoleSummaryRow.memory_mean_mib,
     RoleSummaryRow.memory_max_mib,
+    RoleSummaryRow.gpu_request,
+    RoleSummaryRow.gpu_util_mean,
+    RoleSummaryRow.gpu_memory_max_mib,
+    RoleSummaryRow.gpu_memory_total_mib,
 )
 NODE_FIELDS = (
     NodeSummaryRow.job_id,

@@ -6,8 +6,8 @@ For every finished job of the window (see ``brain.replay.site_runs``):
 - *requested* and *used*: the main role's resource-hours from its summary;
 - *Brain*: the job's peak node replayed through Brain's default pipeline (create stage
   from the group's earlier runs, running stage every ``cadence_s``, OOM kills answered
-  by the OOM stage), its mean allocation times the role's nodes and run time. GPUs
-  are left as requested (the replay sizes memory and CPU). A job without stored
+  by the OOM stage), its mean allocation times the role's nodes and run time; GPUs
+  sized per card from the role's measured GPU use (``brain.savings.gpu``). A job without stored
   samples is sized by the create stage alone and counted as not replayed;
 - *replayed OOM risk*: the replay's OOM kills, per 1,000 replayed node-hours;
 - *plans saved*: for every applied plan, the role totals (count x size) before it (the
@@ -42,6 +42,7 @@ from brain.replay.harness import (
 )
 from brain.replay.runs import Run
 from brain.replay.site_runs import SiteRun, load_runs, load_series
+from brain.savings.gpu import DEFAULT_TARGET, gpu_target, replayed_gpus
 
 BY = ("namespace", "group")
 DEFAULT_SAMPLE_S = 60.0
@@ -272,6 +273,7 @@ def _replay_now(
     series = load_series(session, [r.peak_node_id for r in window if r.peak_node_id is not None])
     loop = BrainLoop(registry, settings)
     harness = HarnessSettings(cadence_s=cadence_s)
+    target = gpu_target(registry, settings)
     done = 0
     for _, group in groupby(runs, key=lambda r: r.group_key):
         mine = list(group)
@@ -280,7 +282,7 @@ def _replay_now(
                 continue
             history = [r.run for r in mine[:position]]
             key = (run.namespace or "-") if by == "namespace" else run.group_key
-            found = job_savings(run, history, series.get(run.peak_node_id), loop, harness)
+            found = job_savings(run, history, series.get(run.peak_node_id), loop, harness, target)
             parts.setdefault((key, run.gpu_type), SavingsRow(key)).add(found)
             done += 1
             if progress is not None:
@@ -288,9 +290,15 @@ def _replay_now(
 
 
 def job_savings(
-    run: SiteRun, history: Sequence[Run], series, loop: BrainLoop, harness: HarnessSettings
+    run: SiteRun,
+    history: Sequence[Run],
+    series,
+    loop: BrainLoop,
+    harness: HarnessSettings,
+    gpu_target: float = DEFAULT_TARGET,
 ) -> SavingsRow:
-    """One job's figures: its main role's hours, and Brain's replayed on ``series``."""
+    """One job's figures: its main role's hours, and Brain's replayed on ``series``
+    (memory and CPU) and on its measured GPU use (``brain.savings.gpu``)."""
     row = SavingsRow("")
     samples = _samples(series, harness)
     policy = loop.policy(run.run, history, samples, None)
@@ -304,8 +312,18 @@ def job_savings(
     row.used_gib_h += run.used_gib_h
     row.requested_gpu_h += run.requested_gpu_h
     row.used_gpu_h += run.used_gpu_h
-    # The replay sizes memory and CPU only: GPUs stay as requested.
-    row.brain_gpu_h += run.requested_gpu_h
+    if run.gpu_request > 0:
+        gpus = replayed_gpus(
+            run.gpu_request,
+            run.gpu_util_mean,
+            run.gpu_memory_max_mib,
+            run.gpu_memory_total_mib,
+            gpu_target,
+        )
+        # The requested hours' own basis (the sampled span), at Brain's cards per node.
+        row.brain_gpu_h += run.requested_gpu_h * gpus / run.gpu_request
+    else:
+        row.brain_gpu_h += run.requested_gpu_h
     if len(samples) == 0:
         start = policy.start()
         row.brain_core_h += (

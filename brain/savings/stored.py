@@ -22,6 +22,7 @@ from brain.optimizing import OptimizerRegistry
 from brain.replay.brain_policy import BrainLoop
 from brain.replay.harness import HarnessSettings
 from brain.replay.site_runs import load_runs, load_series
+from brain.savings.gpu import gpu_target
 from brain.savings.report import STORED, STORED_CADENCE_S, job_savings
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def store_savings(
     ).all()
     loop = BrainLoop(registry, settings)
     harness = HarnessSettings(cadence_s=STORED_CADENCE_S)
+    target = gpu_target(registry, settings)
     now = utcnow()
     done = 0
     for group, found_rows in groupby(pending, key=lambda r: r.group_key):
@@ -65,7 +67,7 @@ def store_savings(
             if run.job_id not in wanted:
                 continue
             history = [r.run for r in runs[:position]]
-            found = job_savings(run, history, series.get(run.peak_node_id), loop, harness)
+            found = job_savings(run, history, series.get(run.peak_node_id), loop, harness, target)
             values = {column.key: getattr(found, field) for field, column in STORED.items()}
             _store(session, run.job_id, now, values)
             wanted.discard(run.job_id)

@@ -420,6 +420,9 @@ def small_fleet(end: int) -> Fleet:
             7.0,
             20000,
             gpu_request=4,
+            # A GPU job that needs two of its four cards: 30 % busy, 8,000 MiB each.
+            gpu_util=(30, 30, 30, 30),
+            gpu_memory_mib=(8000, 8000, 8000, 8000),
         )
     add(
         "research",

@@ -329,9 +329,15 @@ def test_after_a_backfill_portraits_savings_and_suggestions_cover_the_past(
     # The main role (workers): 2 x 4 cores requested, 2.5 + 3.0 used.
     assert rows["ml-a"]["requested_core_h"] == pytest.approx(8 * sampled_h, rel=0.01)
     assert rows["ml-a"]["used_core_h"] == pytest.approx(5.5 * sampled_h, rel=0.01)
-    # bert-ft's workers: 2 x 2 GPUs at a mean 80 % (the DCGM series).
+    # bert-ft's workers: 2 x 2 GPUs at a mean 80 % (the DCGM series); Brain keeps both
+    # cards: 2 x max(0.8, 44,000 / 81,920 MiB) / 0.9 = 1.78 -> 2.
     assert rows["ml-b"]["requested_gpu_h"] == pytest.approx(4 * sampled_h, rel=0.01)
     assert rows["ml-b"]["used_gpu_h"] == pytest.approx(4 * 0.8 * sampled_h, rel=0.01)
+    assert rows["ml-b"]["brain_gpu_h"] == pytest.approx(4 * sampled_h, rel=0.01)
+    # llm-pre's 2 trainers x 4 cards at 30 %: 4 x max(0.3, 32,000 / 163,840) / 0.9 = 1.33
+    # -> 2 cards each, half the GPU-hours.
+    assert rows["research"]["requested_gpu_h"] == pytest.approx(8 * sampled_h, rel=0.01)
+    assert rows["research"]["brain_gpu_h"] == pytest.approx(4 * sampled_h, rel=0.01)
 
     suggestion = client.get("/api/v1/suggestions", params={"group": "ml-a/ctr-train"})
     assert suggestion.status_code == 200, suggestion.text
