@@ -194,8 +194,9 @@ class Collector:
                 self._collect_group(
                     group, end, mapper, index, reader, report, first_group=number == 0
                 )
-            if not report.stopped:
-                # Also proves that Prometheus answers when no job is running.
+            if not report.stopped and discover_from is None:
+                # Also proves that Prometheus answers when no job is running. Not for a
+                # window of the past: the newest state must stay the newest.
                 self._record_cluster(reader.cluster_state(end), report)
         except PrometheusError as exc:
             if exc.kind == "stopped":

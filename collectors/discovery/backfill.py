@@ -5,7 +5,8 @@ default). For each window, discovery finds the jobs whose pods lived in it (fini
 with their final status) and registers them, then their load is read at
 ``BRAIN_DISCOVERY_HISTORY_STEP_S`` (5 minutes by default), each point keeping the step's
 mean CPU and GPU use and its peak memory (``max_over_time``), and written; a job that
-finished in the window is summarized. A window is a handful of queries of at most
+finished in the window is summarized (the cluster's state is not: the newest state must
+stay the newest). A window is 14 queries of at most
 ``chunk / step + 1`` points per series (73 by default; Prometheus refuses more than
 11,000), each bounded by ``BRAIN_PROMETHEUS_TIMEOUT_S``, and what is held in memory is one
 window's answers, whatever the span.

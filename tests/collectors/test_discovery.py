@@ -17,6 +17,7 @@ from brain.config import CollectorSettings
 from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeSampleRow
 from brain.domain import JobStatus, RoleSpec
 from brain.progress import ProgressBar
+from brain.services.cluster import latest_cluster_state
 from brain.services.discovered_jobs import GONE_REASON
 from brain.services.jobs import JobInput, upsert_job
 from brain.telemetry import Telemetry
@@ -116,6 +117,8 @@ def test_backfill_discovers_every_training_job_and_nothing_else(
 
     assert report.ok, report.errors
     assert (report.windows, report.windows_done) == (7, 7)  # 14 h in 2-hour windows
+    with session_factory() as session:
+        assert latest_cluster_state(session) is None  # the past is no cluster state
     jobs = _jobs(session_factory)
     assert {key: row.kind for key, row in jobs.items()} == {
         ("ml-a", "ctr-train-20261120"): "ElasticJob",
