@@ -66,6 +66,8 @@ class Fleet:
     end: int
     scrape_s: int = 60
     pods: list[FleetPod] = field(default_factory=list)
+    # Every series carries it, as on a Thanos or Mimir that holds several clusters.
+    cluster: str = "fleet-1"
 
     def times(self, pod: FleetPod) -> range:
         first = max(self.start, pod.start - pod.start % self.scrape_s)
@@ -79,7 +81,7 @@ class Fleet:
         terminated, restarts, cpu, memory, util, used, free = ([] for _ in range(7))
         ksm = {"job": "kube-state-metrics", "instance": "ksm:8080"}
         for p in self.pods:
-            base = {"namespace": p.namespace, "pod": p.pod}
+            base = {"namespace": p.namespace, "pod": p.pod, "cluster": self.cluster}
             k = {**ksm, **base, "uid": f"uid-{p.pod}"}
             alive = p.alive
             owner.append(

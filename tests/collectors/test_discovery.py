@@ -209,6 +209,16 @@ def test_backfill_discovers_every_training_job_and_nothing_else(
     assert running == {("ml-a", "ctr-train-20261121"), ("research", "rec-sys")}
 
 
+def test_a_cluster_selector_narrows_every_query(discovery_settings, session_factory, fleet):
+    elsewhere = discovery_settings.model_copy(update={"prometheus_selector": 'cluster="b"'})
+    report = _backfill(elsewhere, session_factory, fleet)
+    assert report.ok and report.jobs == set() and _jobs(session_factory) == {}
+
+    ours = discovery_settings.model_copy(update={"prometheus_selector": 'cluster="fleet-1"'})
+    report = _backfill(ours, session_factory, fleet)
+    assert report.ok and len(_jobs(session_factory)) == 8 and report.stored > 0
+
+
 def test_a_live_cycle_discovers_running_jobs_and_reads_their_load(
     discovery_settings, session_factory, fleet
 ):
