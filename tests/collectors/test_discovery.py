@@ -219,6 +219,19 @@ def test_a_cluster_selector_narrows_every_query(discovery_settings, session_fact
     assert report.ok and len(_jobs(session_factory)) == 8 and report.stored > 0
 
 
+def test_without_kube_state_metrics_nothing_is_stopped(discovery_settings, session_factory, fleet):
+    f = fleet.end
+    assert _backfill(discovery_settings, session_factory, fleet).ok
+    # Two hours after the fleet's end kube-state-metrics answers for no pod at all: its
+    # silence proves nothing, so the jobs last seen running stay running.
+    client = PrometheusClient.from_settings(discovery_settings)
+    report = Collector(discovery_settings, session_factory, client).run_cycle(now=at(f + 2 * H))
+    client.close()
+    assert report.ok and (report.discovered_jobs, report.discovered_stopped) == (0, 0)
+    running = {k for k, row in _jobs(session_factory).items() if row.status == "running"}
+    assert running == {("ml-a", "ctr-train-20261121"), ("research", "rec-sys")}
+
+
 def test_a_live_cycle_discovers_running_jobs_and_reads_their_load(
     discovery_settings, session_factory, fleet
 ):
