@@ -16,6 +16,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.dlrover.covered_oom import with_covering_fix
 from api.dlrover.elasticjob_request import learn_request
 from api.dlrover.elasticjobs import ElasticJobLookup
 from api.dlrover.estimate_reuse import reusable_estimate
@@ -129,7 +130,7 @@ class Planner:
             reason = f"no optimizer of the {call.stage.value} stage's pipeline answers this request"
             return PlanAnswer(None, reason), None
         plan, context = optimized.plan, optimized.context
-        body = body_to_send(plan, call, context)
+        body = with_covering_fix(session, job, call, body_to_send(plan, call, context))
         roles = current_roles(session, job) if context is None else roles_in(context)
         dlrover_plan = to_dlrover(body, call.reply, roles, call.oom_pod)
         reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]

@@ -69,6 +69,42 @@ def test_worker_oom_before_autoscaling_gets_brains_memory_once(brain, dlrover_co
     assert [e["node"] for e in events] == [pod("worker", 1)]
 
 
+def test_workers_killed_together_get_one_fix_and_each_pod_its_memory(brain, dlrover_context):
+    _register(brain.rest)
+    # Brain knows the 3 workers (Prometheus saw them): a kill of one is fixed for all
+    seen = [
+        {
+            "name": pod("worker", i),
+            "role": "worker",
+            "index": i,
+            "ts": ts,
+            "cpu": 1.5,
+            "memory_mib": 4000.0,
+        }
+        for i in range(3)
+        for ts in ("2026-03-01T00:00:00Z", "2026-03-01T00:01:00Z")
+    ]
+    pushed = brain.rest.post(f"/api/v1/jobs/{JOB_UID}/samples", json={"nodes": seen})
+    assert pushed.status_code == 200, pushed.text
+    optimizer = _optimizer(dlrover_context)
+    optimizer.set_job_stage(JobOptStage.WORKER_INITIAL)
+    first = Node(NodeType.WORKER, 1, NodeResource(2, 4096), name=pod("worker", 1))
+    second = Node(NodeType.WORKER, 2, NodeResource(2, 4096), name=pod("worker", 2))
+
+    optimizer.adjust_oom_resource(first)
+    optimizer.adjust_oom_resource(second)
+
+    # One fix for every worker (4096 x 3 = 12288 MiB); the second kill, which it covers,
+    # gets no plan of its own, and its pod the fix's memory all the same.
+    assert first.config_resource.memory == second.config_resource.memory == 12288
+    groups = [a.job_optimize_plans[0].resource.task_group_resources for a in brain.replies.optimize]
+    assert [g["worker"].resource.memory for g in groups[-2:]] == [12288 * MIB] * 2
+    fix, covered = sorted(_oom_plans(brain.rest), key=lambda p: p["id"])
+    assert fix["roles"]["worker"]["memory_mib"] == 12288.0 and fix["status"] == "proposed"
+    assert covered["status"] == "no_change"
+    assert covered["reasons"][0]["evidence"]["covered_by_plan"] == fix["id"]
+
+
 def test_ps_oom_gets_brains_memory_for_that_pod(brain, dlrover_context):
     _register(brain.rest)
     optimizer = _optimizer(dlrover_context)
