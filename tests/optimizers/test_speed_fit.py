@@ -1,0 +1,80 @@
+"""speed_fit: a job's speed points fitted to 1 / speed = t0 + t1/w + t2/(w c) + t3 w + t4/p."""
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brain.optimizing.speed_fit import Configuration, SpeedPoint, fit
+
+
+def exact(trainers, cpu, seconds_per_step, ps_cpu=8.0, samples=30):
+    return SpeedPoint(Configuration(trainers, cpu, ps_cpu), 1 / seconds_per_step, samples)
+
+
+def test_the_fit_recovers_the_parameters_of_a_known_curve():
+    # 1 / speed = 0.01 + 0.2 / w + 0.001 w at w = 1, 2, 4, 8, 16 (4 cores each, 8 PS cores)
+    curve = lambda w: 0.01 + 0.2 / w + 0.001 * w  # noqa: E731
+    fitted = fit([exact(w, 4.0, curve(w)) for w in (1, 2, 4, 8, 16)])
+    parameters = fitted.parameters
+    assert math.isclose(parameters["serial"], 0.01, rel_tol=1e-6)
+    assert math.isclose(parameters["per_trainer"], 0.2, rel_tol=1e-6)
+    assert math.isclose(parameters["per_added_trainer"], 0.001, rel_tol=1e-6)
+    assert parameters["per_trainer_core"] == parameters["per_ps_core"] == 0.0
+    # at 32 trainers: 1 / (0.01 + 0.00625 + 0.032) = 20.7254 steps/s, and the points leave
+    # no doubt about it
+    predicted = fitted.predict(Configuration(32, 4.0, 8.0))
+    assert math.isclose(predicted.steps_per_sec, 1 / 0.04825, rel_tol=1e-6)
+    assert predicted.uncertainty < 1e-6
+    assert not predicted.measured
+
+
+def test_the_fit_tells_the_cpu_part_from_the_count_part():
+    # 1 / speed = 0.05 + 0.8 / (w c): doubling the cores per trainer is as good as doubling
+    # the trainers
+    points = [exact(w, c, 0.05 + 0.8 / (w * c)) for w, c in ((2, 2), (4, 2), (4, 4), (8, 1))]
+    parameters = fit(points).parameters
+    assert math.isclose(parameters["serial"], 0.05, rel_tol=1e-6)
+    assert math.isclose(parameters["per_trainer_core"], 0.8, rel_tol=1e-6)
+    assert parameters["per_trainer"] == parameters["per_added_trainer"] == 0.0
+
+
+def test_one_point_leaves_the_fit_unsure_between_flat_linear_and_worse():
+    # 10 steps/s at 4 trainers: at 8, each one-part curve through the point says something
+    # else: flat (serial, the first), linear in the trainers (20) or 1/w (5)
+    fitted = fit([SpeedPoint(Configuration(4, 2.0, 8.0), 10.0, 10)])
+    predicted = fitted.predict(Configuration(8, 2.0, 8.0))
+    assert (predicted.steps_per_sec, predicted.low, predicted.high) == (10.0, 5.0, 20.0)
+    assert predicted.uncertainty == 1.5
+
+
+def test_a_measured_configuration_is_its_mean_within_two_standard_errors():
+    point = SpeedPoint(Configuration(4, 2.0, 8.0), 10.0, samples=36, noise=0.03)
+    predicted = fit([point]).predict(Configuration(4, 2.0, 8.0))
+    # standard error 0.03 / 6 = 0.005 of 10 steps/s: 10 +- 0.1
+    assert predicted.measured
+    assert (predicted.steps_per_sec, predicted.low, predicted.high) == (10.0, 9.9, 10.1)
+
+
+def test_no_point_of_positive_speed_is_no_fit():
+    assert fit([]) is None
+    assert fit([SpeedPoint(Configuration(4, 2.0), 0.0, 10)]) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    t0=st.floats(0.001, 0.1),
+    t1=st.floats(0.01, 1.0),
+    trainers=st.lists(st.integers(1, 64), min_size=2, max_size=6, unique=True),
+)
+def test_an_amdahl_curve_is_within_the_band_and_exact_from_three_points(t0, t1, trainers):
+    fitted = fit([exact(w, 2.0, t0 + t1 / w) for w in trainers])
+    middle = (min(trainers) + max(trainers)) // 2
+    predicted = fitted.predict(Configuration(middle, 2.0, 8.0))
+    truth = 1 / (t0 + t1 / middle)
+    assert predicted.low * (1 - 1e-9) <= truth <= predicted.high * (1 + 1e-9)
+    if len(trainers) >= 3:
+        # two points fit more than one two-part curve exactly; three pin it down within
+        # their noise (1 % per sample over 30 samples: a standard error of 0.18 %), or a
+        # simpler curve explains them as well
+        assert math.isclose(predicted.steps_per_sec, truth, rel_tol=0.004)
