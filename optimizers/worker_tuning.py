@@ -1,10 +1,10 @@
-"""Worker count: add while the PS have headroom and adding pays; take back what did not."""
+"""Workers: climb the job's own fitted throughput curve, and take back what did not pay."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import groupby
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
@@ -16,26 +16,28 @@ from brain.optimizing import (
     OptimizerContext,
     PlanView,
     Proposal,
-    SpeedSample,
 )
 from brain.optimizing.proposal import GUARD
-from brain.optimizing.roles import (
-    current_role,
-    exceeded_limits,
-    planned_totals,
-)
+from brain.optimizing.roles import current_role, exceeded_limits, planned_totals
+from brain.optimizing.speed_fit import Configuration, Prediction, SpeedFit, SpeedPoint, fit
+from brain.optimizing.speed_points import Observed, observe, trainers_now
 from optimizers._common import cooling_down, mean, no_change, over_limits, reason
 from optimizers.estimate import NAME as ESTIMATE
 
 NAME = "worker_tuning"
-# CPU granularity of workers made smaller to fit (cores).
+# CPU granularity of worker sizes this optimizer sets (cores).
 CPU_STEP = 0.1
-# Evidence key of a take-back: the count growth past which did not pay.
+# Evidence keys: a take-back's worker count and CPU; a change's configuration before and
+# the speed the fit predicted for it; a step towards the estimate's worker count.
 TAKEN_BACK_TO = "taken_back_to"
-# Evidence key of an addition that made the workers smaller to fit: their CPU before.
+TAKEN_BACK_CPU = "taken_back_cpu"
 CPU_BEFORE = "worker_cpu_before"
-# Evidence key of a step towards the estimate's worker count: not judged by its gain.
+WORKER_CPU = "worker_cpu"
+COUNT_BEFORE = "worker_count_before"
+PREDICTED = "predicted_steps_per_sec"
 RESUMES_ESTIMATE = "resumes_estimate"
+# A CPU sample at this share of the request or more is the worker held at its request.
+_AT_REQUEST = 0.99
 
 
 class WorkerTuningSettings(BaseModel):
@@ -43,32 +45,93 @@ class WorkerTuningSettings(BaseModel):
         0.8,
         ge=0.1,
         le=1.0,
-        description="Busiest PS CPU used / requested below which workers may be added.",
+        description="Busiest PS CPU used / requested below which workers may grow.",
     )
     ps_samples: int = Field(
         3, ge=1, le=100, description="Recent samples per PS averaged for its CPU use."
     )
-    step: int = Field(2, ge=1, le=64, description="Most workers added by one plan.")
-    min_speed_gain: float = Field(
-        0.05,
+    step: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="Workers one plan may add past the most the job has run, at least (see "
+        "explore_factor): the fit is unsure there.",
+    )
+    explore_factor: float = Field(
+        1.5,
+        ge=1.0,
+        le=8.0,
+        description="One plan grows the trainers to at most this times the most the job has "
+        "run (or by step, if more): bounded exploration where the fit is unsure.",
+    )
+    min_gain: float = Field(
+        0.01,
         ge=0.0,
         le=1.0,
-        description="Relative speed gain per added worker an addition must bring (2 workers "
-        "at 0.05: +10 %); one that brought less is taken back after the cooldown, and the "
-        "job is not grown past that count again.",
+        description="Relative speed change below which a change counts as none (the speed's "
+        "noise; two standard errors of the measured difference when more).",
+    )
+    min_core_elasticity: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="Speed per core: a change that adds cores must gain at least this times "
+        "their relative increase (+30 % cores at 0.1: +3 % speed), predicted to be proposed "
+        "and measured to be kept; one that did not is taken back to the configuration before "
+        "it, counts and sizes.",
     )
     min_speed_samples: int = Field(
         3,
         ge=1,
         le=1000,
-        description="Speed samples needed at the current worker count to judge it.",
+        description="Speed samples needed at the current configuration to judge it (stalls "
+        "and samples while pods restart left out).",
+    )
+    settle_s: float = Field(
+        90,
+        ge=0,
+        le=3600,
+        description="Speed samples within this many seconds of an applied change are left out "
+        "of the fit: pods restart.",
+    )
+    stall_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="A speed sample below this share of its configuration's median (0: "
+        "stopped) is a stall (data loading, a checkpoint, a PS down), left out of the fit and "
+        "of every verdict.",
+    )
+    cpu_bound_at: float = Field(
+        0.95,
+        ge=0.1,
+        le=1.0,
+        description="Workers using at least this fraction of their CPU request, held at it "
+        "in three samples of four, are CPU-bound: they get more CPU while the limits have "
+        "room.",
+    )
+    cpu_growth: float = Field(
+        1.5, ge=1.05, le=4.0, description="Factor one plan raises a CPU-bound worker's CPU by."
     )
     worker_samples: int = Field(
         3,
         ge=1,
         le=100,
-        description="Recent samples per worker averaged for the CPU the workers use (when "
-        "one more worker is fitted by making them all smaller).",
+        description="Recent samples per worker averaged for the CPU the workers use.",
+    )
+    min_cpu_in_use_gain: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="When one more worker fits only if every worker gets less CPU, the CPU "
+        "the workers use must grow by at least this.",
+    )
+    judge_within_s: float = Field(
+        1800,
+        ge=0,
+        le=86400,
+        description="A change of worker_tuning's is judged (kept or taken back) while it is "
+        "younger than this; later, other changes and a drifting load blur the comparison.",
     )
     cooldown_s: float = Field(
         600,
@@ -79,24 +142,52 @@ class WorkerTuningSettings(BaseModel):
     )
 
 
-class WorkerTuningOptimizer:
-    """Adds up to ``step`` workers while adding pays, and takes back an addition that did not.
+@dataclass(frozen=True)
+class _Job:
+    """What the decisions read: the job now, its measured points and their fit."""
 
-    It adds while the busiest PS is below ``ps_cpu_threshold`` of its CPU request (jobs
-    without PS skip that check), the job's limits allow and the worker role's
-    ``max_count`` is not reached. Once an addition is judged (``min_speed_samples`` at
-    the new count, after ``cooldown_s``), a speed gain per added worker below
-    ``min_speed_gain`` takes the workers back to the previous count (never below
-    ``min_count``), and no later plan grows past it (a ceiling read from the applied
-    plans, so it outlives the speed window). No change within ``cooldown_s`` of an
-    applied worker change.
+    context: OptimizerContext
+    settings: WorkerTuningSettings
+    observed: Observed
+    fitted: SpeedFit | None
+    workers: int
+    chiefs: int
+    now: Configuration
+    speed: SpeedPoint
+
+    def configuration(self, workers: int, cpu: float) -> Configuration:
+        return Configuration(workers + self.chiefs, cpu, self.now.ps_cpu)
+
+    def predict(self, configuration: Configuration) -> Prediction:
+        if self.fitted is None:
+            s = self.speed.steps_per_sec
+            return Prediction(s, s, s)
+        return self.fitted.predict(configuration)
+
+
+class WorkerTuningOptimizer:
+    """Climbs the job's own throughput curve with the workers' count and CPU.
+
+    Every speed sample (stalls and restarts left out) is a point of the configuration it
+    measured; the points are fitted to a throughput curve
+    (``brain.optimizing.speed_fit``) that predicts the speed of configurations not run
+    yet, between a low and a high where it is unsure. The next configuration is the one
+    with the best predicted speed per core within the limits: more workers (at most
+    ``explore_factor`` times the most the job ran), more CPU per worker when they are
+    CPU-bound, or one more worker with every worker a little smaller when one more of
+    today's size does not fit. A step is taken when its optimistic prediction gains at
+    least ``min_core_elasticity`` times the cores it adds. Nothing grows while the
+    busiest PS is at ``ps_cpu_threshold`` or more.
+
+    Once a change of its own is measured (after ``cooldown_s``), it is judged against
+    the configuration before it: a change that did not gain ``min_core_elasticity``
+    times the cores it added (or made the job slower) is taken back to that
+    configuration, count and CPU, and the job is not grown past it again. Changes of
+    other optimizers (the estimate's, a short cluster's) are not judged: their points
+    enter the fit.
 
     When the guard's step bound cut the applied estimate's worker count, it first asks
-    for the rest (as many as the limits hold), a step not judged by its gain per worker.
-    When one more worker of today's size would exceed the CPU limit, every worker is made
-    smaller to fit one more if that adds at least ``min_speed_gain`` to the CPU the
-    workers use (over their last ``worker_samples`` samples); a take-back of that
-    addition restores their size.
+    for the rest (as many as the limits hold).
     """
 
     name: ClassVar[str] = NAME
@@ -112,31 +203,36 @@ class WorkerTuningOptimizer:
         )
         if cooling is not None:
             return cooling
-        workers = current_role(ROLE_WORKER, context.job, context.nodes).count or 0
-        runs = [
-            (count, list(group)) for count, group in groupby(context.speed, key=lambda s: s.workers)
-        ]
-        if not runs or len(runs[-1][1]) < settings.min_speed_samples:
+        observed = observe(context, settings.settle_s, settings.stall_share)
+        workers, chiefs = trainers_now(context)
+        cpu = current_role(ROLE_WORKER, context.job, context.nodes).cpu or 0.0
+        latest = observed.current
+        now = Configuration(
+            workers + chiefs, float(cpu), latest.ps_cpu if latest is not None else 0.0
+        )
+        point = observed.point(now)
+        if point is None and latest is not None and not _reported(context, now.trainers):
+            # A master that counts its trainers otherwise: the newest configuration measured.
+            point = observed.point(latest)
+        left_out = {"stalled_samples": observed.stalled, "settling_samples": observed.settling}
+        if point is None or point.samples < settings.min_speed_samples:
             return no_change(
                 NAME,
-                f"waiting for {settings.min_speed_samples} speed samples "
-                "at the current worker count",
-                {"speed_samples": len(runs[-1][1]) if runs else 0},
+                f"waiting for {settings.min_speed_samples} speed samples at the current "
+                "configuration (stalls and restarts left out)",
+                {"speed_samples": 0 if point is None else point.samples}
+                | {k: v for k, v in left_out.items() if v},
                 {"min_speed_samples": settings.min_speed_samples},
             )
-        speed_evidence = _speed_evidence(runs)
-        gain = speed_evidence.get("speed_gain")
-        per_worker = speed_evidence.get("speed_gain_per_worker")
-        last = _last_addition(context.plans)
-        judged = last is None or RESUMES_ESTIMATE not in last
-        if judged and per_worker is not None and per_worker < settings.min_speed_gain:
-            minimum = context.job.bounds_of(ROLE_WORKER).min_count
-            cpu_before = None if last is None else last.get(CPU_BEFORE)
-            return _take_back(workers, minimum, speed_evidence, per_worker, settings, cpu_before)
+        if point.configuration != now:
+            now = point.configuration
+        job = _Job(context, settings, observed, fit(observed.points), workers, chiefs, now, point)
+        verdict = _verdict(job)
+        if verdict is not None:
+            return verdict
         resumed = _resume_estimate(context, workers)
         if resumed is not None:
             return resumed
-
         ps_evidence: dict[str, object] = {}
         if context.nodes_of(ROLE_PS) or ROLE_PS in context.job.roles:
             ps_load = _busiest_ps(context, settings.ps_samples)
@@ -148,120 +244,352 @@ class WorkerTuningOptimizer:
                 return no_change(
                     NAME,
                     f"busiest PS {busiest} at {utilization:.0%} CPU, threshold "
-                    f"{settings.ps_cpu_threshold:.0%}: no more workers",
+                    f"{settings.ps_cpu_threshold:.0%}: the PS hold the speed, workers stay",
                     ps_evidence,
                     {"ps_cpu_threshold": settings.ps_cpu_threshold},
                 )
-        ceiling = _ceiling(context.plans)
-        most = settings.step if ceiling is None else min(settings.step, ceiling - workers)
-        if most <= 0:
-            return no_change(
-                NAME,
-                f"more than {ceiling} workers did not pay earlier: staying at {workers}",
-                {"workers": workers, "ceiling": ceiling},
-            )
-        maximum = context.job.bounds_of(ROLE_WORKER).max_count
-        if maximum is not None and workers + most > maximum:
-            most = maximum - workers
-            if most <= 0:
-                return no_change(
-                    NAME,
-                    f"{workers} workers, the job's max_count is {maximum}: no more workers",
-                    {"workers": workers},
-                    {"max_count": maximum},
-                )
-        for added in range(most, 0, -1):
-            roles = {ROLE_WORKER: RoleSpec(count=workers + added)}
-            if not over_limits(context, roles):
-                break
-        else:
-            return _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings)
-        return Proposal(
-            roles=roles,
-            reasons=[
-                reason(
-                    NAME,
-                    f"speed {speed_evidence['steps_per_sec']:.2f} steps/s, gain "
-                    f"{'n/a' if gain is None else f'{gain:.1%}'}"
-                    + (
-                        f", busiest PS at {ps_evidence['ps_cpu_utilization']:.0%} CPU "
-                        f"(< {settings.ps_cpu_threshold:.0%})"
-                        if ps_evidence
-                        else ""
-                    )
-                    + f": workers {workers} -> {workers + added}",
-                    ps_evidence | speed_evidence | {"worker_count": workers, "added": added},
-                    {
-                        "ps_cpu_threshold": settings.ps_cpu_threshold,
-                        "min_speed_gain": settings.min_speed_gain,
-                        "step": settings.step,
-                    },
-                )
-            ],
-        )
+        return _climb(job, ps_evidence)
 
 
-def _take_back(
-    workers: int,
-    minimum: int | None,
-    speed_evidence: dict,
-    per_worker: float,
-    settings: WorkerTuningSettings,
-    cpu_before: float | None,
-) -> Proposal:
-    # Speed samples may count the chief too: take back what was added, from the role count.
-    added = speed_evidence["workers"] - speed_evidence["previous_workers"]
-    previous = max(workers - added, minimum or 0)
-    message = (
-        f"going from {speed_evidence['previous_workers']} to {speed_evidence['workers']} "
-        f"training workers changed speed by {speed_evidence['speed_gain']:.1%}, "
-        f"{per_worker:.1%} per added worker, below {settings.min_speed_gain:.0%}"
+# Judging the last change ------------------------------------------------------------
+
+
+def _verdict(job: _Job) -> Proposal | None:
+    """A take-back of worker_tuning's last applied change when it did not pay; None when
+    it paid, or there is none to judge yet."""
+    context, settings = job.context, job.settings
+    last = _last_change(context.plans)
+    if last is None:
+        return None
+    plan, evidence = last
+    if RESUMES_ESTIMATE in evidence or TAKEN_BACK_TO in evidence:
+        return None
+    if (context.now - plan.applied_at).total_seconds() > settings.judge_within_s:
+        return None  # judged when it was measured; the PS load may have moved since
+    before = job.observed.before(job.now)
+    # Only the workers changed between the two, or it is not this change's doing.
+    if before is None or before == job.now or before.ps_cpu != job.now.ps_cpu:
+        return None
+    previous = job.observed.point(before)
+    if previous is None or previous.samples < settings.min_speed_samples:
+        return None
+    gain = job.speed.steps_per_sec / previous.steps_per_sec - 1
+    noise = max(
+        settings.min_gain,
+        2 * math.hypot(job.speed.relative_stderr, previous.relative_stderr),
     )
-    threshold = {"min_speed_gain": settings.min_speed_gain}
+    added_cores = _cores(job.now) / _cores(before) - 1
+    # Taken back only when sure: the job got slower beyond the noise, or the gain, even
+    # a noise above what was measured, is below what the added cores must bring.
+    needed = settings.min_core_elasticity * max(added_cores, 0.0)
+    if gain >= -noise and gain + noise >= needed:
+        return None
+    count = evidence.get(COUNT_BEFORE, max(before.trainers - job.chiefs, 1))
+    minimum = context.job.bounds_of(ROLE_WORKER).min_count
+    if minimum is not None:
+        count = max(count, minimum)
+    cpu = evidence.get(CPU_BEFORE, before.trainer_cpu)
+    predicted = evidence.get(PREDICTED)
+    expected = (
+        ""
+        if not isinstance(predicted, int | float)
+        else f" (the fit predicted {predicted:.2f}, {predicted / previous.steps_per_sec - 1:+.1%})"
+    )
+    message = (
+        f"{_describe(before)} -> {_describe(job.now)} changed speed "
+        f"{previous.steps_per_sec:.2f} -> {job.speed.steps_per_sec:.2f} steps/s, "
+        f"{gain:+.1%} (+-{noise:.1%}){expected} for {added_cores:+.0%} cores; "
+        + (
+            "slower"
+            if gain < -noise
+            else f"{settings.min_core_elasticity:g} x the added cores is {needed:+.1%}"
+        )
+    )
+    measured = {
+        "steps_per_sec": round(job.speed.steps_per_sec, 4),
+        "previous_steps_per_sec": round(previous.steps_per_sec, 4),
+        "speed_gain": round(gain, 4),
+        "core_change": round(added_cores, 4),
+        "workers": job.now.trainers,
+        "previous_workers": before.trainers,
+    }
+    threshold: dict[str, object] = {
+        "min_gain": settings.min_gain,
+        "min_core_elasticity": settings.min_core_elasticity,
+    }
     if minimum is not None:
         threshold["min_count"] = minimum
-    if previous >= workers:
+    back = RoleSpec(
+        count=None if count == job.workers else count,
+        cpu=None if cpu == job.now.trainer_cpu else cpu,
+    )
+    if back == RoleSpec():
         return no_change(
-            NAME, f"{message}: the job's min_count {minimum} keeps them", speed_evidence, threshold
+            NAME, f"{message}: the job's min_count {minimum} keeps them", measured, threshold
         )
-    if previous < 1:
-        return no_change(NAME, f"{message}: stop adding", speed_evidence, threshold)
-    # An addition that made the workers smaller to fit is taken back with their size.
-    resized = "" if cpu_before is None else f", back to {cpu_before:g} cores each"
     return Proposal(
-        roles={ROLE_WORKER: RoleSpec(count=previous, cpu=cpu_before)},
+        roles={ROLE_WORKER: back},
         reasons=[
             reason(
                 NAME,
-                f"{message}: the added workers did not pay, workers {workers} -> "
-                f"{previous}{resized}",
-                speed_evidence | {"worker_count": workers, TAKEN_BACK_TO: previous},
+                f"{message}: it did not pay, back to {count} workers of {cpu:g} cores each",
+                measured
+                | {
+                    "worker_count": job.workers,
+                    TAKEN_BACK_TO: count,
+                    TAKEN_BACK_CPU: cpu,
+                    COUNT_BEFORE: job.workers,
+                    CPU_BEFORE: job.now.trainer_cpu,
+                },
                 threshold,
             )
         ],
     )
 
 
-def _last_addition(plans: Sequence[PlanView]) -> dict | None:
-    """The evidence of worker_tuning's reason in the newest applied plan that set the
-    worker count, if that plan added workers (None otherwise)."""
+def _last_change(plans: Sequence[PlanView]) -> tuple[PlanView, dict] | None:
+    """The newest applied plan that set the workers, with worker_tuning's evidence in
+    it, when worker_tuning made that change (None otherwise)."""
     applied = [
         p for p in plans if p.status == PlanStatus.applied and p.applied_at and _sets_workers(p)
     ]
     if not applied:
         return None
     newest = max(applied, key=lambda p: p.applied_at)
+    spec = newest.roles[ROLE_WORKER]
     for r in newest.reasons:
-        if r.optimizer == NAME and "added" in r.evidence:
-            return r.evidence
+        if r.optimizer != NAME or ("added" not in r.evidence and TAKEN_BACK_TO not in r.evidence):
+            continue
+        # Another optimizer may have overridden the count or size in the same plan (a
+        # short cluster took workers back): then the change is not worker_tuning's.
+        count = r.evidence.get(TAKEN_BACK_TO)
+        if count is None and isinstance(r.evidence.get(COUNT_BEFORE), int):
+            count = r.evidence[COUNT_BEFORE] + r.evidence["added"]
+        cpu = r.evidence.get(TAKEN_BACK_CPU, r.evidence.get(WORKER_CPU))
+        if (count is not None and spec.count is not None and spec.count != count) or (
+            cpu is not None and spec.cpu is not None and spec.cpu != cpu
+        ):
+            return None
+        return newest, r.evidence
     return None
+
+
+# Choosing the next configuration ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    workers: int
+    cpu: float
+    configuration: Configuration
+    prediction: Prediction
+    why: str
+
+
+def _climb(job: _Job, ps_evidence: dict) -> Proposal:
+    context, settings = job.context, job.settings
+    candidates = _more_workers(job) + _more_cpu(job)
+    chosen = None
+    base_speed, base_cores = job.speed.steps_per_sec, _cores(job.now)
+    for candidate in sorted(candidates, key=lambda c: _cores(c.configuration)):
+        added = _cores(candidate.configuration) / base_cores - 1
+        needed = max(settings.min_gain, settings.min_core_elasticity * added)
+        if candidate.prediction.high >= base_speed * (1 + needed):
+            chosen = candidate
+            base_speed = max(candidate.prediction.steps_per_sec, base_speed)
+            base_cores = _cores(candidate.configuration)
+    evidence = ps_evidence | _fit_evidence(job)
+    if chosen is None:
+        full = over_limits(context, {ROLE_WORKER: RoleSpec(count=job.workers + 1)})
+        smaller = _smaller_to_fit(job, evidence) if full else None
+        if smaller is not None:
+            return smaller
+        return _stay(job, evidence, bool(candidates))
+    p = chosen.prediction
+    spec = RoleSpec(
+        count=None if chosen.workers == job.workers else chosen.workers,
+        cpu=None if chosen.cpu == job.now.trainer_cpu else chosen.cpu,
+    )
+    limit = current_role(ROLE_WORKER, context.job, context.nodes).cpu_limit
+    if spec.cpu is not None and limit is not None and limit < spec.cpu:
+        spec = RoleSpec(count=spec.count, cpu=spec.cpu, cpu_limit=spec.cpu)
+    return Proposal(
+        roles={ROLE_WORKER: spec},
+        reasons=[
+            reason(
+                NAME,
+                f"{_describe(job.now)} at {job.speed.steps_per_sec:.2f} steps/s; {chosen.why}: "
+                f"the fitted curve predicts {p.steps_per_sec:.2f} steps/s "
+                f"(between {p.low:.2f} and {p.high:.2f}) at {_describe(chosen.configuration)}, "
+                f"{_cores(chosen.configuration) / _cores(job.now) - 1:+.0%} cores: workers "
+                f"{job.workers} x {job.now.trainer_cpu:g} -> {chosen.workers} x {chosen.cpu:g} "
+                "cores",
+                evidence
+                | {
+                    "worker_count": job.workers,
+                    "added": chosen.workers - job.workers,
+                    COUNT_BEFORE: job.workers,
+                    CPU_BEFORE: job.now.trainer_cpu,
+                    WORKER_CPU: chosen.cpu,
+                    PREDICTED: round(p.steps_per_sec, 4),
+                    "predicted_low": round(p.low, 4),
+                    "predicted_high": round(p.high, 4),
+                },
+                {
+                    "min_core_elasticity": settings.min_core_elasticity,
+                    "min_gain": settings.min_gain,
+                    "explore_factor": settings.explore_factor,
+                    "step": settings.step,
+                },
+            )
+        ],
+    )
+
+
+def _stay(job: _Job, evidence: dict, had_candidates: bool) -> Proposal:
+    """No change, and why: nothing predicted to pay, or nothing more allowed."""
+    context, settings = job.context, job.settings
+    here = f"{_describe(job.now)} at {job.speed.steps_per_sec:.2f} steps/s"
+    maximum = context.job.bounds_of(ROLE_WORKER).max_count
+    ceiling = _ceiling(context.plans, TAKEN_BACK_TO)
+    if had_candidates:
+        return no_change(
+            NAME,
+            f"{here}: no configuration within the limits is predicted to gain "
+            f"{settings.min_core_elasticity:g} x the cores it adds",
+            evidence,
+            {"min_core_elasticity": settings.min_core_elasticity, "min_gain": settings.min_gain},
+        )
+    if maximum is not None and job.workers >= maximum:
+        return no_change(
+            NAME,
+            f"{here}; {job.workers} workers, the job's max_count is {maximum}: no more workers",
+            evidence,
+            {"max_count": maximum},
+        )
+    if ceiling is not None and job.workers >= ceiling:
+        return no_change(
+            NAME,
+            f"{here}; more than {ceiling:g} workers did not pay earlier: staying at {job.workers}",
+            evidence | {"ceiling": ceiling},
+        )
+    return no_change(NAME, f"{here}; one more worker would exceed the job's limits", evidence, {})
+
+
+def _more_workers(job: _Job) -> list[_Candidate]:
+    context, settings = job.context, job.settings
+    most_run = max(p.configuration.trainers for p in job.observed.points)
+    reach = max(most_run + settings.step, math.floor(most_run * settings.explore_factor))
+    top = reach - job.chiefs
+    ceiling = _ceiling(context.plans, TAKEN_BACK_TO)
+    if ceiling is not None:
+        top = min(top, ceiling)
+    maximum = context.job.bounds_of(ROLE_WORKER).max_count
+    if maximum is not None:
+        top = min(top, maximum)
+    found = []
+    cpu = job.now.trainer_cpu
+    for count in range(job.workers + 1, top + 1):
+        if over_limits(context, {ROLE_WORKER: RoleSpec(count=count)}):
+            break
+        configuration = job.configuration(count, cpu)
+        found.append(
+            _Candidate(count, cpu, configuration, job.predict(configuration), "more workers")
+        )
+    return found
+
+
+def _more_cpu(job: _Job) -> list[_Candidate]:
+    """More CPU per worker, when the workers use nearly all of theirs."""
+    context, settings = job.context, job.settings
+    used = _worker_cpu_used(context, settings.worker_samples)
+    cpu = job.now.trainer_cpu
+    if used is None or cpu <= 0 or used < settings.cpu_bound_at * cpu:
+        return []
+    # Use near the request is also a worker sized to what it needs; a CPU-bound one is
+    # held at its request (throttled) in three samples of four or more.
+    recent = [
+        s
+        for n in context.nodes_of(ROLE_WORKER)
+        for s in context.samples_of(n.name)[-settings.worker_samples :]
+    ]
+    if sum(s.cpu >= _AT_REQUEST * cpu for s in recent) < 0.75 * len(recent):
+        return []
+    top = min(cpu * settings.cpu_growth, context.node_max.cpu)
+    ceiling = _ceiling(context.plans, TAKEN_BACK_CPU, cpu_increase=True)
+    if ceiling is not None:
+        top = min(top, ceiling)
+    for steps in range(math.floor(top / CPU_STEP + 1e-9), math.floor(cpu / CPU_STEP + 1e-9), -1):
+        bigger = round(steps * CPU_STEP, 6)
+        if not over_limits(context, {ROLE_WORKER: RoleSpec(cpu=bigger)}):
+            configuration = job.configuration(job.workers, bigger)
+            why = f"the workers use {used:.2f} of their {cpu:g} cores (CPU-bound)"
+            return [_Candidate(job.workers, bigger, configuration, job.predict(configuration), why)]
+    return []
+
+
+def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
+    """One more worker, every worker made smaller so that they fit the CPU limit, when
+    that adds at least ``min_cpu_in_use_gain`` to the CPU the workers use (a worker that
+    uses less than its request loses nothing); else None."""
+    context, settings = job.context, job.settings
+    workers = job.workers
+    now = current_role(ROLE_WORKER, context.job, context.nodes)
+    limit = context.job.limits.cpu
+    used = _worker_cpu_used(context, settings.worker_samples)
+    maximum = context.job.bounds_of(ROLE_WORKER).max_count
+    ceiling = _ceiling(context.plans, TAKEN_BACK_TO)
+    if (
+        limit is None
+        or not now.cpu
+        or used is None
+        or used <= 0
+        or (maximum is not None and workers + 1 > maximum)
+        or (ceiling is not None and workers + 1 > ceiling)
+    ):
+        return None
+    # The other roles at their nodes' own size: a PS migrated to more CPU counts as such.
+    others = planned_totals({ROLE_WORKER: RoleSpec(count=0)}, context.job, context.nodes).cpu
+    cpu = math.floor((limit - others) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
+    cpu = round(min(cpu, now.cpu), 6)
+    gain = (workers + 1) * min(cpu, used) / (workers * used) - 1
+    roles = {ROLE_WORKER: RoleSpec(count=workers + 1, cpu=cpu)}
+    predicted = job.predict(job.configuration(workers + 1, cpu))
+    if (
+        gain < settings.min_cpu_in_use_gain
+        or predicted.high < job.speed.steps_per_sec * (1 + settings.min_gain)
+        or exceeded_limits(planned_totals(roles, context.job, context.nodes), context.job.limits)
+    ):
+        return None
+    return Proposal(
+        roles=roles,
+        reasons=[
+            reason(
+                NAME,
+                f"{_describe(job.now)} at {job.speed.steps_per_sec:.2f} steps/s; one more "
+                f"worker of {now.cpu:g} cores would exceed the CPU limit {limit:g}, so the "
+                f"workers, using {used:.2f} cores each, get {cpu:g}: workers {workers} -> "
+                f"{workers + 1}, {gain:+.0%} CPU in use",
+                evidence
+                | {
+                    "worker_count": workers,
+                    "added": 1,
+                    "worker_cpu_used": round(used, 3),
+                    COUNT_BEFORE: workers,
+                    CPU_BEFORE: now.cpu,
+                    WORKER_CPU: cpu,
+                    PREDICTED: round(predicted.steps_per_sec, 4),
+                },
+                {"min_cpu_in_use_gain": settings.min_cpu_in_use_gain, "cpu_limit": limit},
+            )
+        ],
+    )
 
 
 def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None:
     """The rest of the way to the worker count the applied estimate planned, when the
     guard's step bound (``BRAIN_MAX_CHANGE_FACTOR``) cut it: the estimate sized the PS
-    for that count, and a gain per added worker this far along is too small to measure
-    against the speed's noise. As many as the limits hold; None when nothing is left."""
+    for that count. As many as the limits hold; None when nothing is left."""
     estimates = [
         p
         for p in context.plans
@@ -326,72 +654,28 @@ def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None
     return None
 
 
-def _smaller_to_fit(context, workers, ps_evidence, speed_evidence, settings) -> Proposal:
-    """One more worker, every worker made smaller so that they fit the CPU limit, when
-    that adds at least ``min_speed_gain`` to the CPU the workers use (a worker that uses
-    less than its request loses nothing); else no change."""
-    now = current_role(ROLE_WORKER, context.job, context.nodes)
-    limit = context.job.limits.cpu
-    nodes = [n for n in context.nodes_of(ROLE_WORKER) if n.cpu > 0]
-    recent = [context.samples_of(n.name)[-settings.worker_samples :] for n in nodes]
-    no_room = no_change(
-        NAME,
-        f"one more worker would exceed the job's limits ({workers} workers now)",
-        ps_evidence | {"workers": workers},
-    )
-    if limit is None or not now.cpu or not nodes or not all(recent):
-        return no_room
-    used = mean([mean([s.cpu for s in samples]) for samples in recent])
-    # The other roles at their nodes' own size: a PS migrated to more CPU counts as such.
-    others = planned_totals({ROLE_WORKER: RoleSpec(count=0)}, context.job, context.nodes).cpu
-    cpu = math.floor((limit - others) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
-    cpu = round(min(cpu, now.cpu), 6)
-    gain = (workers + 1) * min(cpu, used) / (workers * used) - 1 if used > 0 else 0.0
-    roles = {ROLE_WORKER: RoleSpec(count=workers + 1, cpu=cpu)}
-    if gain < settings.min_speed_gain or exceeded_limits(
-        planned_totals(roles, context.job, context.nodes), context.job.limits
-    ):
-        return no_room
-    return Proposal(
-        roles=roles,
-        reasons=[
-            reason(
-                NAME,
-                f"speed {speed_evidence['steps_per_sec']:.2f} steps/s; one more worker of "
-                f"{now.cpu:g} cores would exceed the CPU limit {limit:g}, so the workers, "
-                f"using {used:.2f} cores each, get {cpu:g}: workers {workers} -> "
-                f"{workers + 1}, {gain:+.0%} CPU in use",
-                ps_evidence
-                | speed_evidence
-                | {
-                    "worker_count": workers,
-                    "added": 1,
-                    "worker_cpu_used": round(used, 3),
-                    CPU_BEFORE: now.cpu,
-                },
-                {"min_speed_gain": settings.min_speed_gain, "cpu_limit": limit},
-            )
-        ],
-    )
+# Small readings ---------------------------------------------------------------------
 
 
 def _sets_workers(plan: PlanView) -> bool:
     return ROLE_WORKER in plan.roles
 
 
-def _ceiling(plans: list[PlanView] | tuple[PlanView, ...]) -> int | None:
-    """The lowest worker count an applied take-back went down to: growth past it did not
-    pay. Other decreases (the guard fitting limits, a role's max_count) say nothing of
-    what growth pays, so they are no ceiling."""
-    counts = [
-        p.roles[ROLE_WORKER].count
+def _ceiling(plans: Sequence[PlanView], key: str, cpu_increase: bool = False) -> float | None:
+    """The lowest worker count (``TAKEN_BACK_TO``) or CPU (``TAKEN_BACK_CPU``) an applied
+    take-back of a growth of it went down to: growth past it did not pay. Other decreases
+    (the guard fitting limits, a role's max_count) say nothing of what growth pays."""
+    before = CPU_BEFORE if cpu_increase or key == TAKEN_BACK_CPU else COUNT_BEFORE
+    values = [
+        r.evidence[key]
         for p in plans
-        if p.status == PlanStatus.applied
-        and _sets_workers(p)
-        and p.roles[ROLE_WORKER].count
-        and any(r.optimizer == NAME and TAKEN_BACK_TO in r.evidence for r in p.reasons)
+        if p.status == PlanStatus.applied and _sets_workers(p)
+        for r in p.reasons
+        if r.optimizer == NAME
+        and key in r.evidence
+        and r.evidence.get(before, math.inf) > r.evidence[key]
     ]
-    return min(counts, default=None)
+    return min(values, default=None)
 
 
 def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | None:
@@ -407,16 +691,36 @@ def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | 
     return name, utilization
 
 
-def _speed_evidence(runs: list[tuple[int, list[SpeedSample]]]) -> dict[str, float | int]:
-    """Mean speed at the current worker count and, after an addition, the gain over the previous."""
-    count, current = runs[-1]
-    speed = mean([s.steps_per_sec for s in current])
-    evidence: dict[str, float | int] = {"workers": count, "steps_per_sec": round(speed, 4)}
-    if len(runs) > 1 and runs[-2][0] < count:
-        previous = mean([s.steps_per_sec for s in runs[-2][1]])
-        evidence |= {"previous_workers": runs[-2][0], "previous_steps_per_sec": round(previous, 4)}
-        if previous > 0:
-            gain = (speed - previous) / previous
-            evidence["speed_gain"] = gain
-            evidence["speed_gain_per_worker"] = gain / (count - runs[-2][0])
+def _worker_cpu_used(context: OptimizerContext, samples: int) -> float | None:
+    """The cores a worker uses, over the workers' last samples (None: no samples)."""
+    nodes = [n for n in context.nodes_of(ROLE_WORKER) if n.cpu > 0]
+    recent = [context.samples_of(n.name)[-samples:] for n in nodes]
+    recent = [r for r in recent if r]
+    if not recent:
+        return None
+    return mean([mean([s.cpu for s in r]) for r in recent])
+
+
+def _reported(context: OptimizerContext, trainers: int) -> bool:
+    return any(s.workers == trainers for s in context.speed)
+
+
+def _cores(configuration: Configuration) -> float:
+    return configuration.trainers * configuration.trainer_cpu + configuration.ps_cpu
+
+
+def _describe(configuration: Configuration) -> str:
+    return f"{configuration.trainers} trainers x {configuration.trainer_cpu:g} cores"
+
+
+def _fit_evidence(job: _Job) -> dict:
+    evidence: dict[str, object] = {
+        "workers": job.now.trainers,
+        "steps_per_sec": round(job.speed.steps_per_sec, 4),
+        "fit_points": len(job.observed.points),
+    }
+    if job.fitted is not None:
+        evidence["fit_parameters"] = {k: round(v, 8) for k, v in job.fitted.parameters.items() if v}
+    if job.observed.stalled:
+        evidence["stalled_samples"] = job.observed.stalled
     return evidence
