@@ -9,10 +9,20 @@ from typing import ClassVar
 from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
-from brain.optimizing import Changes, ContextInput, NodeView, OptimizerContext, Proposal
-from brain.optimizing.roles import current_role
+from brain.optimizing import (
+    Changes,
+    ContextInput,
+    NodeView,
+    OptimizerContext,
+    PlanView,
+    Proposal,
+)
+from brain.optimizing.roles import current_role, planned_totals
+from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe
 from optimizers._common import (
     PsChangeSettings,
+    ceil_mib,
+    ceil_to,
     mean,
     no_change,
     over_limits,
@@ -21,6 +31,8 @@ from optimizers._common import (
 )
 
 NAME = "ps_scaling"
+# Evidence key of a take-back of added PS: the count it went back to.
+TAKEN_BACK_TO = "taken_back_to"
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -73,6 +85,62 @@ class PsScalingSettings(PsChangeSettings):
         "PS count (an estimate that found fewer enough): adding them back so soon reverses "
         "it, two restarts for nothing. worker_tuning's cooldown_s is the same window.",
     )
+    shrink_below: float = Field(
+        0.4,
+        ge=0.0,
+        le=1.0,
+        description="Mean CPU used / requested over every PS below which the tier is "
+        "over-provisioned: fewer PS (or, with one PS, fewer cores) run its load at "
+        "target_utilization, the busiest PS at most max_busy. 0: never shrink.",
+    )
+    max_busy: float = Field(
+        0.85,
+        ge=0.1,
+        le=1.0,
+        description="Headroom kept when the tier shrinks: the busiest PS's projected CPU used "
+        "/ requested stays at or below this.",
+    )
+    memory_margin: float = Field(
+        1.25,
+        ge=1.0,
+        le=4.0,
+        description="When fewer PS take over the shards of the removed ones, each gets the "
+        "tier's memory request shared among fewer (what the estimate sized for the growth), "
+        "or its peak memory x (PS before / PS after) x this if more.",
+    )
+    min_freed_share: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="A shrink relaunches PS, which stalls training for a while: it must free "
+        "at least this share of the cores the job requests.",
+    )
+    shrink_after_s: float = Field(
+        1200,
+        ge=0,
+        le=86400,
+        description="The tier shrinks only when no applied plan changed a count (PS, "
+        "workers) for this long: the estimate's PS were sized for the workers still to come, "
+        "and a count reversed soon after is an oscillation.",
+    )
+    cpu_step: float = Field(
+        0.1, ge=0.01, le=4.0, description="CPU granularity in cores of a shrunk PS."
+    )
+    judge_after_s: float = Field(
+        600,
+        ge=0,
+        le=86400,
+        description="PS that ps_scaling added are judged this long after they were applied: "
+        "when the speed at the same trainers did not rise by min_gain, they go again, and the "
+        "tier is not grown past that count again.",
+    )
+    min_gain: float = Field(
+        0.02,
+        ge=0.0,
+        le=1.0,
+        description="Relative speed gain added PS must bring (two standard errors of the "
+        "measured difference when more).",
+    )
     ps_port: int = Field(
         2222, ge=1, le=65535, description="Port of the PS services in `ps_hosts` (DLRover: 2222)."
     )
@@ -95,6 +163,13 @@ class PsScalingOptimizer:
     ``ps_hosts``, the tier's service addresses after the change. No change within the PS
     tier's cooldown, ``ps_change_interval_s``, nor within ``reverse_after_s`` of a plan
     that cut the PS count (adding PS back so soon would reverse it).
+
+    Both directions: PS it added that did not raise the speed at the same trainers by
+    ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
+    past that count again; a tier below ``shrink_below`` with no count changed for
+    ``shrink_after_s`` gets fewer PS (a lone PS fewer cores) for its load at
+    ``target_utilization``, the busiest at most ``max_busy``, when that frees
+    ``min_freed_share`` of the job's cores.
     """
 
     name: ClassVar[str] = NAME
@@ -117,7 +192,13 @@ class PsScalingOptimizer:
         if cut is not None:
             return cut
         threshold = settings.model_dump(
-            exclude={"ps_port", "ps_change_interval_s", "reverse_after_s"}
+            exclude={
+                "ps_port",
+                "ps_change_interval_s",
+                "reverse_after_s",
+                "memory_margin",
+                "cpu_step",
+            }
         )
         trainers = [n for n in context.nodes if n.role in (ROLE_WORKER, ROLE_CHIEF) and n.cpu > 0]
         recent = {
@@ -131,6 +212,9 @@ class PsScalingOptimizer:
                 {"nodes_without_enough_samples": short},
                 threshold,
             )
+        no_help = _did_not_help(context, ps_nodes, settings)
+        if no_help is not None:
+            return no_help
         ps_util = {n.name: mean([s.cpu for s in recent[n.name]]) / n.cpu for n in ps_nodes}
         tier_util = mean(list(ps_util.values()))
         trainer_util = mean([mean([s.cpu for s in recent[n.name]]) / n.cpu for n in trainers])
@@ -139,6 +223,10 @@ class PsScalingOptimizer:
             "ps_tier_utilization": round(tier_util, 3),
             "trainer_utilization": round(trainer_util, 3),
         }
+        if tier_util < settings.shrink_below and _counts_steady(context, settings.shrink_after_s):
+            shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
+            if shrunk is not None:
+                return shrunk
         if tier_util < settings.saturation:
             return no_change(
                 NAME,
@@ -202,6 +290,9 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
     demand = used / max(trainer_util, 0.05)
     wanted = math.ceil(demand / (request * settings.target_utilization) - 1e-9)
     count = min(max(wanted, now + 1), now + settings.step)
+    ceiling = _ceiling(context)
+    if ceiling is not None and count > ceiling:
+        return _no_more_help(now, ceiling, evidence, threshold)
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     evidence = evidence | {
         "ps_count": now,
@@ -245,7 +336,11 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
         "ps_cpu_used": round(used, 3),
         "ps_cpu_request": request,
     }
-    for count in range(min(max(wanted, now + 1), now + settings.step), now, -1):
+    ceiling = _ceiling(context)
+    if ceiling is not None and now + 1 > ceiling:
+        return _no_more_help(now, ceiling, evidence, threshold)
+    top = min(max(wanted, now + 1), now + settings.step, ceiling or now + settings.step)
+    for count in range(top, now, -1):
         roles = {ROLE_PS: RoleSpec(count=count)}
         if not over_limits(context, roles):
             break
@@ -269,6 +364,205 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
                 threshold,
             )
         ],
+    )
+
+
+def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
+    """Back to the PS count before ps_scaling's last addition, when the speed at the same
+    trainers did not rise by ``min_gain`` (stalls and restarts left out)."""
+    added = _last_addition(context)
+    if added is None:
+        return None
+    plan, before = added
+    if (context.now - plan.applied_at).total_seconds() < settings.judge_after_s:
+        return None
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    now = observed.current
+    previous = None if now is None else observed.before(now)
+    if now is None or previous is None or previous.trainers != now.trainers:
+        return None
+    if now.ps_cpu <= previous.ps_cpu:
+        return None
+    after, earlier = observed.point(now), observed.point(previous)
+    if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
+        return None
+    gain = after.steps_per_sec / earlier.steps_per_sec - 1
+    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
+    if gain >= noise or before >= len(ps_nodes):
+        return None
+    hosts, unnamed = _ps_hosts(context, ps_nodes, before, settings.ps_port)
+    evidence = {
+        "ps_count": len(ps_nodes),
+        TAKEN_BACK_TO: before,
+        "steps_per_sec": round(after.steps_per_sec, 4),
+        "previous_steps_per_sec": round(earlier.steps_per_sec, 4),
+        "speed_gain": round(gain, 4),
+    }
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    return Proposal(
+        roles={ROLE_PS: RoleSpec(count=before)},
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"adding PS ({before} -> {len(ps_nodes)}, plan {plan.id}) changed the speed at "
+                f"{now.trainers} trainers {earlier.steps_per_sec:.2f} -> "
+                f"{after.steps_per_sec:.2f} steps/s ({gain:+.1%}, less than {noise:.1%}): it did "
+                f"not help, PS {len(ps_nodes)} -> {before}",
+                evidence,
+                {"min_gain": settings.min_gain, "judge_after_s": settings.judge_after_s},
+            )
+        ],
+    )
+
+
+def _last_addition(context) -> tuple[PlanView, int] | None:
+    """The newest applied plan that set the PS count, with the count before it, when it was
+    ps_scaling adding PS (None otherwise)."""
+    applied = [
+        p
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and ROLE_PS in p.roles
+        and p.roles[ROLE_PS].count is not None
+    ]
+    if not applied:
+        return None
+    newest = max(applied, key=lambda p: p.applied_at)
+    for r in newest.reasons:
+        before = r.evidence.get("ps_count")
+        if (
+            r.optimizer == NAME
+            and TAKEN_BACK_TO not in r.evidence
+            and isinstance(before, int)
+            and newest.roles[ROLE_PS].count > before
+        ):
+            return newest, before
+    return None
+
+
+def _ceiling(context) -> int | None:
+    """The lowest PS count a take-back of added PS went back to: more did not help."""
+    counts = [
+        r.evidence[TAKEN_BACK_TO]
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        for r in p.reasons
+        if r.optimizer == NAME and TAKEN_BACK_TO in r.evidence
+    ]
+    return min(counts, default=None)
+
+
+def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
+    """Fewer PS, or with one PS fewer cores, for an over-provisioned tier: today's load at
+    ``target_utilization``, the busiest PS projected at most ``max_busy``. None when the
+    tier's PS are not all of the role's size (a migrated hot PS), or nothing smaller holds
+    the load."""
+    role = current_role(ROLE_PS, context.job, context.nodes)
+    request = role.cpu or ps_nodes[0].cpu
+    if any(n.cpu != request for n in ps_nodes):
+        return None
+    now = len(ps_nodes)
+    used = {n.name: mean([s.cpu for s in recent[n.name]]) for n in ps_nodes}
+    total = sum(used.values())
+    busiest = max(used.values())
+    # The busiest PS's load over the mean: merged shards keep the tier's unevenness.
+    skew = busiest / (total / now) if total > 0 else 1.0
+    evidence = evidence | {
+        "ps_count": now,
+        "ps_cpu_used": round(total, 3),
+        "ps_cpu_request": request,
+    }
+    job_cores = planned_totals({}, context.job, context.nodes).cpu
+    least = settings.min_freed_share * job_cores
+    if now > 1:
+        count = max(math.ceil(total * skew / (request * settings.target_utilization) - 1e-9), 1)
+        if (now - count) * request < least:
+            return None
+        return _fewer_ps(
+            context, ps_nodes, recent, role, count, total, skew, evidence, threshold, settings
+        )
+    cpu = max(ceil_to(busiest / settings.target_utilization, settings.cpu_step), settings.cpu_step)
+    if cpu > 0.75 * request or busiest / cpu > settings.max_busy or request - cpu < least:
+        return None
+    return Proposal(
+        roles={ROLE_PS: RoleSpec(cpu=cpu)},
+        reasons=[
+            reason(
+                NAME,
+                f"the PS uses {busiest:.2f} of its {request:g} cores "
+                f"({evidence['ps_tier_utilization']:.0%}, below {settings.shrink_below:.0%}): "
+                f"{cpu:g} cores run it at {busiest / cpu:.0%} (target "
+                f"{settings.target_utilization:.0%}), PS CPU {request:g} -> {cpu:g}",
+                evidence | {"new_cpu": cpu},
+                threshold,
+            )
+        ],
+    )
+
+
+def _counts_steady(context, seconds: float) -> bool:
+    """No applied plan changed a role's count within ``seconds``."""
+    return not any(
+        p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and (context.now - p.applied_at).total_seconds() < seconds
+        and any(spec.count is not None for spec in p.roles.values())
+        for p in context.plans
+    )
+
+
+def _fewer_ps(context, ps_nodes, recent, role, count, total, skew, evidence, threshold, settings):
+    now = len(ps_nodes)
+    request = role.cpu or ps_nodes[0].cpu
+    peak = max(max(s.memory_mib for s in recent[n.name]) for n in ps_nodes)
+    cap = context.node_max.memory_mib
+    while count < now:
+        memory = ceil_mib(peak * now / count * settings.memory_margin)
+        projected = total * skew / count / request
+        if projected <= settings.max_busy and memory <= cap:
+            break
+        count += 1
+    if count >= now:
+        return None
+    memory = max(
+        ceil_mib((role.memory_mib or 0.0) * now / count),
+        ceil_mib(peak * now / count * settings.memory_margin),
+    )
+    roles = {ROLE_PS: RoleSpec(count=count, memory_mib=memory)}
+    if over_limits(context, roles):
+        return None
+    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
+    if unnamed:
+        evidence = evidence | {"ps_hosts_unknown": unnamed}
+    return Proposal(
+        roles=roles,
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU, below "
+                f"{settings.shrink_below:.0%}: over-provisioned. Its {total:.2f} cores of "
+                f"load on {count} PS of {request:g} cores run at {total / count / request:.0%} "
+                f"(the busiest at {total * skew / count / request:.0%}, at most "
+                f"{settings.max_busy:.0%}): PS {now} -> {count}, each with {memory:g} MiB for "
+                f"its larger share (the tier's memory shared among {count}, at least its peak "
+                f"{peak:g} MiB x {now}/{count} x {settings.memory_margin:g})",
+                evidence | {"ps_memory_peak_mib": peak, "new_memory_mib": memory},
+                threshold,
+            )
+        ],
+    )
+
+
+def _no_more_help(now, ceiling, evidence, threshold) -> Proposal:
+    return no_change(
+        NAME,
+        f"more than {ceiling} PS did not help earlier: staying at {now}",
+        evidence | {"ceiling": ceiling},
+        threshold,
     )
 
 
@@ -315,8 +609,9 @@ def _ps_hosts(
 ) -> tuple[list[str], list[str]]:
     """The tier's service addresses after the change, in rank order: DLRover's
     ``<pod>.<namespace>.svc:<port>`` (``<pod>:<port>`` without a namespace). New PS are
-    named after the existing ones' ``<prefix><index>``; PS named otherwise make the list
-    unknown (returned second, and ``ps_hosts`` is left empty)."""
+    named after the existing ones' ``<prefix><index>``, fewer PS drop the highest ranks;
+    PS named otherwise make the list unknown (returned second, and ``ps_hosts`` is left
+    empty)."""
     unnamed = [n.name for n in ps_nodes if not n.name.endswith(f"-{n.index}")]
     if unnamed:
         return [], unnamed
@@ -325,5 +620,6 @@ def _ps_hosts(
     names = [n.name for n in ps_nodes]
     next_index = max(n.index for n in ps_nodes) + 1
     names += [f"{prefix}{next_index + i}" for i in range(count - len(ps_nodes))]
+    names = names[:count]  # fewer PS: the highest ranks go
     domain = f".{context.job.namespace}.svc" if context.job.namespace else ""
     return [f"{name}{domain}:{port}" for name in names], []

@@ -1,6 +1,7 @@
 """ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
 
 from brain.domain import Limits, RoleSpec, Stage
+from brain.optimizing import Reason
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
 from tests.builders.views import context, job, node, plan, series, speeds
 
@@ -151,3 +152,108 @@ def test_ps_named_otherwise_leave_the_hosts_to_the_master():
     assert proposal.roles == {"ps": RoleSpec(count=4)}
     assert proposal.ps_hosts == []
     assert proposal.reasons[0].evidence["ps_hosts_unknown"] == ["param-server-a", "param-server-b"]
+
+
+def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
+    # 2 PS of 4 cores using 0.6 each (tier 15 % < 40 %): 1.2 cores of load at 60 % of 4
+    # cores: ceil(0.5) = 1 PS, at 30 % (<= 85 %). It holds both shards: the tier's 2 x 8192
+    # MiB = 16384, or its peak 7000 x 2/1 x 1.25 = 17500 MiB, the more
+    def tier(memory_mib):
+        return [
+            s for n in PS for s in series(n.name, cpu=[0.6] * 8, memory_mib=[memory_mib] * 8)
+        ] + [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+
+    proposal = propose(tier(7000.0))
+    assert proposal.roles == {"ps": RoleSpec(count=1, memory_mib=17500.0)}
+    assert proposal.ps_hosts == ["j-edljob-ps-0.ml.svc:2222"]
+    assert "over-provisioned" in proposal.reasons[0].message
+    assert "PS 2 -> 1" in proposal.reasons[0].message
+    assert propose(tier(6000.0)).roles == {"ps": RoleSpec(count=1, memory_mib=16384.0)}
+    # not within 1200 s of a count change (the estimate's PS, sized for workers to come)
+    recent = plan(seconds_ago=1199, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
+    assert not propose(tier(6000.0), plans=[recent]).roles
+    settled = plan(seconds_ago=1200, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
+    assert propose(tier(6000.0), plans=[settled]).roles
+
+
+def test_a_tier_kept_below_85_percent_busy_when_it_shrinks():
+    # 0.5 and 2.5 cores of 4 (tier 37.5 %): 3.0 cores, the busiest 2.5 / 1.5 = 1.67 x the
+    # mean. One PS would carry 3.0 x 1.67 = 5.0 cores' worth on 4 (125 % > 85 %): stays 2
+    proposal = propose(samples(ps=(0.5, 2.5)))
+    assert proposal.is_empty
+    assert "below 80%: not saturated" in proposal.reasons[0].message
+
+
+def test_a_lone_over_provisioned_ps_gets_fewer_cores():
+    # 1 PS of 8 cores using 2.0 (25 %): 2.0 / 0.6 = 3.33 -> 3.4 cores, at 59 %
+    roles = {
+        "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
+        "worker": RoleSpec(count=4, cpu=4, memory_mib=8192),
+    }
+    lone = node("j-edljob-ps-0", "ps", cpu=8, memory_mib=8192)
+    points = series(lone.name, cpu=[2.0] * 8) + [
+        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+    ]
+    ctx = context(
+        Stage.running, job(roles=roles), nodes=[lone, *WORKERS], samples=points, speed=STALLED
+    )
+    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles == {"ps": RoleSpec(cpu=3.4)}
+    assert "PS CPU 8 -> 3.4" in proposal.reasons[0].message
+    # a PS migrated to another size than its role's (hot_ps) is left as it is
+    bigger = node("j-edljob-ps-0", "ps", cpu=12, memory_mib=8192)
+    points = series(bigger.name, cpu=[2.0] * 8) + [
+        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+    ]
+    ctx = context(
+        Stage.running, job(roles=roles), nodes=[bigger, *WORKERS], samples=points, speed=STALLED
+    )
+    assert PsScalingOptimizer().propose(ctx, SETTINGS).is_empty
+
+
+def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
+    # ps_scaling took 2 PS of 4 cores to 4; at the same 4 trainers the speed went
+    # 20.0 -> 20.1 steps/s (+0.5 % < 2 %): back to 2 PS
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    added = plan(
+        seconds_ago=1150,
+        roles={"ps": RoleSpec(count=4)},
+        reasons=(Reason("ps_scaling", "PS 2 -> 4", {"ps_count": 2}),),
+        plan_id=2,
+    )
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[1.8] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    speed = speeds([(4, 20.0)] * 10 + [(4, 20.1)] * 10, every_s=120)
+    proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=2)}
+    assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(2)]
+    assert "it did not help, PS 4 -> 2" in proposal.reasons[0].message
+    # taken back 1000 s ago; the 2 PS saturate again: no more PS
+    taken_back = plan(
+        seconds_ago=1000, roles=proposal.roles, reasons=tuple(proposal.reasons), plan_id=3
+    )
+    again = propose(plans=[created, added, taken_back])
+    assert again.is_empty
+    assert "more than 2 PS did not help earlier" in again.reasons[0].message
+
+
+def test_a_shrink_that_frees_little_of_the_job_is_not_worth_a_relaunch():
+    # the lone 8-core PS at 2.0 would go to 3.4 cores, freeing 4.6: beside 40 workers of 4
+    # cores (168 cores in all) that is 2.7 % < 5 %
+    roles = {
+        "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
+        "worker": RoleSpec(count=40, cpu=4, memory_mib=8192),
+    }
+    lone = node("j-edljob-ps-0", "ps", cpu=8, memory_mib=8192)
+    points = series(lone.name, cpu=[2.0] * 8) + [
+        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+    ]
+    ctx = context(
+        Stage.running, job(roles=roles), nodes=[lone, *WORKERS], samples=points, speed=STALLED
+    )
+    assert PsScalingOptimizer().propose(ctx, SETTINGS).is_empty
