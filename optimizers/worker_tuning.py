@@ -21,7 +21,7 @@ from brain.optimizing.proposal import GUARD
 from brain.optimizing.roles import current_role, exceeded_limits, planned_totals
 from brain.optimizing.speed_fit import Configuration, Prediction, SpeedFit, SpeedPoint, fit
 from brain.optimizing.speed_points import Observed, observe, trainers_now
-from optimizers._common import cooling_down, mean, no_change, over_limits, reason
+from optimizers._common import cooling_down, mean, no_change, reason
 from optimizers.estimate import NAME as ESTIMATE
 
 NAME = "worker_tuning"
@@ -400,7 +400,7 @@ def _climb(job: _Job, ps_evidence: dict) -> Proposal:
             base_cores = _cores(candidate.configuration)
     evidence = ps_evidence | _fit_evidence(job)
     if chosen is None:
-        full = over_limits(context, {ROLE_WORKER: RoleSpec(count=job.workers + 1)})
+        full = _exceeds(context, {ROLE_WORKER: RoleSpec(count=job.workers + 1)})
         smaller = _smaller_to_fit(job, evidence) if full else None
         if smaller is not None:
             return smaller
@@ -490,7 +490,7 @@ def _more_workers(job: _Job) -> list[_Candidate]:
     found = []
     cpu = job.now.trainer_cpu
     for count in range(job.workers + 1, top + 1):
-        if over_limits(context, {ROLE_WORKER: RoleSpec(count=count)}):
+        if _exceeds(context, {ROLE_WORKER: RoleSpec(count=count)}):
             break
         configuration = job.configuration(count, cpu)
         found.append(
@@ -521,7 +521,7 @@ def _more_cpu(job: _Job) -> list[_Candidate]:
         top = min(top, ceiling)
     for steps in range(math.floor(top / CPU_STEP + 1e-9), math.floor(cpu / CPU_STEP + 1e-9), -1):
         bigger = round(steps * CPU_STEP, 6)
-        if not over_limits(context, {ROLE_WORKER: RoleSpec(cpu=bigger)}):
+        if not _exceeds(context, {ROLE_WORKER: RoleSpec(cpu=bigger)}):
             configuration = job.configuration(job.workers, bigger)
             why = f"the workers use {used:.2f} of their {cpu:g} cores (CPU-bound)"
             return [_Candidate(job.workers, bigger, configuration, job.predict(configuration), why)]
@@ -699,6 +699,12 @@ def _worker_cpu_used(context: OptimizerContext, samples: int) -> float | None:
     if not recent:
         return None
     return mean([mean([s.cpu for s in r]) for r in recent])
+
+
+def _exceeds(context: OptimizerContext, roles: dict[str, RoleSpec]) -> dict:
+    """The limits ``roles`` would exceed, every node at its own size (a PS migrated to
+    more CPU than its role's counts as such)."""
+    return exceeded_limits(planned_totals(roles, context.job, context.nodes), context.job.limits)
 
 
 def _reported(context: OptimizerContext, trainers: int) -> bool:

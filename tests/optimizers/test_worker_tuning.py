@@ -385,3 +385,14 @@ def test_a_count_another_optimizer_set_in_the_same_plan_is_not_judged():
     speed = speeds([(7, 108.0)] * 5 + [(6, 98.0)] * 5)
     proposal = propose(tuning_context(5, speed, plans=[overridden]))
     assert "taken_back_to" not in proposal.reasons[0].evidence
+
+
+def test_more_worker_cpu_counts_a_migrated_ps_at_its_own_size():
+    # the PS node was moved to 12 cores (its role says 8): 3 workers of c cores fit a
+    # 43-core limit while 3 c + 12 <= 43, so c = 10.3 (at the role's 8 cores it would be
+    # 11.6, 46.8 cores on the nodes); a fourth worker of 8 (44 cores) does not fit
+    speed = speeds([(3, 20.0)] * 3)
+    ctx = big_job(3, 8.0, speed, [], limit_cpu=43, worker_cpu_used=8.0)
+    moved = [node("ps-0", "ps", cpu=12, memory_mib=8192)] + [n for n in ctx.nodes if n.role != "ps"]
+    ctx = context(Stage.running, ctx.job, nodes=moved, samples=ctx.samples, speed=speed, plans=[])
+    assert propose(ctx).roles == {"worker": RoleSpec(cpu=10.3)}
