@@ -110,6 +110,13 @@ class WorkerTuningSettings(BaseModel):
         "in three samples of four, are CPU-bound: they get more CPU while the limits have "
         "room.",
     )
+    cpu_bound_samples: int = Field(
+        8,
+        ge=1,
+        le=100,
+        description="Recent samples per worker in which a CPU-bound worker is held at its "
+        "request (three of four): a worker sized to what it needs reaches it at times too.",
+    )
     cpu_growth: float = Field(
         1.5, ge=1.05, le=4.0, description="Factor one plan raises a CPU-bound worker's CPU by."
     )
@@ -511,7 +518,7 @@ def _more_cpu(job: _Job) -> list[_Candidate]:
     recent = [
         s
         for n in context.nodes_of(ROLE_WORKER)
-        for s in context.samples_of(n.name)[-settings.worker_samples :]
+        for s in context.samples_of(n.name)[-settings.cpu_bound_samples :]
     ]
     if sum(s.cpu >= _AT_REQUEST * cpu for s in recent) < 0.75 * len(recent):
         return []

@@ -396,3 +396,16 @@ def test_more_worker_cpu_counts_a_migrated_ps_at_its_own_size():
     moved = [node("ps-0", "ps", cpu=12, memory_mib=8192)] + [n for n in ctx.nodes if n.role != "ps"]
     ctx = context(Stage.running, ctx.job, nodes=moved, samples=ctx.samples, speed=speed, plans=[])
     assert propose(ctx).roles == {"worker": RoleSpec(cpu=10.3)}
+
+
+def test_workers_sized_to_their_need_are_not_cpu_bound():
+    # 3 workers of 8 cores at 7.7 for 5 samples, then 8.0 for 3: the last 3 average 8.0,
+    # but over 8 samples they are held at the request (>= 7.92) in 3, not 6: one more
+    # worker (40 cores of 44), not more CPU
+    speed = speeds([(3, 20.0)] * 3)
+    ctx = big_job(3, 8.0, speed, [], limit_cpu=44)
+    turns = [s for i in range(3) for s in series(f"worker-{i}", cpu=[7.7] * 5 + [8.0] * 3)]
+    ctx = context(
+        Stage.running, ctx.job, nodes=ctx.nodes, samples=[*ctx.samples, *turns], speed=speed
+    )
+    assert propose(ctx).roles == {"worker": RoleSpec(count=4)}
