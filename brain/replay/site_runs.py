@@ -27,6 +27,7 @@ from brain.db.models import (
     RoleSummaryRow,
 )
 from brain.domain import as_utc
+from brain.history.scope import in_namespaces
 from brain.replay.runs import Run, Submission
 
 # Sample ids are read in chunks: one IN list per query stays small.
@@ -69,12 +70,13 @@ def load_runs(
     session: ReadSession,
     since: datetime,
     *,
-    namespaces: Sequence[str] | None = None,
+    namespaces: frozenset[str | None] | frozenset[str] | None = None,
     group: str | None = None,
     history_days: int = 30,
 ) -> list[SiteRun]:
     """The runs that ended since ``since`` (``in_window``) and their groups' earlier ones,
-    ordered by group then start. ``namespaces``: only jobs of these (None: every job)."""
+    ordered by group then start. ``namespaces``: only jobs of these (``None`` in the set:
+    jobs without one; ``None``: every job)."""
     earliest = since - timedelta(days=history_days)
     query = (
         select(
@@ -92,7 +94,7 @@ def load_runs(
         .where(JobSummaryRow.final.is_(True), JobSummaryRow.ended_at >= earliest)
     )
     if namespaces is not None:
-        query = query.where(JobRow.namespace.in_(list(namespaces)))
+        query = query.where(in_namespaces(JobRow.namespace, frozenset(namespaces)))
     if group is not None:
         query = query.where(JobSummaryRow.group_key == group)
     jobs = session.execute(query).all()
@@ -137,6 +139,19 @@ def load_runs(
         )
     found.sort(key=lambda r: (r.group_key, r.start, r.job_id))
     return found
+
+
+def histories(runs: Sequence[SiteRun], across_namespaces: bool) -> list[list[SiteRun]]:
+    """``runs`` (as ``load_runs`` orders them) as the histories a create stage sizes
+    from, each oldest first: a group's runs in one namespace (jobs without one form a
+    namespace of their own), so one namespace's runs never size another's replay; with
+    ``across_namespaces`` (``BRAIN_HISTORY_ACROSS_NAMESPACES``) a group's runs of every
+    namespace loaded, as the plans of such a site pool them."""
+    found: dict[tuple[str, str | None], list[SiteRun]] = {}
+    for run in runs:
+        key = (run.group_key, None if across_namespaces else run.namespace)
+        found.setdefault(key, []).append(run)
+    return list(found.values())
 
 
 # The role and node summary columns read (whole ORM rows cost most of the load).

@@ -5,10 +5,12 @@ For every finished job of the window (see ``brain.replay.site_runs``):
 
 - *requested* and *used*: the main role's resource-hours from its summary;
 - *Brain*: the job's peak node replayed through Brain's default pipeline (create stage
-  from the group's earlier runs, running stage every ``cadence_s``, OOM kills answered
-  by the OOM stage), its mean allocation times the role's nodes and run time; GPUs
-  sized per card from the role's measured GPU use (``brain.savings.gpu``). A job without stored
-  samples is sized by the create stage alone and counted as not replayed;
+  from the earlier runs of its group in its namespace, as its plans are sized unless
+  ``BRAIN_HISTORY_ACROSS_NAMESPACES`` pools them; running stage every ``cadence_s``;
+  OOM kills answered by the OOM stage), its mean allocation times the role's nodes and
+  run time; GPUs sized per card from the role's measured GPU use
+  (``brain.savings.gpu``). A job without stored samples is sized by the create stage
+  alone and counted as not replayed;
 - *replayed OOM risk*: the replay's OOM kills, per 1,000 replayed node-hours;
 - *plans saved*: for every applied plan, the role totals (count x size) before it (the
   previous applied plan's, else the job's submitted roles) minus after it, times the
@@ -41,7 +43,7 @@ from brain.replay.harness import (
     simulate,
 )
 from brain.replay.runs import Run
-from brain.replay.site_runs import SiteRun, load_runs, load_series
+from brain.replay.site_runs import SiteRun, histories, load_runs, load_series
 from brain.savings.gpu import DEFAULT_TARGET, gpu_target, replayed_gpus
 
 BY = ("namespace", "group")
@@ -275,8 +277,7 @@ def _replay_now(
     harness = HarnessSettings(cadence_s=cadence_s)
     target = gpu_target(registry, settings)
     done = 0
-    for _, group in groupby(runs, key=lambda r: r.group_key):
-        mine = list(group)
+    for mine in histories(runs, settings.history_across_namespaces):
         for position, run in enumerate(mine):
             if not run.in_window or (stored_only and run.replayed):
                 continue

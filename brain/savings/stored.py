@@ -3,7 +3,8 @@ final summary, so that the report sums stored rows instead of replaying every jo
 
 A job is replayed as the report would replay it (``report.job_savings``: the same main
 role, peak node and Brain's default pipeline at the stored cadence), sized from the
-runs of its group that were summarized before it within the report's history window.
+runs of its group in its namespace that were summarized before it within the report's
+history window (every namespace's with ``BRAIN_HISTORY_ACROSS_NAMESPACES``, as plans).
 Summarizing a job again (new samples) clears its figures, and the next pass replays it.
 """
 
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from brain.config import Settings
 from brain.db.models import JobSummaryRow
 from brain.domain import as_utc, utcnow
+from brain.history.scope import history_namespaces
 from brain.optimizing import OptimizerRegistry
 from brain.replay.brain_policy import BrainLoop
 from brain.replay.harness import HarnessSettings
@@ -39,26 +41,40 @@ def store_savings(
     limit: int = MAX_JOBS_PER_PASS,
 ) -> int:
     """Replays the finished jobs whose figures are not stored yet and stores them, group
-    by group, whole groups until ``limit`` jobs are done; returns how many. The caller
-    commits. A group is never split across passes: its jobs are sized from one read
-    of its runs, as the report's own replay sizes them."""
+    by group (a group of one namespace), whole groups until ``limit`` jobs are done;
+    returns how many. The caller commits. A group is never split across passes: its
+    jobs are sized from one read of its runs, as the report's own replay sizes them."""
     pending = session.execute(
-        select(JobSummaryRow.job_id, JobSummaryRow.group_key, JobSummaryRow.ended_at)
+        select(
+            JobSummaryRow.job_id,
+            JobSummaryRow.namespace,
+            JobSummaryRow.group_key,
+            JobSummaryRow.ended_at,
+        )
         .where(JobSummaryRow.final.is_(True), JobSummaryRow.savings_computed_at.is_(None))
-        .order_by(JobSummaryRow.group_key, JobSummaryRow.ended_at, JobSummaryRow.job_id)
+        .order_by(
+            JobSummaryRow.namespace,
+            JobSummaryRow.group_key,
+            JobSummaryRow.ended_at,
+            JobSummaryRow.job_id,
+        )
     ).all()
     loop = BrainLoop(registry, settings)
     harness = HarnessSettings(cadence_s=STORED_CADENCE_S)
     target = gpu_target(registry, settings)
     now = utcnow()
     done = 0
-    for group, found_rows in groupby(pending, key=lambda r: r.group_key):
+    across = settings.history_across_namespaces
+    for (namespace, group), found_rows in groupby(
+        pending, key=lambda r: (r.namespace, r.group_key)
+    ):
         if done >= limit:
             break
         rows = list(found_rows)
         wanted = {r.job_id for r in rows}
         earliest = min(as_utc(r.ended_at) for r in rows)
-        runs = load_runs(session, earliest, group=group)
+        scope = history_namespaces(namespace, across, None)
+        runs = load_runs(session, earliest, group=group, namespaces=scope)
         replay = [r for r in runs if r.job_id in wanted]
         series = load_series(
             session, [r.peak_node_id for r in replay if r.peak_node_id is not None]
