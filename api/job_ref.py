@@ -2,8 +2,10 @@
 
 Uids are unique per namespace, so the path's uid may name jobs of several namespaces.
 The caller reads only its token's namespaces; among those, the uid is enough unless
-jobs of several hold it, and then ``?namespace=`` says which (409 naming the field
-until it does). A token limited to one namespace never needs it. Nothing here tells a
+jobs of several hold it and none or several of them are vouched for (registered by a
+token for every namespace, or reached by name by a job master: ``brain.job_ref``), and
+then ``?namespace=`` says which (409 naming the field until it does). A token limited
+to one namespace never needs it. Nothing here tells a
 caller anything about namespaces it cannot read.
 """
 
@@ -25,8 +27,9 @@ JobNamespace = Annotated[
         max_length=NAMESPACE_MAX,
         pattern=f"^$|{K8S_LABEL}",
         description="The job's namespace, needed only when jobs of several namespaces you "
-        "may read have this uid (409 `conflict`, field `namespace`, otherwise); empty: "
-        "the job registered without one.",
+        "may read have this uid and not exactly one of them was registered by a token for "
+        "every namespace (409 `conflict`, field `namespace`, otherwise); empty: the job "
+        "registered without one.",
     ),
 ]
 

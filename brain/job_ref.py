@@ -6,8 +6,10 @@ uid alone may name jobs of several namespaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
 
 from brain.errors import Conflict
 
@@ -43,3 +45,30 @@ def ambiguous_uid(uid: str, namespaces: Iterable[str | None]) -> Conflict:
         "(empty: the job without one)",
         field="namespace",
     )
+
+
+class StoredJob(Protocol):
+    """What ``one_job`` reads of a stored job."""
+
+    @property
+    def namespace(self) -> str | None: ...
+
+    @property
+    def vouched_at(self) -> datetime | None: ...
+
+
+Job = TypeVar("Job", bound=StoredJob)
+
+
+def one_job(uid: str, found: Sequence[Job]) -> Job | None:
+    """The job a bare ``uid`` means among ``found`` (the jobs with it the caller may
+    read): the only one; else the only one vouched for (``vouched_at``: registered or
+    reached by name by a caller that may write every namespace), so a uid a
+    namespace-limited token registered too never takes anyone's job away; else a
+    Conflict naming ``namespace``."""
+    if len(found) <= 1:
+        return found[0] if found else None
+    vouched = [job for job in found if job.vouched_at is not None]
+    if len(vouched) == 1:
+        return vouched[0]
+    raise ambiguous_uid(uid, [job.namespace for job in found])

@@ -341,6 +341,11 @@ def _revision_0014() -> list[tuple[type, dict]]:
     return [(JobRow, _job(10, "ctr-train", namespace="ml-a", kind="ElasticJob", discovered=True))]
 
 
+def _revision_0015() -> list[tuple[type, dict]]:
+    # A job an unrestricted caller registered: vouched for.
+    return [(JobRow, _job(11, "j11", vouched_at=_at(5)))]
+
+
 # What each revision lets a deployment store (revisions that changed no data: none).
 ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0001": _revision_0001,
@@ -356,6 +361,7 @@ ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0012": _revision_0012,
     "0013": _revision_0013,
     "0014": _revision_0014,
+    "0015": _revision_0015,
 }
 
 

@@ -51,7 +51,9 @@ def put_job(
     namespace, so another namespace holding the same uid neither shows nor matters, and
     a PUT naming another namespace registers another job. A job registered without a
     namespace (e.g. first reported by its DLRover master) takes the namespace of the
-    first PUT that names one, when the caller may read jobs without a namespace."""
+    first PUT that names one, when the caller may read jobs without a namespace. A token
+    for every namespace vouches for the job it registers: its bare uid then means this
+    job even when other namespaces register the uid too."""
     if not principal.sees(spec.namespace):
         raise Forbidden(
             f"token {principal.name!r} may not write jobs in namespace {spec.namespace!r}",
@@ -71,8 +73,8 @@ def put_job(
         utcnow(),
         settings.clock_skew_s,
     )
-    adopt = principal.namespaces is None
-    job, created = jobs.upsert_job(session, uid, spec.to_input(), adopt_unnamespaced=adopt)
+    every_namespace = principal.namespaces is None
+    job, created = jobs.upsert_job(session, uid, spec.to_input(), every_namespace=every_namespace)
     _summarize_if_finished(job, request, background)
     response.status_code = 201 if created else 200
     return JobOut.of(job)

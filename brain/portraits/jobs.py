@@ -18,7 +18,7 @@ from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRo
 from brain.domain import JobStatus
 from brain.errors import job_not_found
 from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
-from brain.job_ref import JobRef, ambiguous_uid
+from brain.job_ref import JobRef, one_job
 from brain.summaries import series as series_
 from brain.summaries.compute import SummaryRows, compute_summary
 from brain.summaries.hours import RESOURCES, Hours
@@ -90,13 +90,13 @@ def job_and_portrait(
     rows = session.execute(statement, params).all()
     if not rows:
         raise job_not_found(ref.uid)
-    found = {row[0].id: row[0].namespace for row in rows}
-    if len(found) > 1:
-        raise ambiguous_uid(ref.uid, found.values())
-    job, summary = rows[0][0], rows[0][1]
+    found = {row[0].id: row[0] for row in rows}
+    job = one_job(ref.uid, list(found.values()))
+    mine = [row for row in rows if row[0].id == job.id]
+    summary = mine[0][1]
     if summary is None or not summary.final:
         return job, _portrait(compute_summary(session, job), points)
-    roles = [role for *_, role in rows if role is not None]
+    roles = [role for *_, role in mine if role is not None]
     return job, _portrait(SummaryRows(summary, roles, []), points)
 
 

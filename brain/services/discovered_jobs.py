@@ -121,6 +121,9 @@ def _create(session: Session, job: DiscoveredJob) -> JobRow:
         updated_at=now,
         started_at=job.started_at,
         finished_at=job.finished_at,
+        # Found by Brain in the cluster's own metrics, in the namespace Kubernetes names:
+        # vouched for, as a registration by a token for every namespace is.
+        vouched_at=now,
     )
     session.add(row)
     session.flush()

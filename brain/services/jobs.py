@@ -25,7 +25,7 @@ from brain.domain import (
     utcnow,
 )
 from brain.errors import InvalidInput, job_not_found
-from brain.job_ref import JobRef, ambiguous_uid
+from brain.job_ref import JobRef, one_job
 from brain.services.discovered_jobs import discovered_run
 
 
@@ -79,10 +79,7 @@ def get_job(session: ReadSession, ref: JobRef | str) -> JobRow:
 def find_job(session: ReadSession, ref: JobRef | str) -> JobRow | None:
     """As ``get_job``, None where that answers 404."""
     ref = JobRef.of(ref)
-    found = list(session.scalars(_jobs_named(ref)))
-    if len(found) > 1:
-        raise ambiguous_uid(ref.uid, [job.namespace for job in found])
-    return found[0] if found else None
+    return one_job(ref.uid, list(session.scalars(_jobs_named(ref))))
 
 
 def jobs_with_uid(session: Session, uid: str) -> list[JobRow]:
@@ -104,18 +101,19 @@ def _in_namespace(namespace: str | None) -> ColumnElement[bool]:
 
 
 def upsert_job(
-    session: Session, uid: str, data: JobInput, adopt_unnamespaced: bool = False
+    session: Session, uid: str, data: JobInput, every_namespace: bool = False
 ) -> tuple[JobRow, bool]:
     """Create or replace the description of the job ``uid`` of ``data.namespace``;
     returns the job and whether it was created.
 
-    ``adopt_unnamespaced`` (a caller that may read jobs without a namespace): a job of
-    this uid registered without a namespace (e.g. first seen from its DLRover master,
-    which names none) takes ``data.namespace`` instead of a second job being created."""
+    ``every_namespace`` (a caller that may write every namespace): the job is vouched
+    for (``JobRow.vouched_at``), and a job of this uid registered without a namespace
+    (e.g. first seen from its DLRover master, which names none) takes
+    ``data.namespace`` instead of a second job being created."""
     _check_times(data.started_at, data.finished_at)
     now = utcnow()
     job = find_job(session, JobRef.exact(uid, data.namespace))
-    if job is None and adopt_unnamespaced and data.namespace is not None:
+    if job is None and every_namespace and data.namespace is not None:
         job = find_job(session, JobRef.exact(uid, None))
     if job is None:
         # Discovery saw this run first: the registration takes that job over.
@@ -123,7 +121,7 @@ def upsert_job(
         if job is not None:
             job.uid = uid
     if job is None:
-        job = _create_job(session, uid, data, now)
+        job = _create_job(session, uid, data, now, vouched=every_namespace)
         if job is not None:
             return job, True
         # Another request created the same job first: this one becomes an update.
@@ -131,16 +129,29 @@ def upsert_job(
     if data.created_at is not None:
         job.created_at = data.created_at
     _describe(job, data, now)
+    if every_namespace:
+        vouch(job, now)
     session.flush()
     return job, False
 
 
-def _create_job(session: Session, uid: str, data: JobInput, now: datetime) -> JobRow | None:
+def vouch(job: JobRow, now: datetime) -> None:
+    """Mark ``job`` as registered or reached by name by a caller that may write every
+    namespace (see ``one_job``); the first time counts."""
+    if job.vouched_at is None:
+        job.vouched_at = now
+
+
+def _create_job(
+    session: Session, uid: str, data: JobInput, now: datetime, vouched: bool
+) -> JobRow | None:
     """Insert the job in a savepoint; None when the uid turned out to be taken, which
     undoes only this insert and keeps the rest of the caller's transaction."""
     try:
         with session.begin_nested():
-            job = JobRow(uid=uid, created_at=data.created_at or now)
+            job = JobRow(
+                uid=uid, created_at=data.created_at or now, vouched_at=now if vouched else None
+            )
             _describe(job, data, now)
             session.add(job)
     except IntegrityError:

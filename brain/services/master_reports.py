@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 from brain.db.models import EventRow, JobRow, MasterReportRow
 from brain.domain import EventKind, JobStatus, RoleSpec, Strategy, default_group_key, utcnow
 from brain.errors import InvalidInput
-from brain.job_ref import ambiguous_uid
+from brain.job_ref import one_job
 from brain.services import events, nodes
-from brain.services.jobs import jobs_with_uid
+from brain.services.jobs import jobs_with_uid, vouch
 
 UNKNOWN_USER = "unknown"
 
@@ -39,16 +39,26 @@ class JobExit:
 def job_of_master(session: Session, uid: str, namespace: str | None) -> JobRow | None:
     """The job a master means. Masters name their job by uid (DLRover's: the ElasticJob's
     Kubernetes UID) and not always by namespace, while uids are unique per namespace
-    only: the job of ``uid`` in ``namespace`` when the master names one and it exists,
-    else the only job with that uid. None when no job has it; jobs of several
-    namespaces with it and none named: a Conflict (no job is guessed)."""
+    only. A master may write every namespace, so the job it reaches by the namespace it
+    names is vouched for (``JobRow.vouched_at``), and afterwards its calls that name no
+    namespace reach that job even if another namespace registers the uid too.
+
+    - ``namespace`` named and a job of it holds the uid: that job.
+    - ``namespace`` named and none does: the job without a namespace, or one vouched
+      for, if only one (the name is a hint: 0.6.1 masters may send something else);
+      never a job another namespace registered on its own, which would let that
+      namespace read the master's reports. None: the caller creates the job there.
+    - none named: the only job with the uid, else the only one vouched for.
+
+    None when no job fits; several and none to prefer: a Conflict (no job is guessed)."""
     found = jobs_with_uid(session, uid)
-    named = [job for job in found if namespace is not None and job.namespace == namespace]
-    if named:
-        return named[0]
-    if len(found) > 1:
-        raise ambiguous_uid(uid, [job.namespace for job in found])
-    return found[0] if found else None
+    if namespace is not None:
+        named = [job for job in found if job.namespace == namespace]
+        if named:
+            vouch(named[0], utcnow())
+            return named[0]
+        found = [job for job in found if job.namespace is None or job.vouched_at is not None]
+    return one_job(uid, found)
 
 
 def ensure_running_job(
@@ -77,6 +87,7 @@ def ensure_running_job(
             created_at=now,
             updated_at=now,
             started_at=now,
+            vouched_at=now,
         )
         try:
             with session.begin_nested():

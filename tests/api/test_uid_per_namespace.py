@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import job_body, node_point
+from tests.builders import bearer, job_body, node_point, token_secret
 from tests.builders.tenancy import A, B
 
 TS = "2026-11-01T00:00:00Z"
@@ -126,10 +126,59 @@ def test_a_job_first_seen_without_a_namespace_takes_the_first_one_named(teams):
     assert adopted.status_code == 200 and adopted.json()["namespace"] == A
     assert client.get("/api/v1/jobs/k8s-uid", headers=admin).json()["namespace"] == A
 
-    # A limited token cannot read jobs without a namespace: it registers its own.
+    # A limited token cannot read jobs without a namespace: it registers its own. The
+    # admin's bare uid still means the job the admin registered (vouched for).
     assert client.put("/api/v1/jobs/bare-uid", json=bare, headers=admin).status_code == 201
     assert _register(client, tokens[B], "bare-uid", B, "bea", 1).status_code == 201
     both = client.get("/api/v1/jobs/bare-uid", headers=admin)
-    assert both.status_code == 409 and "(none), team-b" in both.json()["error"]["message"]
+    assert (both.json()["namespace"], both.json()["user"]) == (None, "ann")
     unnamed = client.get("/api/v1/jobs/bare-uid", params={"namespace": ""}, headers=admin)
     assert (unnamed.json()["namespace"], unnamed.json()["user"]) == (None, "ann")
+    bs = client.get("/api/v1/jobs/bare-uid", params={"namespace": B}, headers=admin)
+    assert (bs.json()["namespace"], bs.json()["user"]) == (B, "bea")
+
+
+def test_a_uid_taken_in_another_namespace_denies_no_unrestricted_caller_its_job(teams, db):
+    """A platform's token writes every namespace and registers b-live in team-b; team A
+    then registers b-live in its own namespace. The platform, the admin and team B still
+    reach B's job by the bare uid: a namespace-limited token can never vouch for a job,
+    so it cannot make the uid ambiguous for anyone."""
+    client, tokens = teams
+    platform = bearer(token_secret(db, "platform", "write"))
+    assert _register(client, platform, "b-live", B, "bea", 8).status_code == 201
+    assert _register(client, tokens[A], "b-live", A, "mallory", 1).status_code == 201
+
+    for caller in (platform, tokens["admin"], tokens[B]):
+        job = client.get("/api/v1/jobs/b-live", headers=caller)
+        assert job.status_code == 200, job.text
+        assert (job.json()["namespace"], job.json()["user"]) == (B, "bea")
+    points = [node_point("b-live-edljob-worker-0", TS, 6.0, 900.0)]
+    pushed = client.post("/api/v1/jobs/b-live/samples", json={"nodes": points}, headers=platform)
+    assert pushed.json() == {"accepted": 1, "duplicates": 0}
+    patched = client.patch("/api/v1/jobs/b-live", json={"status": "running"}, headers=platform)
+    assert (patched.json()["namespace"], patched.json()["status"]) == (B, "running")
+    plan = client.post("/api/v1/jobs/b-live/optimize", json={"stage": "create"}, headers=platform)
+    assert plan.status_code == 200, plan.text
+    portrait = client.get("/api/v1/portraits/jobs/b-live", headers=tokens["admin"])
+    assert portrait.status_code == 200
+
+    # A's job got none of it, and A still reaches only its own.
+    mine = client.get("/api/v1/jobs/b-live", headers=tokens[A]).json()
+    assert (mine["namespace"], mine["user"], mine["status"]) == (A, "mallory", "pending")
+    assert client.get("/api/v1/jobs/b-live/samples", headers=tokens[A]).json()["nodes"] == []
+    assert client.get("/api/v1/jobs/b-live/plans", headers=tokens[A]).json() == []
+    b_samples = client.get("/api/v1/jobs/b-live/samples", headers=tokens[B]).json()["nodes"]
+    assert [p["cpu"] for p in b_samples] == [6.0]
+
+
+def test_a_limited_tokens_registration_vouches_for_nothing(teams, db):
+    """Two namespace-limited registrations of one uid: neither is vouched for, so the
+    unrestricted caller must still name one (409), and a later PUT of the platform
+    vouches for the job it names."""
+    client, tokens = teams
+    platform = bearer(token_secret(db, "platform", "write"))
+    _register(client, tokens[A], "shared", A, "ann", 1)
+    _register(client, tokens[B], "shared", B, "bea", 2)
+    assert client.get("/api/v1/jobs/shared", headers=platform).status_code == 409
+    assert _register(client, platform, "shared", B, "bea", 2).status_code == 200
+    assert client.get("/api/v1/jobs/shared", headers=platform).json()["namespace"] == B
