@@ -247,6 +247,14 @@ class AuthMode(StrEnum):
     disabled = "disabled"  # never (explicitly chosen)
 
 
+class MetricsTenants(StrEnum):
+    """``BRAIN_METRICS_TENANT_SERIES``: who reads the per-tenant series on /metrics."""
+
+    public = "public"  # any caller of /metrics, with or without a token
+    token = "token"  # a caller's token: its namespaces' series (every namespace's: all)
+    none = "none"  # nobody: /metrics shows the service's own metrics only
+
+
 class Settings(BaseSettings):
     """Brain's effective configuration. Every field is ``BRAIN_<FIELD>`` in the environment."""
 
@@ -533,8 +541,17 @@ class Settings(BaseSettings):
         100,
         ge=0,
         le=100_000,
-        description="Users (and, separately, groups) with series of their own on /metrics: "
-        "those wasting most; the others add up in one `(other)` series.",
+        description="Users (and, separately, groups) of each namespace with series of their "
+        "own on /metrics: those wasting most; the namespace's others add up in one "
+        "`(other)` series.",
+    )
+    metrics_tenant_series: MetricsTenants = Field(
+        MetricsTenants.public,
+        description="Who reads the per-tenant series of /metrics (brain_namespace_*, "
+        "brain_user_*, brain_group_*: names, resource-hours, efficiency): `public` any "
+        "caller; `token` only a caller sending an API token (read scope), and of a token "
+        "limited to namespaces only its namespaces' series; `none` nobody. The service's "
+        "own metrics stay readable as /metrics itself is (BRAIN_AUTH_PUBLIC_PATHS).",
     )
     metrics_cache_s: float = Field(
         15,

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from api.main import build_parser
-from brain.config import CollectorSettings, Settings
+from brain.config import CollectorSettings, MetricsTenants, Settings
 from tests.kustomize_subset import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -273,3 +273,13 @@ def test_external_keeps_two_brains_and_one_may_be_disrupted_at_a_time():
     assert _brain_deployment(objects)["spec"]["replicas"] == 2
     assert objects[("PodDisruptionBudget", "brain")]["spec"]["maxUnavailable"] == 1
     assert not any(kind == "StatefulSet" for kind, _ in objects)
+
+
+@pytest.mark.parametrize(("overlay", "tenant_series"), [("try", "public"), ("external", "token")])
+def test_the_external_overlay_shows_tenant_series_only_to_a_token(overlay, tenant_series):
+    """A Brain reachable by other teams does not hand every namespace's users, groups and
+    resource-hours to anyone who can reach /metrics (BRAIN_METRICS_TENANT_SERIES)."""
+    settings = _objects(overlay)[("ConfigMap", "brain-settings")]["data"]
+    default = Settings.model_fields["metrics_tenant_series"].default
+    given = settings.get("BRAIN_METRICS_TENANT_SERIES", default)
+    assert MetricsTenants(given) == tenant_series

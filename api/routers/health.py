@@ -7,7 +7,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.state import server_state
+from brain.config import MetricsTenants
 from brain.db.engine import ping
+from brain.portraits.metrics import Scoped
+from brain.services.tokens import TokenScope, bearer_secret
 
 router = APIRouter(tags=["health"])
 
@@ -54,8 +57,35 @@ def readyz(request: Request) -> JSONResponse:
     "/metrics",
     summary="Prometheus exposition of Brain's own metrics",
     response_class=PlainTextResponse,
-    responses={200: {"description": "Prometheus text exposition format."}},
+    responses={
+        200: {"description": "Prometheus text exposition format."},
+        401: {"description": "A token was sent and is unknown, expired or revoked."},
+        403: {"description": "The token's scope is below `read`."},
+    },
 )
 def metrics(request: Request) -> Response:
-    data = generate_latest(server_state(request.app).telemetry.registry)
+    """The service's own metrics, and the per-tenant series (`brain_namespace_*`,
+    `brain_user_*`, `brain_group_*`, each labelled `namespace`) as
+    BRAIN_METRICS_TENANT_SERIES lets this caller read them: `public` everyone, `token`
+    a caller's token (limited to namespaces: theirs only), `none` nobody. With /metrics
+    out of BRAIN_AUTH_PUBLIC_PATHS a token is needed for any of it, and a token limited
+    to namespaces reads only theirs whatever the setting."""
+    state = server_state(request.app)
+    data = generate_latest(Scoped(state.telemetry.registry, _tenants_shown(request)))
     return Response(content=data, media_type=CONTENT_TYPE_LATEST)
+
+
+def _tenants_shown(request: Request) -> frozenset[str] | None:
+    """The namespaces whose tenant series this caller reads (None: every one)."""
+    state = server_state(request.app)
+    mode = state.settings.metrics_tenant_series
+    if mode == MetricsTenants.none:
+        return frozenset()
+    principal = getattr(request.state, "principal", None)  # /metrics needs a token
+    if principal is None and mode == MetricsTenants.token:
+        secret = bearer_secret(request.headers.get("authorization"))
+        if secret is None and state.auth_policy.open_reason() is None:
+            return frozenset()
+        principal = state.auth_policy.authenticate(secret)
+        principal.require(TokenScope.read, "GET /metrics")
+    return None if principal is None else principal.namespaces

@@ -7,6 +7,11 @@ process: with several worker processes every scrape shows the whole service, whi
 worker answers. Users and groups are many; only the ones wasting most get series of
 their own (a bounded number, a setting) and the rest add up in one ``(other)`` series,
 so the totals stay right and the series count stays bounded.
+
+Every per-tenant series carries the ``namespace`` label, and a user or group is one per
+namespace, bounded within its namespace: one namespace's runs never change another's
+series (not even by pushing its owners into ``(other)``), and ``scoped`` can show a
+caller only its namespaces' series (``BRAIN_METRICS_TENANT_SERIES``).
 """
 
 from __future__ import annotations
@@ -18,14 +23,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.domain import utcnow
-from brain.portraits.jobs import SORT_ORDERS, Totals, totals_by
+from brain.portraits.jobs import SORT_ORDERS, Totals, owner_totals, totals_by
 from brain.summaries.hours import RESOURCES
 
 log = logging.getLogger(__name__)
@@ -39,23 +44,42 @@ HOUR_FIELDS = {
 }
 # Owner kind -> its label name.
 KINDS = {"namespace": "namespace", "user": "user", "group": "group"}
+# The families whose series belong to a tenant (each carries the ``namespace`` label).
+TENANT_PREFIXES = tuple(f"brain_{kind}_" for kind in KINDS)
+
+# (namespace label, owner label, totals); the namespace series' owner is the namespace.
+Row = tuple[str, str, Totals]
 
 
 @dataclass(frozen=True)
 class Snapshot:
     window_days: int
-    by_kind: dict[str, list[tuple[str, Totals]]]
+    by_kind: dict[str, list[Row]]
     plans: list[tuple[str, str, int]]  # optimizer, status, plans
 
 
 def snapshot(session: Session, since: datetime, window_days: int, owner_series: int) -> Snapshot:
-    """What one scrape shows: per namespace every one; per user and group the
-    ``owner_series`` wasting most (GPU, then CPU, then memory) and the rest as (other)."""
-    by_kind: dict[str, list[tuple[str, Totals]]] = {}
-    for kind in KINDS:
-        rows = [(NONE if key is None else key, t) for key, t in totals_by(session, kind, since)]
-        by_kind[kind] = rows if kind == "namespace" else bounded(rows, owner_series)
+    """What one scrape shows: every namespace; per namespace, its ``owner_series`` users
+    and groups wasting most (GPU, then CPU, then memory) and the rest as (other)."""
+    by_kind: dict[str, list[Row]] = {
+        "namespace": [
+            (_label(ns), _label(ns), t) for ns, t in totals_by(session, "namespace", since)
+        ]
+    }
+    for kind in ("user", "group"):
+        per_namespace: dict[str, list[tuple[str, Totals]]] = {}
+        for namespace, key, totals in owner_totals(session, kind, since):
+            per_namespace.setdefault(_label(namespace), []).append((key, totals))
+        by_kind[kind] = [
+            (namespace, key, totals)
+            for namespace, rows in per_namespace.items()
+            for key, totals in bounded(rows, owner_series)
+        ]
     return Snapshot(window_days, by_kind, plans_by_optimizer(session, since))
+
+
+def _label(namespace: str | None) -> str:
+    return NONE if namespace is None else namespace
 
 
 def bounded(rows: list[tuple[str, Totals]], keep: int) -> list[tuple[str, Totals]]:
@@ -151,14 +175,18 @@ def families(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
         rows = snap.by_kind[kind]
         prefix = f"brain_{kind}"
 
-        def family(name, doc, value_of, labels=(label,), rows=rows, prefix=prefix, kind=kind):
+        owners = (label,) if kind == "namespace" else ("namespace", label)
+        per = kind if kind == "namespace" else f"{kind} of a namespace"
+
+        def family(name, doc, value_of, extra=(), rows=rows, prefix=prefix, owners=owners, per=per):
             metric = GaugeMetricFamily(
-                f"{prefix}_{name}", f"{doc}, per {kind}; {window}.", labels=list(labels)
+                f"{prefix}_{name}", f"{doc}, per {per}; {window}.", labels=[*owners, *extra]
             )
-            for key, totals in rows:
-                for extra, value in value_of(totals):
+            for namespace, key, totals in rows:
+                own = (namespace, key)[: len(owners)]
+                for more, value in value_of(totals):
                     if value is not None:
-                        metric.add_metric([key, *extra], value)
+                        metric.add_metric([*own, *more], value)
             return metric
 
         yield family("jobs", "Jobs", lambda t: [((), t.jobs)])
@@ -187,7 +215,7 @@ def families(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
                 [((r,), t.hours.efficiency(r)) for r, *_ in RESOURCES]
                 + [(("score",), t.hours.efficiency_score())]
             ),
-            labels=(label, "resource"),
+            extra=("resource",),
         )
     plans = GaugeMetricFamily(
         "brain_plans",
@@ -198,3 +226,23 @@ def families(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
     for optimizer, status, count in snap.plans:
         plans.add_metric([optimizer, status], count)
     yield plans
+
+
+class Scoped:
+    """``registry``'s families as one caller may read them (``generate_latest`` takes
+    it): the per-tenant families (``TENANT_PREFIXES``) keep only the series of
+    ``namespaces`` (None: every one; empty: none, and then no tenant family at all)."""
+
+    def __init__(self, registry, namespaces: frozenset[str] | None) -> None:
+        self._registry = registry
+        self._namespaces = namespaces
+
+    def collect(self) -> Iterator:
+        for family in self._registry.collect():
+            if self._namespaces is None or not family.name.startswith(TENANT_PREFIXES):
+                yield family
+            elif self._namespaces:
+                kept = [s for s in family.samples if s.labels["namespace"] in self._namespaces]
+                mine = Metric(family.name, family.documentation, family.type, family.unit)
+                mine.samples = kept
+                yield mine

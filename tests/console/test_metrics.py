@@ -40,14 +40,15 @@ def fresh(settings):
 
 def test_user_and_group_series_equal_the_api_portraits(fresh, history):
     metrics = scrape(fresh)
-    for kind, key, path in (
-        ("user", "alice", "/api/v1/portraits/users/alice"),
-        ("user", "bob", "/api/v1/portraits/users/bob"),
-        ("group", "alice/bert", "/api/v1/portraits/groups/alice/bert"),
+    for kind, key, namespace, path in (
+        ("user", "alice", "ml", "/api/v1/portraits/users/alice"),
+        ("user", "bob", "ads", "/api/v1/portraits/users/bob"),
+        ("group", "alice/bert", "ml", "/api/v1/portraits/groups/alice/bert"),
     ):
-        totals = fresh.get(path, params={"days": 7}).json()["totals"]
+        asked = {"days": 7, "namespace": namespace}
+        totals = fresh.get(path, params=asked).json()["totals"]
         hours = totals["hours"]
-        label = {kind: key}
+        label = {kind: key, "namespace": namespace}
         assert one(metrics, f"brain_{kind}_jobs", **label) == totals["jobs"]
         assert one(metrics, f"brain_{kind}_oom_kills", **label) == totals["oom_count"]
         for resource, unit, field in (
@@ -66,7 +67,7 @@ def test_user_and_group_series_equal_the_api_portraits(fresh, history):
         score = one(metrics, f"brain_{kind}_efficiency", **label, resource="score")
         assert score == approx(hours["efficiency_score"])
     # By hand: bob-1 asked 8 cores for 1 h and used 2.
-    assert one(metrics, "brain_user_waste_core_hours", user="bob") == approx(6)
+    assert one(metrics, "brain_user_waste_core_hours", user="bob", namespace="ads") == approx(6)
 
 
 def test_namespace_series_add_up_the_job_portraits(fresh, history):
@@ -170,7 +171,7 @@ def test_user_series_stay_bounded_with_ten_thousand_users(settings, db):
         top = {f"u{i:05d}" if kind == "user" else f"u{i:05d}/n" for i in range(9950, 10_000)}
         assert keys == top | {"(other)"}
         # Nothing lost: the (other) series carries the remaining 9,950 users.
-        assert one(metrics, f"brain_{kind}_jobs", **{kind: "(other)"}) == 9950
+        assert one(metrics, f"brain_{kind}_jobs", **{kind: "(other)", "namespace": "ml"}) == 9950
         assert sum(series.values()) == approx(users * (users + 1) / 2)
     # Every portrait family stays within the bound as well.
     portrait = {n: s for n, s in metrics.items() if n.startswith(("brain_user_", "brain_group_"))}
