@@ -6,7 +6,7 @@ One finished job with a final summary is one run:
 
 | run column | from |
 |---|---|
-| workload | the job's ``group_key`` (its recurring runs) |
+| workload | the job's ``group_key`` (its recurring runs); ``namespace:group_key`` in a namespace |
 | start | the job's ``started_at``, else its ``created_at`` |
 | seq | order of the jobs by start, then job id |
 | duration_h | the summary's ``run_seconds`` (start to ``finished_at``) / 3600 |
@@ -88,6 +88,9 @@ class DatabaseRuns:
     filters: JobFilters = field(default_factory=default_filters)
     role: str | None = None
     gpu_memory_mib: float = DEFAULT_GPU_MEMORY_MIB
+    # Only jobs vouched for (``JobRow.vouched_at``: registered by a caller that may write
+    # every namespace, or reached by a job master), never a namespace's own writes.
+    vouched_only: bool = False
 
     @property
     def name(self) -> str:
@@ -126,6 +129,11 @@ class DatabaseRuns:
         jobs = _frame(session, self._jobs_query())
         if jobs.empty:
             raise self._nothing_found(session)
+        # One workload per group and namespace: another namespace's runs under the same
+        # group key are not this workload's history.
+        named = jobs["namespace"].notna()
+        qualified = jobs["namespace"].astype(str) + ":" + jobs["group_key"].astype(str)
+        jobs["group_key"] = qualified.where(named, jobs["group_key"])
         ids = self._jobs_query().with_only_columns(JobRow.id).scalar_subquery()
         roles = _frame(
             session,
@@ -186,6 +194,7 @@ class DatabaseRuns:
         query = (
             select(
                 JobRow.id.label("job_id"),
+                JobRow.namespace,
                 JobRow.group_key,
                 JobRow.created_at,
                 JobSummaryRow.started_at,
@@ -194,6 +203,8 @@ class DatabaseRuns:
             .join(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
             .where(JobSummaryRow.final.is_(True))
         )
+        if self.vouched_only:
+            query = query.where(JobRow.vouched_at.is_not(None))
         return query.where(*_conditions(self.filters))
 
     def _nothing_found(self, session: Session) -> TraceError:

@@ -27,7 +27,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     add_run_source(
         parser,
-        from_db_help="succeeded jobs of the Brain database (BRAIN_DATABASE_URL), every role "
+        from_db_help="succeeded jobs of the Brain database (BRAIN_DATABASE_URL) vouched for "
+        "(registered by a token for every namespace, or reached by a job master), every role "
         "of each from its stored summaries",
     )
     parser.add_argument(
