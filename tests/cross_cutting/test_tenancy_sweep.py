@@ -61,11 +61,17 @@ def app_routes(app) -> list[tuple[str, str]]:
     return sorted(set(walk(app.routes, "")))
 
 
-# Registering B's uid registers A's own job of that uid (uids are per namespace): last,
-# so that every other operation on B's uid finds no job of A's. Signing out last too.
+# Deletions come after every other operation, so that A deleting its own job (allowed)
+# leaves the rest of the sweep something of A's to read. Registering B's uid registers
+# A's own job of that uid (uids are per namespace): last, so that every other operation
+# on B's uid finds no job of A's. Signing out last too.
 OPERATIONS = sorted(
     app_routes(create_app(Settings())),
-    key=lambda operation: (operation == REGISTER, operation[1] == "/ui/sign-out"),
+    key=lambda operation: (
+        operation == REGISTER,
+        operation[0] == "DELETE",
+        operation[1] == "/ui/sign-out",
+    ),
 )
 
 
