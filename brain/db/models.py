@@ -117,9 +117,10 @@ class JobRow(Base):
     summarized_at: Mapped[datetime | None]
     # When a caller that may write every namespace first registered or reached this job
     # by its namespace: an unrestricted token's PUT, a job master naming the namespace
-    # (or creating the job), or discovery finding it in the cluster. A bare uid that jobs of several namespaces hold
-    # means the one vouched for, if only one is (brain.job_ref): a namespace-limited
-    # token can never vouch, so it cannot take a uid away from anyone.
+    # (or creating the job), or discovery finding it in the cluster. A bare uid that
+    # jobs of several namespaces hold means the one vouched for, if only one is
+    # (brain.job_ref): a namespace-limited token can never vouch, so it cannot take a
+    # uid away from anyone.
     vouched_at: Mapped[datetime | None]
 
 
