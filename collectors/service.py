@@ -75,6 +75,8 @@ class CollectorService:
         self._since = since
         self._start_backfill = start_backfill
         self.backfill_report: BackfillReport | None = None
+        # The first start's backfill as /readyz shows it while it runs and after.
+        self._backfill_progress: dict[str, Any] | None = None
         self._thread: threading.Thread | None = None
         self._state_lock = threading.Lock()
         self._role = "starting"
@@ -142,6 +144,11 @@ class CollectorService:
         with self._state_lock:
             self._role = "backfilling"
         log.info("discovering the training jobs of the last %s", span)
+
+        def progress(done: int, total: int) -> None:
+            with self._state_lock:
+                self._backfill_progress = {"windows": total, "windows_done": done}
+
         report = backfill(
             self.settings,
             self.session_factory,
@@ -149,9 +156,20 @@ class CollectorService:
             span,
             now=now,
             telemetry=self.telemetry,
+            progress=progress,
         )
         log.log(logging.WARNING if report.errors else logging.INFO, "%s", report.summary())
-        self.backfill_report = report
+        with self._state_lock:
+            self.backfill_report = report
+            self._backfill_progress = {
+                "windows": report.windows,
+                "windows_done": report.windows_done,
+                "jobs": len(report.jobs),
+                "stored": report.stored,
+                "finished": True,
+                **({"error": report.errors[-1][:500]} if report.errors else {}),
+            }
+            self._role = "starting"
         return report
 
     def tick(self, now: datetime | None = None) -> CycleReport | None:
@@ -209,6 +227,9 @@ class CollectorService:
                 self._failures,
             )
         detail: dict[str, Any] = {"prometheus": self.client.display_url, "role": role}
+        with self._state_lock:
+            if self._backfill_progress is not None:
+                detail["backfill"] = dict(self._backfill_progress)
         if last_success is not None:
             detail["last_success"] = last_success.isoformat()
         thread = self._thread
@@ -219,6 +240,9 @@ class CollectorService:
             return {"status": "degraded", "detail": detail}
         if role == "standby":
             detail["note"] = "another replica holds the collector lock"
+            return {"status": "ok", "detail": detail}
+        if role == "backfilling":
+            detail["note"] = "discovering the training jobs of the past (first start)"
             return {"status": "ok", "detail": detail}
         if last is None:
             detail["note"] = "no cycle finished yet"
@@ -238,6 +262,7 @@ class CollectorService:
             stored=last.stored,
             events=last.events,
             unmatched_series=last.unmatched_series,
+            discovered_jobs=last.discovered_jobs,
         )
         if last.cluster is not None:
             detail["cluster"] = {**asdict(last.cluster), "ts": last.cluster.ts.isoformat()}

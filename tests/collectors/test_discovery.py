@@ -403,6 +403,10 @@ def test_serve_backfills_on_its_first_start_only(discovery_settings, session_fac
     try:
         report = first.first_start_backfill(now=at(fleet.end))
         assert report is not None and report.ok and len(report.jobs) == 8
+        # /readyz tells how the backfill went (14 h in 2-hour windows).
+        shown = first.health()["detail"]["backfill"]
+        assert (shown["windows"], shown["windows_done"], shown["jobs"]) == (7, 7, 8)
+        assert shown["finished"] and shown["stored"] == report.stored > 0
         assert first.first_start_backfill(now=at(fleet.end)) is None  # once
     finally:
         first.close()
