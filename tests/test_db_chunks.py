@@ -17,7 +17,7 @@ from brain.db.chunks import (
 )
 from brain.domain import EventKind, NodePoint
 from brain.services.cluster import elastic_jobs
-from brain.services.events import EventInput, record_events
+from brain.services.events import EventInput, EventsResult, record_events
 from brain.services.nodes import list_nodes
 from brain.services.samples import ingest
 from tests.builders import add_node, make_job
@@ -79,3 +79,18 @@ def test_split_statements_store_and_find_what_one_statement_would(session, monke
     assert record_events(session, jobs[0], events).accepted == 5
     stored = {n.name: n.index for n in list_nodes(session, jobs[0])}
     assert stored == {"j0-worker-0": 0, "j0-worker-1": 1, **{f"n{i}": i for i in range(5)}}
+
+
+def test_one_call_of_events_counts_repeats_within_it_and_before_it_once(session):
+    """Events go in as one executemany: an event repeated within the call, or stored
+    by an earlier one, is a duplicate, and only new OOMs and failures count as kinds a
+    summary counts."""
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    job = make_job(session, "j", start=t0, status="running")
+    add_node(session, job, "j-worker-0", "worker", created_at=t0, cpu=4, memory_mib=8)
+    oom = EventInput(ts=t0, kind=EventKind.oom, node="j-worker-0")
+    assert record_events(session, job, [oom]) == EventsResult(1, 0, summarized_kinds=1)
+    failed = EventInput(ts=t0, kind=EventKind.failed)
+    started = EventInput(ts=t0, kind=EventKind.started)
+    result = record_events(session, job, [oom, failed, failed, started, oom])
+    assert result == EventsResult(accepted=2, duplicates=3, summarized_kinds=1)

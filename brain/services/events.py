@@ -67,13 +67,12 @@ def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -
         for e in events
     ]
     insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
-    stmt = insert(EventRow).on_conflict_do_nothing().returning(EventRow.id)
-    accepted = counted = 0
-    for row in rows:
-        stored = len(session.execute(stmt, [row]).all())
-        accepted += stored
-        counted += stored if row["kind"] in SUMMARIZED_KINDS else 0
-    return EventsResult(accepted, len(events) - accepted, summarized_kinds=counted)
+    stmt = insert(EventRow).on_conflict_do_nothing().returning(EventRow.kind)
+    # One executemany: SQLAlchemy sends it as multi-row INSERTs under the databases'
+    # parameter limits; an event stored already returns no row.
+    kinds = session.scalars(stmt, rows).all()
+    counted = sum(1 for kind in kinds if kind in SUMMARIZED_KINDS)
+    return EventsResult(len(kinds), len(events) - len(kinds), summarized_kinds=counted)
 
 
 def list_events(
