@@ -117,7 +117,7 @@ def family_best(s: Scenario, model: FamilyModel) -> Allocation:
                 demand = model.uniform_speed(workers, weight, ps)
                 if demand < best.steps_per_sec - 1e-6:
                     continue  # even PS that cost nothing would not beat the best
-                shares = normalized([s.ps_weight(i) for i in range(ps)])
+                shares = s.ps_shares(range(ps))
                 speed = _ps_tier_speed(model, shares, demand, budget, s.node_max_cpu)
                 cpus = [model.ps_cpu_for(speed, share) for share in shares]
                 candidate = Allocation(speed, workers, worker_cpu, ps, sum(cpus))

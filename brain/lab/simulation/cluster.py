@@ -6,7 +6,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from brain.lab.simulation.model import normalized
 from brain.lab.simulation.scenarios import Scenario
 
 # Seconds a relaunched or newly launched pod needs before it trains (scheduling, image
@@ -136,7 +135,7 @@ class SimJob:
         workers = [n for n in self.of_role("worker") if n.running(t)]
         ps = self.of_role("ps")
         ps_up = all(n.running(t) for n in ps)
-        shares = normalized([s.ps_weight(n.index) for n in ps]) if ps else []
+        shares = s.ps_shares([n.index for n in ps])
         slowdowns = [n.slowdown for n in workers]
         job = model.load([n.cpu for n in workers], [n.cpu for n in ps], shares, slowdowns)
         speed, idle = job.steps_per_sec, 1.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,7 @@ from brain.lab.simulation.model import (
     BETA_PS_NCF,
     MemoryModel,
     ThroughputModel,
+    normalized,
 )
 
 if TYPE_CHECKING:
@@ -97,6 +99,10 @@ class Scenario:
     strategy: str = "ps"
     # Relative traffic of PS 0, 1, ...; PS beyond the list carry weight 1.
     ps_weights: tuple[float, ...] = ()
+    # A hot shard: the share of all traffic (hot rows) that stays on the first PS however
+    # many there are, on top of its even part of the rest (0: none). Unlike a weight,
+    # more PS do not dilute it.
+    hot_share: float = 0.0
     total_steps: int = 2_000_000
     horizon_s: float = 4 * 3600
     # Largest node the cluster schedules (Brain's defaults).
@@ -114,6 +120,16 @@ class Scenario:
 
     def ps_weight(self, index: int) -> float:
         return self.ps_weights[index] if index < len(self.ps_weights) else 1.0
+
+    def ps_shares(self, indices: Sequence[int]) -> list[float]:
+        """The traffic share of each PS of these indices (the hot shard on the first)."""
+        if not indices:
+            return []
+        shares = normalized([self.ps_weight(i) for i in indices])
+        if not self.hot_share:
+            return shares
+        rest = [(1 - self.hot_share) * share for share in shares]
+        return [rest[0] + self.hot_share, *rest[1:]]
 
     def throughput_at(self, global_step: float) -> ThroughputModel | FamilyModel:
         """The throughput model once the job has trained ``global_step`` steps."""

@@ -161,7 +161,7 @@ def test_the_fitted_table_reproduces_the_measured_speeds_within_its_stated_error
     assert errors[int(0.9 * len(errors))] <= 0.13
 
 
-def _job(model, limit_cpu: float, ps_weights=()) -> Scenario:
+def _job(model, limit_cpu: float, hot_share: float = 0.0) -> Scenario:
     return Scenario(
         name="t",
         description="",
@@ -169,7 +169,7 @@ def _job(model, limit_cpu: float, ps_weights=()) -> Scenario:
         throughput=model,
         memory=MemoryModel(worker_mib=1000),
         limit_cpu=limit_cpu,
-        ps_weights=ps_weights,
+        hot_share=hot_share,
         family=model.family,
     )
 
@@ -192,6 +192,20 @@ def test_the_best_search_spreads_a_saturating_tier_over_enough_ps():
     assert (best.workers, best.worker_cpu, best.ps) == (10, 1, 5)
     assert best.steps_per_sec == pytest.approx(100.0)
     assert best.cores == pytest.approx(20.0)
+
+
+def test_a_hot_shard_stays_on_the_first_ps_however_many_there_are():
+    job = _job(HOT, 40, hot_share=0.4)
+    # the rest, 0.6, is shared evenly: 0.4 + 0.6 / 3 = 0.6 on the first of 3
+    assert job.ps_shares([0, 1, 2]) == pytest.approx([0.6, 0.2, 0.2])
+    assert job.ps_shares([0, 1, 2, 3, 4, 5]) == pytest.approx([0.5] + [0.1] * 5)
+    assert job.ps_shares([3]) == [1.0]
+    assert _job(HOT, 40).ps_shares([0, 1]) == [0.5, 0.5]
+    # the first PS carries at least 0.4 of the traffic: 2 effective cores (its knee) plus
+    # 0.25 of each core past it serve 100 steps/s with (0.1 x 0.4 x 100 - 2) / 0.25 + 2
+    # = 10 cores; spread over 6 PS it still needs (0.1 x 0.5 x 100 - 2) / 0.25 + 2 = 14
+    assert HOT.ps_cpu_for(100, 0.4) == pytest.approx(10.0)
+    assert HOT.ps_cpu_for(100, 0.5) == pytest.approx(14.0)
 
 
 def test_the_best_search_finds_the_comm_bound_peak():

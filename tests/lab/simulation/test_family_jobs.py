@@ -74,7 +74,8 @@ def test_random_jobs_come_from_the_stated_ranges_and_repeat_with_the_seed():
     assert 0.2 < len(below) / len(jobs) < 0.8
     assert {s.kind for j in jobs for s in j.stalls} == {"data_loading", "checkpoint", "ps_down"}
     assert any(j.memory.ps_mib_per_step > 0 for j in jobs)
-    hot = [j for j in jobs if j.ps_weights]
+    hot = [j for j in jobs if j.hot_share]
+    assert all(0.1 <= j.hot_share <= 0.45 for j in hot)
     assert any(j.family == "hot-ps" for j in hot) and any(j.family != "hot-ps" for j in hot)
     assert family_scenarios(2, seed=3, family="hot-ps")[1].family == "hot-ps"
     with pytest.raises(ValueError, match="unknown family"):

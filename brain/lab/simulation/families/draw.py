@@ -15,8 +15,9 @@ What every family's job draws (the same for the same seed, job ``i`` whatever ``
 - a stall in 30 % of the jobs: 13-17 minutes of data loading, a checkpoint or a dead
   PS 0, starting 10-32 minutes in (over before the last 10 minutes, where the reached
   speed is measured);
-- a hot shard (PS 0 carrying 2-5 times a PS's share) in 60 % of the hot-ps jobs and
-  15 % of the others (1.5-3 times).
+- a hot shard in 60 % of the hot-ps jobs and 15 % of the others: hot rows, 15-45 %
+  (10-25 %) of all traffic and of the model, that stay on the first PS however many
+  PS there are.
 
 And per family (``measured``, ``hot-ps``, ``comm-bound``), the model's own parameters,
 drawn in ``_measured``, ``_hot_ps`` and ``_comm_bound``.
@@ -32,7 +33,7 @@ from brain.lab.simulation.families.comm_bound import CommBoundModel
 from brain.lab.simulation.families.hot_ps import HotPsModel
 from brain.lab.simulation.families.measured import MeasuredModel
 from brain.lab.simulation.families.measured_table import CURVES
-from brain.lab.simulation.model import MemoryModel, normalized
+from brain.lab.simulation.model import MemoryModel
 from brain.lab.simulation.scenarios import STALL_KINDS, RoleStart, Scenario, Stall
 
 FAMILIES = ("measured", "hot-ps", "comm-bound")
@@ -64,10 +65,12 @@ def draw_job(rng: random.Random, name: str, family: str) -> Scenario:
         model = _comm_bound(rng, need, alone, ps_cpu_per_step)
     else:
         raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
-    ps_weights = (rng.uniform(2, 5) if family == "hot-ps" else rng.uniform(1.5, 3),) if hot else ()
+    hot_share = 0.0
+    if hot:
+        hot_share = rng.uniform(0.15, 0.45) if family == "hot-ps" else rng.uniform(0.1, 0.25)
     ps_count, ps_cpu, workers, worker_cpu = _start(rng)
     memory = _memory(rng, alone)
-    share0 = normalized([ps_weights[0] if ps_weights else 1.0] + [1.0] * (ps_count - 1))[0]
+    share0 = hot_share + (1 - hot_share) / ps_count
     ps_need = memory.ps_node(0, share0)
     return Scenario(
         name=name,
@@ -79,7 +82,7 @@ def draw_job(rng: random.Random, name: str, family: str) -> Scenario:
         throughput=model,
         memory=memory,
         limit_cpu=limit_cpu,
-        ps_weights=ps_weights,
+        hot_share=hot_share,
         total_steps=1_000_000,
         horizon_s=HORIZON_S,
         family=family,
