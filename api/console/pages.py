@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from api.console.advice import advise, owner_advice
 from api.console.embedding import script_json
 from api.console.prose import first_paragraph, format_prose, rest_paragraphs
 from api.console.session import (
@@ -233,8 +234,11 @@ def job_list(
 def job_page(
     uid: str,
     request: Request,
-    session: ReadSessionDep,
+    # The advice's suggestion may summarize a related run that just finished: a write.
+    session: UpgradableReadSessionDep,
     settings: SettingsDep,
+    registry: RegistryDep,
+    sizing_model: SizingModelDep,
     principal: Signed,
     namespace: JobNamespace = None,
 ) -> Response:
@@ -262,6 +266,9 @@ def job_page(
     )
     job_events = events.list_events(session, job, limit=1000)
     charts = chart_data(portrait, job_events, node_roles)
+    advice = None
+    if _may_suggest(principal):
+        advice = advise(session, registry, settings, sizing_model, job, portrait.roles)
     return page(
         request,
         "job.html",
@@ -271,7 +278,15 @@ def job_page(
         timeline=timeline,
         events=job_events,
         charts=charts,
+        advice=[advice] if advice else [],
+        advice_withheld=not _may_suggest(principal),
     )
+
+
+def _may_suggest(principal: Principal) -> bool:
+    """A suggestion learns from every namespace's runs: not for a namespace-limited token
+    (as on the suggestion page and in the API)."""
+    return principal.namespaces is None
 
 
 @router.get("/pods/{namespace}/{pod}", response_class=HTMLResponse)
@@ -292,27 +307,35 @@ def pod_page(
 def user_page(
     user: str,
     request: Request,
-    session: ReadSessionDep,
+    session: UpgradableReadSessionDep,
     settings: SettingsDep,
+    registry: RegistryDep,
+    sizing_model: SizingModelDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
 ) -> Response:
-    return _owner_page(request, session, settings, principal, "user", user, namespace)
+    advisers = (registry, sizing_model)
+    return _owner_page(request, session, settings, advisers, principal, "user", user, namespace)
 
 
 @router.get("/groups/{group:path}", response_class=HTMLResponse)
 def group_page(
     group: str,
     request: Request,
-    session: ReadSessionDep,
+    session: UpgradableReadSessionDep,
     settings: SettingsDep,
+    registry: RegistryDep,
+    sizing_model: SizingModelDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
 ) -> Response:
-    return _owner_page(request, session, settings, principal, "group", group, namespace)
+    advisers = (registry, sizing_model)
+    return _owner_page(request, session, settings, advisers, principal, "group", group, namespace)
 
 
-def _owner_page(request, session, settings, principal: Principal, owner: str, key: str, namespace):
+def _owner_page(
+    request, session, settings, advisers, principal: Principal, owner: str, key: str, namespace
+):
     refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait", namespace)
     if refused is not None:
         return refused
@@ -321,7 +344,24 @@ def _owner_page(request, session, settings, principal: Principal, owner: str, ke
     )
     since = utcnow() - timedelta(weeks=TREND_WEEKS)
     trend = weekly_trend(session, owner, key, since, TREND_WEEKS, namespace)
-    return page(request, "owner.html", principal, portrait=out, trend=trend, namespace=namespace)
+    advice = []
+    if _may_suggest(principal):
+        registry, sizing_model = advisers
+        uids = [j.uid for j in out.wasteful_jobs.items]
+        user, group = (key, None) if owner == "user" else (None, key)
+        advice = owner_advice(
+            session, registry, settings, sizing_model, uids, user, group, namespace
+        )
+    return page(
+        request,
+        "owner.html",
+        principal,
+        portrait=out,
+        trend=trend,
+        namespace=namespace,
+        advice=advice,
+        advice_withheld=not _may_suggest(principal),
+    )
 
 
 @router.get("/suggest", response_class=HTMLResponse)
