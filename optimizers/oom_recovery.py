@@ -63,6 +63,7 @@ class _Need:
     peak_mib: float  # the most a node of the fix held (0: no sample)
     growth_mib_per_s: float  # the fastest growth measured (0: none, or too few samples)
     memory_mib: float  # the size the fix asks for, before the caps
+    from_peers: bool = False  # measured on the role's other nodes (the node left no sample)
 
 
 class OomRecoveryOptimizer:
@@ -211,16 +212,22 @@ def _need(
     settings: OomRecoverySettings,
 ) -> _Need:
     """The most any node of ``group`` held and the fastest growth among them, projected
-    ``growth_horizon_s`` ahead from the killed size (the kill says the need passed it)."""
+    ``growth_horizon_s`` ahead from the killed size (the kill says the need passed it).
+    A PS killed before its first sample (a new one, killed at once) is judged by the other
+    PS of its tier: the most one of them held is the best guess of what it needs."""
+    measured = group
+    if not any(context.samples_of(n.name) for n in group):
+        measured = context.nodes_of(node.role)
     peak, growth = 0.0, 0.0
-    for member in group:
+    for member in measured:
         samples = sorted(context.samples_of(member.name), key=lambda s: s.ts)
         peak = max([peak, *(s.memory_mib for s in samples)])
         if len(samples) >= settings.min_growth_samples:
             growth = max(growth, _steady_growth(samples))
     level = max(node.memory_mib, peak)
     projected = (level + growth * settings.growth_horizon_s) * settings.growth_margin
-    return _Need(peak, growth, max(node.memory_mib * settings.memory_factor, projected))
+    wanted = max(node.memory_mib * settings.memory_factor, projected)
+    return _Need(peak, growth, wanted, from_peers=measured is not group)
 
 
 def _steady_growth(samples: list[NodeSample]) -> float:
@@ -253,6 +260,8 @@ def _message(
         if need.peak_mib
         else "no sample before the kill"
     )
+    if need.from_peers:
+        seen = f"no sample before the kill; the other {node.role} nodes: {seen}"
     target = f"{node.name}" if len(group) == 1 else f"every {node.role} ({len(group)})"
     return (
         f"{node.name} OOM-killed (event {event.id}, {kills} so far) at {node.memory_mib:.0f} "

@@ -117,6 +117,22 @@ def test_a_spike_that_came_and_went_is_no_growth():
     assert proposal.reasons[0].evidence["growth_mib_per_s"] == 0
 
 
+def test_a_new_ps_killed_before_its_first_sample_is_sized_by_its_tier():
+    # ps-1 started at 458 MiB and was killed at once; ps-0 of the same tier held 3043 MiB:
+    # 3043 x 1.2 = 3651.6 -> 3652 MiB in one fix, where x 2 (916, 1832, 3664) took three
+    tier = [
+        node("ps-0", "ps", cpu=2, memory_mib=3652),
+        node("ps-1", "ps", cpu=2, memory_mib=458, index=1),
+    ]
+    samples = series("ps-0", memory_mib=[3043.0] * 4)
+    ctx = context(Stage.oom, nodes=tier, node="ps-1", events=[oom(9, "ps-1")], samples=samples)
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
+    assert proposal.migrate == [NodeChange(role="ps", name="ps-1", cpu=2, memory_mib=3652)]
+    assert "no sample before the kill; the other ps nodes: peak 3043 MiB" in (
+        proposal.reasons[0].message
+    )
+
+
 def test_identical_workers_are_fixed_by_one_plan_for_the_role():
     workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=4096, index=i) for i in range(3)]
     ctx = context(Stage.oom, nodes=workers, node="worker-1", events=[oom(4, "worker-1")])
