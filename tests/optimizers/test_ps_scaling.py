@@ -154,6 +154,18 @@ def test_ps_named_otherwise_leave_the_hosts_to_the_master():
     assert proposal.reasons[0].evidence["ps_hosts_unknown"] == ["param-server-a", "param-server-b"]
 
 
+SHRINKING = PsScalingSettings(shrink_below=0.4)
+
+
+def test_the_tier_shrinks_only_when_asked():
+    # PS at 15 %: the default (shrink_below 0) leaves them, PS CPU does not show what a
+    # network-bound tier needs
+    points = [s for n in PS for s in series(n.name, cpu=[0.6] * 8)] + [
+        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+    ]
+    assert propose(points).is_empty
+
+
 def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
     # 2 PS of 4 cores using 0.6 each (tier 15 % < 40 %): 1.2 cores of load at 60 % of 4
     # cores: ceil(0.5) = 1 PS, at 30 % (<= 85 %). It holds both shards: the tier's 2 x 8192
@@ -163,23 +175,25 @@ def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
             s for n in PS for s in series(n.name, cpu=[0.6] * 8, memory_mib=[memory_mib] * 8)
         ] + [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
 
-    proposal = propose(tier(7000.0))
+    proposal = propose(tier(7000.0), settings=SHRINKING)
     assert proposal.roles == {"ps": RoleSpec(count=1, memory_mib=17500.0)}
     assert proposal.ps_hosts == ["j-edljob-ps-0.ml.svc:2222"]
     assert "over-provisioned" in proposal.reasons[0].message
     assert "PS 2 -> 1" in proposal.reasons[0].message
-    assert propose(tier(6000.0)).roles == {"ps": RoleSpec(count=1, memory_mib=16384.0)}
+    assert propose(tier(6000.0), settings=SHRINKING).roles == {
+        "ps": RoleSpec(count=1, memory_mib=16384.0)
+    }
     # not within 1200 s of a count change (the estimate's PS, sized for workers to come)
     recent = plan(seconds_ago=1199, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
-    assert not propose(tier(6000.0), plans=[recent]).roles
+    assert not propose(tier(6000.0), plans=[recent], settings=SHRINKING).roles
     settled = plan(seconds_ago=1200, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
-    assert propose(tier(6000.0), plans=[settled]).roles
+    assert propose(tier(6000.0), plans=[settled], settings=SHRINKING).roles
 
 
 def test_a_tier_kept_below_85_percent_busy_when_it_shrinks():
     # 0.5 and 2.5 cores of 4 (tier 37.5 %): 3.0 cores, the busiest 2.5 / 1.5 = 1.67 x the
     # mean. One PS would carry 3.0 x 1.67 = 5.0 cores' worth on 4 (125 % > 85 %): stays 2
-    proposal = propose(samples(ps=(0.5, 2.5)))
+    proposal = propose(samples(ps=(0.5, 2.5)), settings=SHRINKING)
     assert proposal.is_empty
     assert "below 80%: not saturated" in proposal.reasons[0].message
 
@@ -197,7 +211,7 @@ def test_a_lone_over_provisioned_ps_gets_fewer_cores():
     ctx = context(
         Stage.running, job(roles=roles), nodes=[lone, *WORKERS], samples=points, speed=STALLED
     )
-    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+    proposal = PsScalingOptimizer().propose(ctx, SHRINKING)
     assert proposal.roles == {"ps": RoleSpec(cpu=3.4)}
     assert "PS CPU 8 -> 3.4" in proposal.reasons[0].message
     # a PS migrated to another size than its role's (hot_ps) is left as it is
@@ -208,7 +222,7 @@ def test_a_lone_over_provisioned_ps_gets_fewer_cores():
     ctx = context(
         Stage.running, job(roles=roles), nodes=[bigger, *WORKERS], samples=points, speed=STALLED
     )
-    assert PsScalingOptimizer().propose(ctx, SETTINGS).is_empty
+    assert PsScalingOptimizer().propose(ctx, SHRINKING).is_empty
 
 
 def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
@@ -256,4 +270,4 @@ def test_a_shrink_that_frees_little_of_the_job_is_not_worth_a_relaunch():
     ctx = context(
         Stage.running, job(roles=roles), nodes=[lone, *WORKERS], samples=points, speed=STALLED
     )
-    assert PsScalingOptimizer().propose(ctx, SETTINGS).is_empty
+    assert PsScalingOptimizer().propose(ctx, SHRINKING).is_empty
