@@ -1,8 +1,8 @@
 """deploy/kubernetes: both overlays render, every object is valid against the
-Kubernetes schemas (offline: kubernetes-validate ships them; the ServiceMonitor against
-a schema kept in tests/fixtures), and the objects fit together and fit Brain: settings
-it knows, commands it has, probes on its health endpoints, gRPC open only to the job
-masters' namespaces."""
+Kubernetes schemas (offline: kubernetes-validate ships them; the ServiceMonitor and the
+PrometheusRule against schemas kept in tests/fixtures), and the objects fit together and
+fit Brain: settings it knows, commands it has, probes on its health endpoints, gRPC open
+only to the job masters' namespaces."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ OVERLAYS = ["try", "external"]
 KUBERNETES_VERSION = "1.31.0"
 CUSTOM_SCHEMAS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ROOT
-    / "tests/fixtures/k8s/servicemonitor-v1.schema.json"
+    / "tests/fixtures/k8s/servicemonitor-v1.schema.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): ROOT
+    / "tests/fixtures/k8s/prometheusrule-v1.schema.json",
 }
 # Secrets an operator creates before applying (docs/deployment.md); every other Secret
 # a pod reads must be in the overlay.
@@ -76,6 +78,13 @@ def test_an_invalid_object_is_caught():
     monitor["spec"]["endpoints"][0]["intervall"] = "30s"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(monitor, json.loads(next(iter(CUSTOM_SCHEMAS.values())).read_text()))
+    rule = objects[("PrometheusRule", "brain")]
+    rule["spec"]["groups"][0]["rules"][0]["for"] = "an hour"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            rule,
+            json.loads(CUSTOM_SCHEMAS[("monitoring.coreos.com/v1", "PrometheusRule")].read_text()),
+        )
 
 
 def _kubectl_kustomize_major() -> int:
