@@ -9,9 +9,10 @@ from typing import Annotated
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from api.console import tables
 from api.console.advice import advise, owner_advice
 from api.console.embedding import script_json
 from api.console.prose import first_paragraph, format_prose, rest_paragraphs
@@ -55,6 +56,8 @@ from brain.summaries.hours import RESOURCES
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
 PAGE_SIZE = 50
+# Jobs in the jobs list's CSV: every matching job up to this bound.
+CSV_ROWS = 10_000
 # Plans on a job page (newest first from the store, shown oldest first).
 TIMELINE_PLANS = 50
 OVERVIEW_DAYS = 7
@@ -67,6 +70,9 @@ router = APIRouter(prefix="/ui", include_in_schema=False, route_class=OffloadedR
 Signed = Annotated[Principal, Depends(console_principal)]
 Filter = Annotated[str | None, Query(max_length=400)]
 NamespaceFilter = Annotated[str | None, Query(max_length=NAMESPACE_MAX, pattern=K8S_LABEL)]
+# ?format=csv: a table of the page as CSV (?table= names which; default the first).
+Format = Annotated[str | None, Query(max_length=8)]
+TableName = Annotated[str | None, Query(max_length=32)]
 
 
 # The browser itself refuses anything from another origin, inline scripts and framing by
@@ -120,9 +126,13 @@ def overview(
     settings: SettingsDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
+    format: Format = None,
+    table: TableName = None,
 ) -> Response:
     """Jobs now, the cluster, and the week's totals, cost and top wasters: of every
     namespace, or of ``namespace`` (a namespace-limited token sees totals only so)."""
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
     refused = _spans_every_namespace(request, principal, "the overview's totals", namespace)
     if namespace is not None and refused is not None:
         return refused
@@ -147,6 +157,14 @@ def overview(
             for k, t in rows
             if any(t.hours.waste(resource) > 0 for resource, *_ in RESOURCES)
         ]
+    if format == tables.CSV:
+        if week is None:
+            return refused
+        found = {
+            "week": tables.hours_table(week.hours, week.cost),
+            "wasters": tables.wasters_table(top),
+        }
+        return tables.csv_response(found, table, f"overview-{namespace or 'all'}")
     return page(
         request,
         "overview.html",
@@ -190,7 +208,13 @@ def job_list(
     gpu_type: Filter = None,
     sort: Filter = "newest",
     page_number: Annotated[int, Query(alias="page", ge=1, le=100_000)] = 1,
+    format: Format = None,
+    table: TableName = None,
 ) -> Response:
+    """Jobs, filtered and sorted, 50 a page; as CSV every matching job (up to
+    CSV_ROWS, the page ignored)."""
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
     given = _filled(
         user=user,
         group=group,
@@ -210,6 +234,12 @@ def job_list(
     # The form says "group" where the table says group_key.
     columns = {("group_key" if key == "group" else key): value for key, value in given.items()}
     filters = JobTableFilters(**columns, namespaces=principal.namespaces)
+    prices = settings.prices if settings.prices.configured else None
+    if format == tables.CSV:
+        if problems:
+            return PlainTextResponse("\n".join(problems) + "\n", 400)
+        rows, _ = job_table(session, filters, sort, CSV_ROWS, 0)
+        return tables.csv_response({"jobs": tables.jobs_table(rows, prices)}, table, "jobs")
     offset = (page_number - 1) * PAGE_SIZE
     rows, total = job_table(session, filters, sort, PAGE_SIZE, offset)
     pages = max(1, -(-total // PAGE_SIZE))
@@ -226,7 +256,7 @@ def job_list(
         page_number=page_number,
         pages=pages,
         problems=problems,
-        prices=settings.prices if settings.prices.configured else None,
+        prices=prices,
     )
 
 
@@ -241,9 +271,13 @@ def job_page(
     sizing_model: SizingModelDep,
     principal: Signed,
     namespace: JobNamespace = None,
+    format: Format = None,
+    table: TableName = None,
 ) -> Response:
     """The job the uid names among the namespaces the token may read; ``namespace``
     (empty: the job without one) when several of them hold the uid."""
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
     named = namespace is not None
     ref = JobRef(uid, namespace or None, named=named, readable=principal.namespaces)
     # Exactly as for a job that does not exist: a limited token cannot probe.
@@ -269,6 +303,14 @@ def job_page(
     advice = None
     if _may_suggest(principal):
         advice = advise(session, registry, settings, sizing_model, job, portrait.roles)
+    if format == tables.CSV:
+        found = {
+            "roles": tables.roles_table(portrait.roles),
+            "job-hours": tables.hours_table(portrait.summary.hours, portrait.summary.cost),
+            "advice": tables.advice_table([advice] if advice else []),
+            "events": tables.events_table(job_events),
+        }
+        return tables.csv_response(found, table, f"job-{uid}")
     return page(
         request,
         "job.html",
@@ -313,9 +355,16 @@ def user_page(
     sizing_model: SizingModelDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
+    format: Format = None,
+    table: TableName = None,
 ) -> Response:
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
     advisers = (registry, sizing_model)
-    return _owner_page(request, session, settings, advisers, principal, "user", user, namespace)
+    csv = (format == tables.CSV, table)
+    return _owner_page(
+        request, session, settings, advisers, principal, "user", user, namespace, csv
+    )
 
 
 @router.get("/groups/{group:path}", response_class=HTMLResponse)
@@ -328,13 +377,28 @@ def group_page(
     sizing_model: SizingModelDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
+    format: Format = None,
+    table: TableName = None,
 ) -> Response:
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
     advisers = (registry, sizing_model)
-    return _owner_page(request, session, settings, advisers, principal, "group", group, namespace)
+    csv = (format == tables.CSV, table)
+    return _owner_page(
+        request, session, settings, advisers, principal, "group", group, namespace, csv
+    )
 
 
 def _owner_page(
-    request, session, settings, advisers, principal: Principal, owner: str, key: str, namespace
+    request,
+    session,
+    settings,
+    advisers,
+    principal: Principal,
+    owner: str,
+    key: str,
+    namespace,
+    csv: tuple[bool, str | None],
 ):
     refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait", namespace)
     if refused is not None:
@@ -352,6 +416,14 @@ def _owner_page(
         advice = owner_advice(
             session, registry, settings, sizing_model, uids, user, group, namespace
         )
+    as_csv, table = csv
+    if as_csv:
+        found = {
+            "wasteful": tables.wasteful_table(out.wasteful_jobs.items),
+            "trend": tables.trend_table(trend),
+            "advice": tables.advice_table(advice),
+        }
+        return tables.csv_response(found, table, f"{owner}-{key}")
     return page(
         request,
         "owner.html",
@@ -376,7 +448,11 @@ def suggestion_page(
     name: Filter = None,
     dataset: Filter = None,
     gpu_type: Filter = None,
+    format: Format = None,
+    table: TableName = None,
 ) -> Response:
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
     refused = _spans_every_namespace(request, principal, "a suggestion (it learns from every run)")
     if refused is not None:
         return refused
@@ -393,6 +469,13 @@ def suggestion_page(
             suggestion = SuggestionOut.model_validate(found)
             suggestion.cost = None if spend is None else SuggestionCostOut.model_validate(spend)
             blocks = resources_blocks(suggestion)
+    if format == tables.CSV:
+        if problem is not None or suggestion is None:
+            return PlainTextResponse(
+                (problem or "Give at least one of user, name or dataset.") + "\n", 400
+            )
+        found = {"suggestion": tables.suggestion_table(suggestion)}
+        return tables.csv_response(found, table, "suggestion")
     return page(
         request,
         "suggest.html",
@@ -506,6 +589,7 @@ def format_spec(spec) -> str:
     return " ".join(parts) or "unchanged"
 
 
+templates.env.globals["csv_link"] = tables.csv_link
 templates.env.filters["time"] = format_time
 templates.env.filters["gib"] = format_gib
 templates.env.filters["spec"] = format_spec
