@@ -3,6 +3,7 @@ the JSON API. Read-only: the only forms sign in, sign out and ask for a suggesti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
@@ -24,6 +25,7 @@ from api.console.session import (
     safe_back_to,
 )
 from api.console.views import chart_data, plan_timeline, resources_blocks
+from api.console.window import WINDOW_DAYS, window_of
 from api.deps import (
     ReadSessionDep,
     RegistryDep,
@@ -73,6 +75,8 @@ NamespaceFilter = Annotated[str | None, Query(max_length=NAMESPACE_MAX, pattern=
 # ?format=csv: a table of the page as CSV (?table= names which; default the first).
 Format = Annotated[str | None, Query(max_length=8)]
 TableName = Annotated[str | None, Query(max_length=32)]
+# The window of an owner page: one of WINDOW_DAYS.
+Days = Annotated[str | None, Query(max_length=8)]
 
 
 # The browser itself refuses anything from another origin, inline scripts and framing by
@@ -207,12 +211,15 @@ def job_list(
     dataset: Filter = None,
     gpu_type: Filter = None,
     sort: Filter = "newest",
+    days: Annotated[str | None, Query(max_length=8)] = None,
+    started_from: Annotated[str | None, Query(alias="from", max_length=40)] = None,
+    started_to: Annotated[str | None, Query(alias="to", max_length=40)] = None,
     page_number: Annotated[int, Query(alias="page", ge=1, le=100_000)] = 1,
     format: Format = None,
     table: TableName = None,
 ) -> Response:
-    """Jobs, filtered and sorted, 50 a page; as CSV every matching job (up to
-    CSV_ROWS, the page ignored)."""
+    """Jobs, filtered, started in a window (the last ``days``, or ``from``–``to``) and
+    sorted, 50 a page; as CSV every matching job (up to CSV_ROWS, the page ignored)."""
     if (wrong := tables.wrong_format(format)) is not None:
         return wrong
     given = _filled(
@@ -231,9 +238,25 @@ def job_list(
     if sort not in SORTS:
         problems.append(f"sort {sort!r} is not one of {', '.join(SORTS)}")
         sort = "newest"
+    window_fields = _filled(days=days, **{"from": started_from, "to": started_to})
+    window = window_of(
+        window_fields.get("days"), window_fields.get("from"), window_fields.get("to"), utcnow()
+    )
+    problems.extend(window.problems)
+    if not window.problems:
+        given.update(window_fields)
     # The form says "group" where the table says group_key.
-    columns = {("group_key" if key == "group" else key): value for key, value in given.items()}
-    filters = JobTableFilters(**columns, namespaces=principal.namespaces)
+    columns = {
+        ("group_key" if key == "group" else key): value
+        for key, value in given.items()
+        if key not in window_fields
+    }
+    filters = JobTableFilters(
+        **columns,
+        namespaces=principal.namespaces,
+        started_since=window.since,
+        started_before=window.before,
+    )
     prices = settings.prices if settings.prices.configured else None
     if format == tables.CSV:
         if problems:
@@ -257,6 +280,7 @@ def job_list(
         pages=pages,
         problems=problems,
         prices=prices,
+        window_days=WINDOW_DAYS,
     )
 
 
@@ -355,16 +379,15 @@ def user_page(
     sizing_model: SizingModelDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
+    days: Days = None,
     format: Format = None,
     table: TableName = None,
 ) -> Response:
     if (wrong := tables.wrong_format(format)) is not None:
         return wrong
+    view = OwnerView(namespace, days, format == tables.CSV, table)
     advisers = (registry, sizing_model)
-    csv = (format == tables.CSV, table)
-    return _owner_page(
-        request, session, settings, advisers, principal, "user", user, namespace, csv
-    )
+    return _owner_page(request, session, settings, advisers, principal, "user", user, view)
 
 
 @router.get("/groups/{group:path}", response_class=HTMLResponse)
@@ -377,35 +400,40 @@ def group_page(
     sizing_model: SizingModelDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
+    days: Days = None,
     format: Format = None,
     table: TableName = None,
 ) -> Response:
     if (wrong := tables.wrong_format(format)) is not None:
         return wrong
+    view = OwnerView(namespace, days, format == tables.CSV, table)
     advisers = (registry, sizing_model)
-    csv = (format == tables.CSV, table)
-    return _owner_page(
-        request, session, settings, advisers, principal, "group", group, namespace, csv
-    )
+    return _owner_page(request, session, settings, advisers, principal, "group", group, view)
+
+
+@dataclass(frozen=True)
+class OwnerView:
+    """What an owner page was asked for besides whose it is."""
+
+    namespace: str | None
+    days: str | None  # one of WINDOW_DAYS; None: OWNER_DAYS
+    csv: bool
+    table: str | None
 
 
 def _owner_page(
-    request,
-    session,
-    settings,
-    advisers,
-    principal: Principal,
-    owner: str,
-    key: str,
-    namespace,
-    csv: tuple[bool, str | None],
+    request, session, settings, advisers, principal: Principal, owner: str, key: str, view
 ):
+    namespace = view.namespace
     refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait", namespace)
     if refused is not None:
         return refused
-    out = owner_portrait_out(
-        session, settings, owner, key, OWNER_DAYS, WasteSort.gpu, 10, 0, namespace
-    )
+    window = window_of(view.days, None, None, utcnow())
+    if window.problems:
+        message = f"{window.problems[0]}."
+        return page(request, "error.html", principal, 400, title="No such window", message=message)
+    days = int(view.days) if view.days else OWNER_DAYS
+    out = owner_portrait_out(session, settings, owner, key, days, WasteSort.gpu, 10, 0, namespace)
     since = utcnow() - timedelta(weeks=TREND_WEEKS)
     trend = weekly_trend(session, owner, key, since, TREND_WEEKS, namespace)
     advice = []
@@ -416,8 +444,8 @@ def _owner_page(
         advice = owner_advice(
             session, registry, settings, sizing_model, uids, user, group, namespace
         )
-    as_csv, table = csv
-    if as_csv:
+    table = view.table
+    if view.csv:
         found = {
             "wasteful": tables.wasteful_table(out.wasteful_jobs.items),
             "trend": tables.trend_table(trend),
@@ -433,6 +461,7 @@ def _owner_page(
         namespace=namespace,
         advice=advice,
         advice_withheld=not _may_suggest(principal),
+        window_days=WINDOW_DAYS,
     )
 
 

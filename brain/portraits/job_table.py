@@ -32,6 +32,10 @@ class JobTableFilters:
     gpu_type: str | None = None
     # Only jobs in these namespaces (a namespace-restricted token); None: every job.
     namespaces: frozenset[str] | None = None
+    # Started in [started_since, started_before) (a run never said to start: when it
+    # was registered); None: no bound.
+    started_since: datetime | None = None
+    started_before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,11 @@ def _conditions(filters: JobTableFilters) -> list[ColumnElement[bool]]:
     conditions = [column == value for column, value in equal.items() if value is not None]
     if filters.namespaces is not None:
         conditions.append(JobRow.namespace.in_(sorted(filters.namespaces)))
+    started = func.coalesce(JobRow.started_at, JobRow.created_at)
+    if filters.started_since is not None:
+        conditions.append(started >= filters.started_since)
+    if filters.started_before is not None:
+        conditions.append(started < filters.started_before)
     return conditions
 
 
