@@ -4,15 +4,13 @@ MiB, core-hours, fractions 0..1, dollars), times in RFC 3339 UTC."""
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi.responses import PlainTextResponse, Response
 
 from api.console.advice import RunAdvice
+from api.csv_text import CSV_MEDIA_TYPE, csv_text
 from api.schemas.portraits import CostOut, ResourceHours, RoleOut, WastefulJob
 from api.schemas.suggestions import SuggestionOut
 from brain.costs import Prices
@@ -27,20 +25,6 @@ FORMATS = ("html", CSV)
 class Table:
     columns: list[str]
     rows: list[list[Any]]
-
-
-def cell(value: Any) -> Any:
-    """A CSV cell: times in RFC 3339 UTC, None empty, the rest as Python writes them."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    if isinstance(value, float):
-        # Past a millionth the digits are float noise (0.41000000000000003).
-        return round(value, 6)
-    return value
 
 
 def of_dicts(columns: list[str], rows: list[dict[str, Any]]) -> Table:
@@ -213,13 +197,10 @@ def csv_response(tables: dict[str, Table], table: str | None, stem: str) -> Resp
         return PlainTextResponse(
             f"table: {name!r} is not a table of this page; one of {', '.join(tables)}\n", 400
         )
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(tables[name].columns)
-    writer.writerows([cell(v) for v in row] for row in tables[name].rows)
+    body = csv_text(tables[name].columns, tables[name].rows)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{stem}-{name}")
     return Response(
-        buffer.getvalue(),
-        media_type="text/csv; charset=utf-8",
+        body,
+        media_type=CSV_MEDIA_TYPE,
         headers={"Content-Disposition": f'attachment; filename="{safe}.csv"'},
     )

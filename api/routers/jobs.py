@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
 from api.auth import CurrentPrincipal
+from api.csv_text import CSV_MEDIA_TYPE, csv_text
 from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobNamespace, JobRefDep, job_responses
@@ -131,7 +133,47 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
         background.add_task(summarize_job_ids, server_state(request.app).session_factory, [job.id])
 
 
-@router.get("", response_model=JobPage, summary="List jobs, newest first")
+class ListFormat(StrEnum):
+    json = "json"
+    csv = "csv"
+
+
+# A job's scalar fields, the CSV's columns (roles and limits are nested: read them as JSON).
+JOB_CSV_COLUMNS = [
+    "uid",
+    "name",
+    "user",
+    "dataset",
+    "group_key",
+    "namespace",
+    "cluster",
+    "framework",
+    "strategy",
+    "gpu_type",
+    "kind",
+    "discovered",
+    "status",
+    "exit_reason",
+    "total_steps",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+]
+
+
+@router.get(
+    "",
+    response_model=JobPage,
+    summary="List jobs, newest first",
+    responses={
+        200: {
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+            "description": "JSON, or with `format=csv` the page as CSV (`X-Next-Cursor`: "
+            "the next page's cursor).",
+        }
+    },
+)
 def list_jobs(
     session: ReadSessionDep,
     principal: CurrentPrincipal,
@@ -144,7 +186,14 @@ def list_jobs(
     cursor: Annotated[
         str | None, Query(max_length=200, description="`next_cursor` of the previous page.")
     ] = None,
-) -> JobPage:
+    format: Annotated[
+        ListFormat | None,
+        Query(
+            description="`csv`: the page as CSV, a header row and one job a row, its scalar "
+            "fields (times in RFC 3339 UTC); the next page's cursor in `X-Next-Cursor`."
+        ),
+    ] = None,
+):
     """A namespace-restricted token lists only its namespaces' jobs. A page holds fewer
     than `limit` jobs when more would make the answer over 1 MiB (`next_cursor` goes on)."""
     filters = jobs.JobFilters(
@@ -160,4 +209,9 @@ def list_jobs(
     if len(items) < len(page):  # cut at MAX_PAGE_BYTES: the next page starts after it
         last = page[len(items) - 1]
         next_cursor = jobs.encode_cursor(last.created_at, last.id)
+    if format == ListFormat.csv:
+        rows = [[getattr(j, c) for c in JOB_CSV_COLUMNS] for j in items]
+        headers = {"X-Next-Cursor": next_cursor} if next_cursor else None
+        body = csv_text(JOB_CSV_COLUMNS, rows)
+        return Response(body, media_type=CSV_MEDIA_TYPE, headers=headers)
     return JobPage(items=items, next_cursor=next_cursor)
