@@ -112,6 +112,8 @@ class SpeedFit:
         """The speed at ``configuration``: the measured mean where it was measured (two
         standard errors either side), else the best curve's, between the lowest and
         highest of the plausible curves'."""
+        if not _runs(configuration):
+            return Prediction(0.0, 0.0, 0.0)
         for point in self.points:
             if point.configuration == configuration:
                 spread = 2 * point.relative_stderr * point.steps_per_sec
@@ -135,7 +137,7 @@ def features(configuration: Configuration) -> np.ndarray:
 
 def fit(points: Sequence[SpeedPoint]) -> SpeedFit | None:
     """The plausible curves through ``points`` (None without a point of positive speed)."""
-    usable = [p for p in points if p.steps_per_sec > 0 and p.configuration.trainers > 0]
+    usable = [p for p in points if p.steps_per_sec > 0 and _runs(p.configuration)]
     if not usable:
         return None
     x = np.array([features(p.configuration) for p in usable])
@@ -174,6 +176,12 @@ def _fit_parts(
     # Rounded, so that curves through the points alike rank by their parts' order.
     chi_square = round(float(np.sum((a @ coefficients - b) ** 2)), 9)
     return _Model(parts, tuple(float(c) for c in coefficients), chi_square + 2 * len(parts))
+
+
+def _runs(configuration: Configuration) -> bool:
+    """Whether the configuration can take a step at all: trainers with cores. A point
+    whose trainers' cores are unknown (0) says nothing about the compute part."""
+    return configuration.trainers > 0 and configuration.trainer_cpu > 0
 
 
 def _speed(seconds_per_step: float) -> float:

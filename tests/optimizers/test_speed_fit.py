@@ -61,6 +61,20 @@ def test_no_point_of_positive_speed_is_no_fit():
     assert fit([SpeedPoint(Configuration(4, 2.0), 0.0, 10)]) is None
 
 
+def test_trainers_without_known_cores_neither_fit_nor_divide_by_zero():
+    # Trainer cores unknown (0): the point says nothing of the compute part, so the fit is
+    # made of the other point alone, and a configuration without cores takes no step.
+    points = [
+        SpeedPoint(Configuration(4, 0.0, 8.0), 3.0, 10),
+        SpeedPoint(Configuration(4, 2.0, 8.0), 10.0, 10),
+    ]
+    fitted = fit(points)
+    assert [p.steps_per_sec for p in fitted.points] == [10.0]
+    predicted = fitted.predict(Configuration(8, 0.0, 8.0))
+    assert (predicted.steps_per_sec, predicted.low, predicted.high) == (0.0, 0.0, 0.0)
+    assert fit(points[:1]) is None
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     t0=st.floats(0.001, 0.1),
