@@ -167,7 +167,8 @@ def _build_state(settings: Settings) -> ServerState:
             settings.metrics_cache_s,
         )
     )
-    verifier = TokenVerifier(session_factory, ttl_s=settings.token_cache_s)
+    # Token checks only read: each statement on its own, no BEGIN and COMMIT round trips.
+    verifier = TokenVerifier(read_session_factory, ttl_s=settings.token_cache_s)
     auth_policy = AuthPolicy(settings.auth, settings.host, verifier)
     report = auth_policy.report()
     if report["status"] == "open":

@@ -373,7 +373,10 @@ class Settings(BaseSettings):
     token_cache_s: float = Field(
         10,
         ge=0,
-        description="Seconds a token check is cached; a revoked token stops working within this.",
+        description="Seconds a token check may be reused while no token changed. A token "
+        "created, rotated, revoked or deleted through Brain (API or `brain token`) is seen by "
+        "every server process at its next request; this bounds how long a change made to the "
+        "api_tokens table by hand goes unseen.",
     )
     max_body_bytes: int = Field(
         16 * 1024 * 1024,

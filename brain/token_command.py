@@ -1,5 +1,5 @@
-"""``brain token create | list | rotate | revoke | delete``: manage API tokens in
-BRAIN_DATABASE_URL."""
+"""``brain token create | list | rotate | revoke | delete | reopen``: manage API tokens
+in BRAIN_DATABASE_URL."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from brain.services.tokens import (
     create_token,
     delete_token,
     list_tokens,
+    reopen_loopback,
     revoke_token,
     rotate_token,
 )
@@ -67,8 +68,8 @@ def add_parser(commands) -> None:
         help="give a token a new secret (printed once); the old one stops working",
         description="Replace a token's secret. Name, scope and namespaces stay; a token "
         "that expires gets its lifetime again from now. The old secret stops working at "
-        "once here and, in running servers, within BRAIN_TOKEN_CACHE_S seconds. The new "
-        "secret goes to stdout, alone on its line.",
+        "once, in every running server from its next request. The new secret goes to "
+        "stdout, alone on its line.",
     )
     rotate.add_argument("name")
     rotate.set_defaults(handler=_rotate)
@@ -76,9 +77,9 @@ def add_parser(commands) -> None:
     revoke = actions.add_parser(
         "revoke",
         help="revoke a token by name (it stays listed as revoked)",
-        description="Revoke a token: it stops working (in running servers within "
-        "BRAIN_TOKEN_CACHE_S seconds) and stays listed, so you can see who had access "
-        "until when. Delete it to reuse its name.",
+        description="Revoke a token: every running server refuses it from its next "
+        "request, and it stays listed, so you can see who had access until when. Delete "
+        "it to reuse its name.",
     )
     revoke.add_argument("name")
     revoke.set_defaults(handler=_revoke)
@@ -86,11 +87,22 @@ def add_parser(commands) -> None:
     delete = actions.add_parser(
         "delete",
         help="delete a token by name (it stops working; its name can be reused)",
-        description="Delete a token altogether: it stops working (in running servers "
-        "within BRAIN_TOKEN_CACHE_S seconds) and its name is free for `brain token create`.",
+        description="Delete a token altogether: every running server refuses it from "
+        "its next request, and its name is free for `brain token create`.",
     )
     delete.add_argument("name")
     delete.set_defaults(handler=_delete)
+
+    reopen = actions.add_parser(
+        "reopen",
+        help="let a loopback server with BRAIN_AUTH=auto answer without a token again",
+        description="With BRAIN_AUTH=auto a server on loopback answers without a token "
+        "only until the first token is created; revoking, deleting or outliving every "
+        "token leaves it closed. This opens it again, as before the first token: every "
+        "local caller may do everything. Refused while a usable token exists (revoke or "
+        "delete them first). The next `brain token create` closes it again.",
+    )
+    reopen.set_defaults(handler=_reopen)
 
 
 def _expiry(text: str) -> datetime:
@@ -186,6 +198,16 @@ def _rotate(args) -> int:
 def _delete(args) -> int:
     _in_session(lambda s: delete_token(s, args.name))
     print(f"token {args.name!r} deleted")
+    return 0
+
+
+@_reporting("reopen")
+def _reopen(_args) -> int:
+    _in_session(reopen_loopback)
+    print(
+        "reopened: a server on loopback with BRAIN_AUTH=auto now answers every local "
+        "caller without a token, until the next `brain token create`"
+    )
     return 0
 
 

@@ -1,10 +1,12 @@
 """How much a token check costs: prints measured figures (a benchmark, not a test).
 
 Creates a throwaway PostgreSQL database, migrates it, stores --tokens tokens, then times
-- ``AuthPolicy.authenticate`` as the REST middleware calls it, answered from the cache
-  (the steady state: a job master presents the same token every 15 s, the cache keeps
-  an answer BRAIN_TOKEN_CACHE_S seconds);
-- the same with the cache off (``ttl 0``): one indexed lookup by hash per check;
+- ``AuthPolicy.authenticate`` as the REST middleware calls it, on the app's read
+  sessions (no transaction), answered from the cache (the steady state: a job master
+  presents the same token every 15 s; the check reads the token version, one
+  primary-key read, and reuses the answer while it is unchanged);
+- the same with the cache off (``ttl 0``): the version read and one indexed lookup by
+  hash per check;
 - a whole request, ``GET /api/v1/jobs/{uid}`` in-process, with a token and with
   authentication disabled, to see the check within a request.
 Target: a check under 1 ms. The database is dropped afterwards.
@@ -26,7 +28,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from brain.config import AuthMode, Settings
 from brain.db import migrate
-from brain.db.engine import make_engine, make_session_factory
+from brain.db.engine import make_engine, make_read_session_factory, make_session_factory
 from brain.services.tokens import AuthPolicy, TokenScope, TokenVerifier, create_token
 
 
@@ -80,13 +82,14 @@ def main() -> None:
         secret = secrets[len(secrets) // 2]
         print(f"{args.tokens} tokens stored in PostgreSQL ({name})")
 
-        cached = AuthPolicy(AuthMode.auto, "0.0.0.0", TokenVerifier(factory, ttl_s=3600))
+        reads = make_read_session_factory(engine)  # as api.app gives its verifier
+        cached = AuthPolicy(AuthMode.auto, "0.0.0.0", TokenVerifier(reads, ttl_s=3600))
         cached.authenticate(secret)  # fill the cache
         report(
             "check, cached (the steady state)",
             timed_ms(lambda: cached.authenticate(secret), args.checks),
         )
-        uncached = AuthPolicy(AuthMode.auto, "0.0.0.0", TokenVerifier(factory, ttl_s=0))
+        uncached = AuthPolicy(AuthMode.auto, "0.0.0.0", TokenVerifier(reads, ttl_s=0))
         report(
             "check, cache off (one lookup by hash)",
             timed_ms(lambda: uncached.authenticate(secret), args.lookups),

@@ -3,8 +3,8 @@
 The cookie holds the token itself, HttpOnly (page scripts cannot read it) and
 SameSite=Strict (no other site's page can make the browser send it), Secure when the
 console is reached over HTTPS; each page checks it exactly as the API checks a bearer
-token (same cache, same revocation delay, same namespaces). A server the API answers
-without a token (loopback with none created, or BRAIN_AUTH=disabled) shows the console
+token (same checks, same revocation at once, same namespaces). A server the API answers
+without a token (loopback before the first token, or BRAIN_AUTH=disabled) shows the console
 without signing in.
 
 Signing in and out are the console's only form posts, and each must come from one of

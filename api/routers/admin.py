@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 
-from api.deps import ReadSessionDep, SessionDep, SettingsDep, after_commit
+from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
 from api.schemas.admin import NewTokenOut, RetentionIn, RetentionOut, TokenIn, TokenOut
 from api.schemas.common import NO_NUL
-from api.state import server_state
 from brain.domain import utcnow
 from brain.errors import InvalidInput
 from brain.services import tokens
@@ -27,12 +26,6 @@ router = APIRouter(
 TokenName = Annotated[
     str, Path(min_length=1, max_length=128, pattern=NO_NUL, description="The token's name.")
 ]
-
-
-def _forget_cached_tokens(request: Request, session) -> None:
-    # Once committed, a new token turns authentication on and a revoked one stops
-    # working at once in this process (other processes: within BRAIN_TOKEN_CACHE_S).
-    after_commit(session, server_state(request.app).auth_policy.verifier.forget)
 
 
 @router.get("/tokens", response_model=list[TokenOut], summary="List API tokens")
@@ -48,21 +41,18 @@ def list_tokens(session: ReadSessionDep) -> list[TokenOut]:
     summary="Create an API token (its secret is shown once)",
     responses={409: {"description": "A token with that name exists."}},
 )
-def create_token(body: TokenIn, request: Request, session: SessionDep) -> NewTokenOut:
+def create_token(body: TokenIn, session: SessionDep) -> NewTokenOut:
     created = tokens.create_token(
         session, body.name, body.scope, body.namespaces, body.expires_at, utcnow()
     )
-    _forget_cached_tokens(request, session)
     return NewTokenOut(**TokenOut.model_validate(created.token).model_dump(), secret=created.secret)
 
 
 @router.delete("/tokens/{name}", response_model=TokenOut, summary="Revoke an API token")
-def revoke_token(name: TokenName, request: Request, session: SessionDep) -> TokenOut:
-    """The token stays listed with its `revoked_at`; revoking twice changes nothing. This
-    server process refuses it at once; every other worker process (and a gRPC server)
-    within `BRAIN_TOKEN_CACHE_S` seconds (default 10), the time a token check is cached."""
+def revoke_token(name: TokenName, session: SessionDep) -> TokenOut:
+    """The token stays listed with its `revoked_at`; revoking twice changes nothing. Every
+    server process (each worker, a gRPC server) refuses it from its next request on."""
     token = tokens.revoke_token(session, name, utcnow())
-    _forget_cached_tokens(request, session)
     return TokenOut.model_validate(token)
 
 

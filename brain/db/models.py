@@ -378,6 +378,19 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None]
 
 
+class TokenStateRow(Base):
+    """Tokens as a whole, in one row (id 1): a counter every change of a token raises, so
+    each server process sees at its next check that what it cached is stale; and since
+    when tokens have existed, so a loopback server stays closed once one has (only
+    ``brain token reopen`` clears it). No row reads as version 0, never closed."""
+
+    __tablename__ = "token_state"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+    closed_since: Mapped[datetime | None]
+
+
 class ClusterStateRow(Base):
     """The newest cluster state of each source (one row per source, replaced each time):
     free capacity and pending demand, see ``brain.domain.ClusterState``."""

@@ -2,9 +2,16 @@
 
 Only the SHA-256 of a secret is stored. A secret is 32 random bytes, so there is nothing
 to guess and a fast hash is the right one (password stretching protects guessable
-secrets, at a cost per check that would put every request over a millisecond). A check
-is a hash and a dictionary hit: ``TokenVerifier`` caches what the database said about a
-hash for ``ttl_s`` seconds, so a revocation takes effect within that time.
+secrets, at a cost per check that would put every request over a millisecond).
+
+The database is the one source of truth for every server process: each change of a
+token (create, rotate, revoke, delete, the bootstrap token's) raises the version in the
+``token_state`` row in the same transaction. A check reads that version (one primary-key
+read) and answers from ``TokenVerifier``'s cache only while it is unchanged, so a token
+rotated, revoked or deleted anywhere is refused by every process at its next request.
+The same row says since when tokens have existed: a loopback server with
+``BRAIN_AUTH=auto`` answers without a token only before the first one, and after
+``reopen_loopback``.
 
 Transport-neutral on purpose: the REST API passes the ``Authorization: Bearer`` value,
 a gRPC server passes the same token from its call metadata.
@@ -12,23 +19,27 @@ a gRPC server passes the same token from its call metadata.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import func, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from brain.config import AuthMode
 from brain.db.engine import ReadSession
-from brain.db.models import ApiToken
+from brain.db.models import ApiToken, TokenStateRow
 from brain.domain import utcnow
 from brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 
@@ -127,6 +138,7 @@ def create_token(
     )
     session.add(token)
     session.flush()
+    _tokens_changed(session, now)
     return NewToken(token=token, secret=secret)
 
 
@@ -143,8 +155,8 @@ def shown_prefix(secret: str) -> str:
 
 
 def rotate_token(session: Session, name: str, now: datetime | None = None) -> NewToken:
-    """A new secret for the token ``name``; the old one stops working (in running servers
-    once their cache of it expires). Scope and namespaces stay; so does the lifetime,
+    """A new secret for the token ``name``; the old one stops working, in every running
+    server at its next request once this commits. Scope and namespaces stay; so does the lifetime,
     counted again from now (a 90-day token gets 90 days). A revoked token is not
     brought back: delete it and create a new one."""
     token = _named(session, name)
@@ -160,14 +172,17 @@ def rotate_token(session: Session, name: str, now: datetime | None = None) -> Ne
     token.prefix = shown_prefix(secret)
     token.created_at = now
     session.flush()
+    _tokens_changed(session, now)
     return NewToken(token=token, secret=secret)
 
 
 def delete_token(session: Session, name: str) -> None:
     """Remove a token altogether (its name can then be given to a new one). Unlike a
-    revocation, no record remains of who had access until when."""
+    revocation, no record remains of who had access until when; a loopback server stays
+    closed all the same."""
     session.delete(_named(session, name))
     session.flush()
+    _tokens_changed(session, utcnow())
 
 
 class BootstrapOutcome(StrEnum):
@@ -202,6 +217,7 @@ def ensure_bootstrap_token(
     token.expires_at = None
     token.revoked_at = None
     session.flush()
+    _tokens_changed(session, now)
     return outcome
 
 
@@ -214,7 +230,61 @@ def revoke_token(session: Session, name: str, now: datetime | None = None) -> Ap
     token = _named(session, name)
     if token.revoked_at is None:
         token.revoked_at = now or utcnow()
+        session.flush()
+        _tokens_changed(session, token.revoked_at)
     return token
+
+
+@dataclass(frozen=True)
+class TokenState:
+    """The ``token_state`` row: the version every change of a token raises, and since
+    when tokens have existed (None: never, or reopened since)."""
+
+    version: int
+    closed_since: datetime | None
+
+
+def read_token_state(session: ReadSession) -> TokenState:
+    row = session.execute(
+        select(TokenStateRow.version, TokenStateRow.closed_since).where(TokenStateRow.id == 1)
+    ).one_or_none()
+    return TokenState(0, None) if row is None else TokenState(*row)
+
+
+def _tokens_changed(session: Session, now: datetime) -> None:
+    """Raise the version (every process's cache of token checks is stale from the commit
+    on) and mark tokens as having existed. One upsert: concurrent changes each add one."""
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    row = TokenStateRow.__table__
+    session.execute(
+        insert(row)
+        .values(id=1, version=1, closed_since=now)
+        .on_conflict_do_update(
+            index_elements=[row.c.id],
+            set_={
+                "version": row.c.version + 1,
+                "closed_since": func.coalesce(row.c.closed_since, now),
+            },
+        )
+    )
+
+
+def reopen_loopback(session: Session) -> TokenState:
+    """Let a loopback server with ``BRAIN_AUTH=auto`` answer without a token again, as
+    before the first token (``brain token reopen``). Refused while a usable token
+    exists: revoke or delete them first, so reopening is a decision about a server
+    nobody can sign in to, never a side effect of revoking the last token."""
+    usable = count_usable_tokens(session)
+    if usable:
+        raise Conflict(
+            f"{usable} usable token(s) exist; revoke or delete them before reopening",
+            field="tokens",
+        )
+    _tokens_changed(session, utcnow())
+    session.execute(
+        TokenStateRow.__table__.update().where(TokenStateRow.id == 1).values(closed_since=None)
+    )
+    return read_token_state(session)
 
 
 def _named(session: Session, name: str) -> ApiToken:
@@ -258,12 +328,24 @@ class _Entry:
     fetched_at: float
 
 
-class TokenVerifier:
-    """Checks secrets against the database through a short-lived cache.
+@dataclass(frozen=True)
+class TokenReading:
+    """Answers about tokens from one database session, after its version check."""
 
-    ``cached`` answers from memory only (for an event loop that must not block);
-    ``verify`` falls back to the database. Unknown secrets are cached too, so a client
-    trying random tokens costs one query per secret and TTL, not one per request.
+    state: TokenState
+    principal: Callable[[str], Principal | None]  # of a usable token with this secret
+    tokens_exist: Callable[[], bool]  # whether any usable token exists
+
+
+class TokenVerifier:
+    """Checks secrets against the database through a cache kept while the token version
+    is unchanged.
+
+    Each check reads the version first (``reading``); a changed one drops everything
+    cached. Within one version an answer is reused for at most ``ttl_s`` seconds, which
+    bounds how long a change made to ``api_tokens`` outside this module (by hand, in
+    SQL) goes unseen. Unknown secrets are cached too, so a client trying random tokens
+    costs the version read per request, not a search of the tokens.
     """
 
     MAX_ENTRIES = 10_000
@@ -277,62 +359,56 @@ class TokenVerifier:
         self._session_factory = session_factory
         self._ttl_s = ttl_s
         self._clock = clock
+        self._version: int | None = None
         self._entries: dict[str, _Entry] = {}
-        self._usable_count: _Entry | None = None
-        self._count_value = 0
+        self._usable: tuple[bool, float] | None = None  # (answer, when fetched)
         self._lock = threading.Lock()
 
-    def knows(self, secret: str) -> bool:
-        """Whether ``verify(secret)`` would answer from memory."""
-        entry = self._entries.get(hash_secret(secret))
-        return entry is not None and time.monotonic() - entry.fetched_at <= self._ttl_s
-
-    def knows_whether_tokens_exist(self) -> bool:
-        """Whether ``tokens_exist()`` would answer from memory."""
-        count = self._usable_count
-        return count is not None and time.monotonic() - count.fetched_at <= self._ttl_s
-
-    def cached(self, secret: str) -> tuple[bool, Principal | None]:
-        """(known, principal): whether the cache could answer, and its answer."""
-        entry = self._entries.get(hash_secret(secret))
-        if entry is None or time.monotonic() - entry.fetched_at > self._ttl_s:
-            return False, None
-        return True, self._unexpired(entry.principal)
+    @contextmanager
+    def reading(self) -> Iterator[TokenReading]:
+        with self._session_factory() as session:
+            state = read_token_state(session)
+            with self._lock:
+                if state.version != self._version:
+                    self._entries.clear()
+                    self._usable = None
+                    self._version = state.version
+            yield TokenReading(
+                state,
+                functools.partial(self._principal, session),
+                functools.partial(self._tokens_exist, session),
+            )
 
     def verify(self, secret: str) -> Principal | None:
-        known, principal = self.cached(secret)
-        if known:
-            return principal
-        with self._session_factory() as session:
-            principal = find_principal(session, secret, self._clock())
-        if len(self._entries) >= self.MAX_ENTRIES:
-            self._entries.clear()
-        self._entries[hash_secret(secret)] = _Entry(principal, time.monotonic())
-        return principal
+        with self.reading() as reading:
+            return reading.principal(secret)
 
     def tokens_exist(self) -> bool:
-        """Whether any usable token exists (cached for the TTL as well)."""
-        with self._lock:
-            stale = (
-                self._usable_count is None
-                or time.monotonic() - self._usable_count.fetched_at > self._ttl_s
-            )
-            if stale:
-                with self._session_factory() as session:
-                    self._count_value = count_usable_tokens(session, self._clock())
-                self._usable_count = _Entry(None, time.monotonic())
-            return self._count_value > 0
+        with self.reading() as reading:
+            return reading.tokens_exist()
 
-    def forget(self) -> None:
-        """Drop everything cached (tests; or after creating or revoking in-process)."""
-        with self._lock:
-            self._entries.clear()
-            self._usable_count = None
-
-    def _unexpired(self, principal: Principal | None) -> Principal | None:
+    def _principal(self, session: Session, secret: str) -> Principal | None:
+        digest = hash_secret(secret)
+        entry = self._entries.get(digest)
+        if entry is None or self._stale(entry.fetched_at):
+            entry = _Entry(find_principal(session, secret, self._clock()), time.monotonic())
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[digest] = entry
+        principal = entry.principal
         if principal is None or principal.expired(self._clock()):
             return None
         return principal
+
+    def _tokens_exist(self, session: Session) -> bool:
+        with self._lock:
+            if self._usable is None or self._stale(self._usable[1]):
+                count = count_usable_tokens(session, self._clock())
+                self._usable = (count > 0, time.monotonic())
+            return self._usable[0]
+
+    def _stale(self, fetched_at: float) -> bool:
+        return time.monotonic() - fetched_at > self._ttl_s
 
 
 def is_loopback(host: str) -> bool:
@@ -345,8 +421,8 @@ def is_loopback(host: str) -> bool:
 
 
 class AuthPolicy:
-    """Whether a caller needs a token, from ``BRAIN_AUTH``, the listen address and
-    whether tokens exist; the same rules for every transport."""
+    """Whether a caller needs a token, from ``BRAIN_AUTH``, the listen address and the
+    tokens; the same rules for every transport."""
 
     def __init__(self, mode: AuthMode, host: str, verifier: TokenVerifier) -> None:
         self.mode = AuthMode(mode)
@@ -357,30 +433,29 @@ class AuthPolicy:
         """Why no token is needed right now, or None when one is."""
         if self.mode is AuthMode.disabled:
             return "BRAIN_AUTH=disabled: every caller may do everything"
-        loopback_auto = self.mode is AuthMode.auto and is_loopback(self.host)
-        if loopback_auto and not self.verifier.tokens_exist():
-            return (
-                f"no API token exists and Brain listens on loopback ({self.host}): every "
-                "local caller may do everything; `brain token create` turns tokens on"
-            )
-        return None
+        if not self._loopback_auto():
+            return None
+        with self.verifier.reading() as reading:
+            return self._loopback_open(reading)
 
     def answers_from_memory(self, secret: str | None) -> bool:
-        """Whether ``authenticate`` would answer without the database (for event loops)."""
-        if self.mode is AuthMode.disabled:
-            return True
-        loopback_auto = self.mode is AuthMode.auto and is_loopback(self.host)
-        if loopback_auto and not self.verifier.knows_whether_tokens_exist():
-            return False
-        return secret is None or self.verifier.knows(secret)
+        """Whether ``authenticate`` would answer without the database (for event loops):
+        with authentication off, or for a caller without a token where one is always
+        needed. Otherwise a check reads the token version."""
+        return self.mode is AuthMode.disabled or (secret is None and not self._loopback_auto())
 
     def authenticate(self, secret: str | None) -> Principal:
         """The caller presenting ``secret`` (None: no token); raises Unauthorized."""
-        if self.open_reason() is not None:
+        if self.mode is AuthMode.disabled:
             return OPEN_ACCESS
-        if secret is None:
+        if secret is None and not self._loopback_auto():
             raise Unauthorized("send an API token: `Authorization: Bearer <token>`")
-        principal = self.verifier.verify(secret)
+        with self.verifier.reading() as reading:
+            if self._loopback_auto() and self._loopback_open(reading) is not None:
+                return OPEN_ACCESS
+            if secret is None:
+                raise Unauthorized("send an API token: `Authorization: Bearer <token>`")
+            principal = reading.principal(secret)
         if principal is None:
             raise Unauthorized("the token is unknown, expired or revoked")
         return principal
@@ -401,8 +476,39 @@ class AuthPolicy:
         """The /readyz entry."""
         try:
             reason = self.open_reason()
+            closed = self._closed_without_tokens() if reason is None else None
         except SQLAlchemyError as exc:
             return {"status": "unknown", "detail": f"tokens unreadable: {type(exc).__name__}"}
-        if reason is None:
-            return {"status": "enforced", "detail": "bearer tokens required"}
-        return {"status": "open", "detail": reason}
+        if reason is not None:
+            return {"status": "open", "detail": reason}
+        if closed is not None:
+            return {"status": "enforced", "detail": f"bearer tokens required: {closed}"}
+        return {"status": "enforced", "detail": "bearer tokens required"}
+
+    def _loopback_auto(self) -> bool:
+        return self.mode is AuthMode.auto and is_loopback(self.host)
+
+    def _loopback_open(self, reading: TokenReading) -> str | None:
+        # Open only before the first token (or after `brain token reopen`): revoking,
+        # expiring or deleting every token leaves the server closed.
+        if reading.state.closed_since is not None or reading.tokens_exist():
+            return None
+        return (
+            f"no API token has been created and Brain listens on loopback ({self.host}): "
+            "every local caller may do everything; `brain token create` turns tokens on"
+        )
+
+    def _closed_without_tokens(self) -> str | None:
+        """On loopback with BRAIN_AUTH=auto, when no token is usable although tokens have
+        existed: what the operator can do."""
+        if not self._loopback_auto():
+            return None
+        with self.verifier.reading() as reading:
+            since = reading.state.closed_since
+            if since is None or reading.tokens_exist():
+                return None
+        return (
+            f"API tokens have existed since {since.isoformat()} and none is usable now; "
+            "`brain token create` makes one, `brain token reopen` opens this loopback "
+            "server again"
+        )

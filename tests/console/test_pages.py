@@ -11,7 +11,6 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.console.pages import router
 from api.console.session import COOKIE
-from api.state import server_state
 
 # The test client's own origin (its base URL), as a browser names it posting a form.
 SAME_ORIGIN = "http://testserver"
@@ -223,12 +222,10 @@ def test_assets_are_served_by_brain(client):
 @pytest.fixture
 def secured(client, make_token):
     """The test server is on loopback: a token existing makes it enforce tokens."""
-    secrets = {
+    return {
         "admin": make_token("admin", "admin"),
         "ml": make_token("ml-reader", "read", namespaces=["ml"]),
     }
-    server_state(client.app).auth_policy.verifier.forget()
-    return secrets
 
 
 def test_pages_ask_to_sign_in_and_the_cookie_is_httponly_strict(client, history, secured):

@@ -4,14 +4,10 @@ suggestion, although its summary is written after the finish report's response."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from api.app import create_app
 from api.state import server_state
 from brain.config import Settings
 from brain.db.models import JobSummaryRow
@@ -76,10 +72,7 @@ def test_the_next_suggestion_sees_it_and_other_users_runs_are_left_alone(session
 
 
 def _autocommit_of_each_statement(client) -> list[tuple[bool, str]]:
-    # Whether tokens exist is cached for BRAIN_TOKEN_CACHE_S from the app's start; on a
-    # loaded machine that can run out before the request, whose authentication would
-    # then count the tokens in a transaction of its own. Refresh it first.
-    server_state(client.app).auth_policy.verifier.tokens_exist()
+    # The request's token check reads too, without a transaction (api.app's verifier).
     seen: list[tuple[bool, str]] = []
 
     def note(conn, _cursor, statement, *_rest) -> None:
@@ -97,15 +90,6 @@ def _pool_empties(pool, timeout_s: float = 10.0) -> bool:
             return False
         time.sleep(0.005)
     return True
-
-
-@pytest.fixture
-def client(settings) -> Iterator[TestClient]:
-    # Token checks cached for the whole test: an expiry between the refresh in
-    # _autocommit_of_each_statement and the request (a loaded machine can take that long)
-    # would add the authentication's own statements to what the tests count.
-    with TestClient(create_app(settings.model_copy(update={"token_cache_s": 3600}))) as c:
-        yield c
 
 
 def test_a_suggestion_over_http_summarizes_it_in_a_transaction(client, session_factory):
