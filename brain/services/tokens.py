@@ -269,22 +269,23 @@ def _tokens_changed(session: Session, now: datetime) -> None:
     )
 
 
-def reopen_loopback(session: Session) -> TokenState:
+def reopen_loopback(session: Session) -> None:
     """Let a loopback server with ``BRAIN_AUTH=auto`` answer without a token again, as
     before the first token (``brain token reopen``). Refused while a usable token
     exists: revoke or delete them first, so reopening is a decision about a server
     nobody can sign in to, never a side effect of revoking the last token."""
+    # The state row first: it stays locked until commit, so a token created meanwhile
+    # either is counted below or raises the version after this, closing it again.
+    _tokens_changed(session, utcnow())
     usable = count_usable_tokens(session)
     if usable:
         raise Conflict(
             f"{usable} usable token(s) exist; revoke or delete them before reopening",
             field="tokens",
         )
-    _tokens_changed(session, utcnow())
     session.execute(
         TokenStateRow.__table__.update().where(TokenStateRow.id == 1).values(closed_since=None)
     )
-    return read_token_state(session)
 
 
 def _named(session: Session, name: str) -> ApiToken:
