@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, quote
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from api.console import tables
 from api.console.advice import advise, owner_advice
@@ -530,7 +531,7 @@ def sign_in_form(request: Request, next: Filter = None) -> Response:
 async def sign_in(request: Request) -> Response:
     """Check the token; on success keep it in the session cookie and go back. Only
     from the console's own sign-in page (no login CSRF)."""
-    refused = _cross_site(request)
+    refused = await _cross_site(request)
     if refused is not None:
         return refused
     form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
@@ -541,7 +542,10 @@ async def sign_in(request: Request) -> Response:
             raise Unauthorized("paste an API token (`brain token create`)")
         await principal_for(server_state(request.app).auth_policy, token)
     except Unauthorized as exc:
-        return page(request, "sign_in.html", None, 401, back_to=back_to, message=exc.message)
+        # A page reads whether the server is open: off the event loop.
+        return await run_in_threadpool(
+            page, request, "sign_in.html", None, 401, back_to=back_to, message=exc.message
+        )
     response = RedirectResponse(back_to, status_code=303)
     response.set_cookie(
         COOKIE,
@@ -557,7 +561,7 @@ async def sign_in(request: Request) -> Response:
 
 @router.post("/sign-out")
 async def sign_out(request: Request) -> Response:
-    refused = _cross_site(request)
+    refused = await _cross_site(request)
     if refused is not None:
         return refused
     response = RedirectResponse("/ui/sign-in", status_code=303)
@@ -565,12 +569,14 @@ async def sign_out(request: Request) -> Response:
     return response
 
 
-def _cross_site(request: Request) -> Response | None:
+async def _cross_site(request: Request) -> Response | None:
     """The 403 page for a form post from another site, or None (api.console.session)."""
     reason = cross_site_reason(request)
     if reason is None:
         return None
-    return page(request, "error.html", None, 403, title="Refused", message=reason)
+    return await run_in_threadpool(
+        page, request, "error.html", None, 403, title="Refused", message=reason
+    )
 
 
 def format_time(value: datetime | None) -> str:
