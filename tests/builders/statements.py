@@ -1,5 +1,6 @@
-"""Telling the statements a request runs from those of the app's background work, for
-tests that watch every statement on the app's engine."""
+"""Telling the statements a request's route runs from those of the app's background work
+and of the token check before the route, for tests that watch every statement on the
+app's engine."""
 
 from __future__ import annotations
 
@@ -10,3 +11,10 @@ PLAN_WATCH_READS = ("SELECT scale_plans.id, jobs.uid", "SELECT max(scale_plans.i
 
 def from_background(statement: str) -> bool:
     return statement.lstrip().startswith(PLAN_WATCH_READS)
+
+
+def from_authentication(statement: str) -> bool:
+    """The token check (brain.services.tokens): it reads the token state, and sometimes
+    the tokens, on a read session of its own (no transaction) before the route runs."""
+    text = statement.lstrip()
+    return text.startswith("SELECT token_state.") or "FROM api_tokens" in text
