@@ -4,12 +4,12 @@ MiB, core-hours, fractions 0..1, dollars), times in RFC 3339 UTC."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from fastapi.responses import PlainTextResponse, Response
 
-from api.console.advice import RunAdvice
+from api.console.advice import RoleAdvice, RunAdvice
 from api.csv_text import CSV_MEDIA_TYPE, csv_text
 from api.schemas.portraits import CostOut, ResourceHours, RoleOut, WastefulJob
 from api.schemas.suggestions import SuggestionOut
@@ -104,21 +104,18 @@ def events_table(events) -> Table:
     return Table(["ts", "kind", "node", "detail"], rows)
 
 
-ADVICE_EXTRA = ["uid", "name", "confidence"]
+# Per run, then RoleAdvice's fields (units in their names): the same header with no row.
+ADVICE_COLUMNS = ["uid", "name", "confidence", *(f.name for f in fields(RoleAdvice))]
 
 
 def advice_table(advice: list[RunAdvice]) -> Table:
-    """One row per advised run and role: RoleAdvice's fields (units in their names)."""
-    rows: list[dict[str, Any]] = []
-    columns = list(ADVICE_EXTRA)
-    for run in advice:
-        for role in run.roles:
-            fields = asdict(role)
-            for name in fields:
-                if name not in columns:
-                    columns.append(name)
-            rows.append({"uid": run.uid, "name": run.name, "confidence": run.confidence, **fields})
-    return of_dicts(columns, rows)
+    """One row per advised run and role."""
+    rows = [
+        {"uid": run.uid, "name": run.name, "confidence": run.confidence, **asdict(role)}
+        for run in advice
+        for role in run.roles
+    ]
+    return of_dicts(ADVICE_COLUMNS, rows)
 
 
 def wasteful_table(jobs: list[WastefulJob]) -> Table:

@@ -8,7 +8,9 @@ import io
 import re
 
 import pytest
+from fastapi.testclient import TestClient
 
+from api.app import create_app
 from tests.console import test_cost
 
 # The server at test_cost's prices.
@@ -113,3 +115,17 @@ def test_each_tables_csv_link_keeps_the_pages_query(priced, history):
     [href] = re.findall(r'data-csv="jobs" href="([^"]+)"', jobs)
     rows = list(csv.DictReader(io.StringIO(priced.get(href.replace("&amp;", "&")).text)))
     assert [row["uid"] for row in rows] == ["bob-1"]
+
+
+def test_an_empty_advice_table_keeps_its_header(settings, history, make_token):
+    """A namespace-limited token gets no advice: the CSV still names every column."""
+    make_token("admin", "admin")
+    ml = make_token("ml-reader", "read", namespaces=["ml"])
+    with TestClient(create_app(settings)) as client:
+        client.cookies.set("brain_console", ml)
+        response = client.get("/ui/jobs/hand-1", params={"format": "csv", "table": "advice"})
+    assert response.status_code == 200
+    header, *rows = response.text.splitlines()
+    assert rows == []
+    assert header.split(",")[:5] == ["uid", "name", "confidence", "role", "nodes_now"]
+    assert "saves_usd_per_day" in header.split(",")
