@@ -177,8 +177,8 @@ def test_a_limited_tokens_registration_vouches_for_nothing(teams, db):
     vouches for the job it names."""
     client, tokens = teams
     platform = bearer(token_secret(db, "platform", "write"))
-    _register(client, tokens[A], "shared", A, "ann", 1)
-    _register(client, tokens[B], "shared", B, "bea", 2)
-    assert client.get("/api/v1/jobs/shared", headers=platform).status_code == 409
-    assert _register(client, platform, "shared", B, "bea", 2).status_code == 200
-    assert client.get("/api/v1/jobs/shared", headers=platform).json()["namespace"] == B
+    _register(client, tokens[A], "both-teams", A, "ann", 1)
+    _register(client, tokens[B], "both-teams", B, "bea", 2)
+    assert client.get("/api/v1/jobs/both-teams", headers=platform).status_code == 409
+    assert _register(client, platform, "both-teams", B, "bea", 2).status_code == 200
+    assert client.get("/api/v1/jobs/both-teams", headers=platform).json()["namespace"] == B
