@@ -72,6 +72,8 @@ class CycleReport:
     discovered_jobs: int = 0
     discovered_new: int = 0
     discovered_stopped: int = 0  # running jobs whose pods are gone
+    # Finished jobs whose summary a write of this cycle made stale (a late OOM kill).
+    stale_summaries: list[int] = field(default_factory=list)
     stopped: bool = False
     errors: list[str] = field(default_factory=list)
     cluster: ClusterState | None = None
@@ -205,9 +207,12 @@ class Collector:
                 report.errors.append(f"Prometheus {exc.kind}: {exc}")
         finally:
             report.queries += reader.sent
-        if found is not None and found.finished_ids and report.ok and not report.stopped:
+        summarize = list(report.stale_summaries)
+        if found is not None and report.ok and not report.stopped:
             # Their last load is stored: the summaries that portraits and savings read.
-            summarize_job_ids(self.session_factory, found.finished_ids)
+            summarize += [i for i in found.finished_ids if i not in report.stale_summaries]
+        if summarize:
+            summarize_job_ids(self.session_factory, summarize)
         level = logging.WARNING if report.errors else logging.INFO
         if report.errors or report.stored or report.events or report.jobs:
             log.log(level, "collector cycle up to %s: %s", end.isoformat(), report.summary())
@@ -289,6 +294,8 @@ class Collector:
         report.stored += result.stored
         report.duplicates += result.duplicates
         report.events += result.events
+        if result.summary_stale:
+            report.stale_summaries.append(job.id)
         self.telemetry.ingested_points.labels(SOURCE, "stored").inc(result.stored)
         self.telemetry.ingested_points.labels(SOURCE, "duplicate").inc(result.duplicates)
         return True

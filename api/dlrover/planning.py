@@ -51,8 +51,11 @@ class Planner:
         settings: Settings,
         sizing_model: Callable[[], SizingModel | None],
         elastic_jobs: ElasticJobLookup | None,
+        summarize: Callable[[int], None],
     ) -> None:
+        """``summarize`` summarizes a job after the answer (a finished job's late OOM)."""
         self._sessions = session_factory
+        self._summarize = summarize
         self._registry = registry
         self._settings = settings
         self._sizing_model = sizing_model
@@ -98,15 +101,19 @@ class Planner:
         check_pod_names(ask.oom_pods)
         call = translate(ask.stage, ask.phase, ask.oom_pods)
         with transaction(self._sessions) as session:
-            answer, plan = self._plan(session, ask.uid, ask.namespace, call)
+            answer, plan, stale = self._plan(session, ask.uid, ask.namespace, call)
             if expired.is_set() and plan is not None:
                 plan.status_message = LATE
-            return answer
+        if stale is not None:
+            # Committed: the summary, computed after the answer, counts the kill.
+            self._summarize(stale)
+        return answer
 
     def _plan(
         self, session: Session, uid: str, namespace: str | None, call: BrainCall
-    ) -> tuple[PlanAnswer, ScalePlanRow | None]:
-        """The answer, and the stored plan it is made of (None: no plan was made)."""
+    ) -> tuple[PlanAnswer, ScalePlanRow | None, int | None]:
+        """The answer, the stored plan it is made of (None: no plan was made), and the
+        id of a finished job whose summary the OOM recorded now made stale (else None)."""
         if call.stage == Stage.create:
             job = master_reports.ensure_running_job(session, uid, None, namespace)
             learn_request(session, job, self._elastic_jobs)
@@ -114,13 +121,15 @@ class Planner:
             job = master_reports.job_of_master(session, uid, namespace)
             if job is None:
                 raise NotFound(f"Brain has never seen job {uid}")
-        node = None
+        node = stale = None
         if call.oom_pod is not None:
             # Recorded before asking: the oom stage refuses (409 over REST) a node with no
             # recorded OOM; were it ever refused here, the answer is empty and names the
             # reason, as for any domain error.
             pod = call.oom_pod
-            master_reports.record_node_oom(session, job, NodeRef(pod.name, pod.role, pod.index))
+            killed = NodeRef(pod.name, pod.role, pod.index)
+            if master_reports.record_node_oom(session, job, killed):
+                stale = job.id
             node = pod.name
         reused = reusable_estimate(session, job, call)
         optimized = (
@@ -128,14 +137,15 @@ class Planner:
         )
         if optimized is None:
             reason = f"no optimizer of the {call.stage.value} stage's pipeline answers this request"
-            return PlanAnswer(None, reason), None
+            return PlanAnswer(None, reason), None, stale
         plan, context = optimized.plan, optimized.context
         body = with_covering_fix(session, job, call, body_to_send(plan, call, context))
         roles = current_roles(session, job) if context is None else roles_in(context)
         dlrover_plan = to_dlrover(body, call.reply, roles, call.oom_pod)
         reasons = [f"{r.optimizer}: {r.message}" for r in plan.body.reasons]
         log.info("job %s: plan %d (%s) for DLRover: %s", uid, plan.id, call.stage, dlrover_plan)
-        return PlanAnswer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons), plan
+        answer = PlanAnswer(dlrover_plan, f"Brain plan {plan.id}", plan.id, reasons)
+        return answer, plan, stale
 
     def _optimize(
         self, session: Session, job: JobRow, call: BrainCall, node: str | None

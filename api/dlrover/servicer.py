@@ -61,7 +61,9 @@ class BrainServicer(brain_pb2_grpc.BrainServicer):
         self.reports = ReportIntake(
             session_factory, telemetry, settings.grpc_report_max_bytes, summarize
         )
-        self._planner = Planner(session_factory, registry, settings, sizing_model, elastic_jobs)
+        self._planner = Planner(
+            session_factory, registry, settings, sizing_model, elastic_jobs, summarize
+        )
 
     def close(self) -> None:
         self.reports.close()

@@ -13,7 +13,7 @@ from api.params import name_filter
 from api.routing import InputRoute
 from api.schemas.events import EventIn, EventOut, EventsIngestOut
 from api.state import server_state
-from brain.domain import EventKind, JobStatus, utcnow
+from brain.domain import EventKind, utcnow
 from brain.services import events, jobs
 from brain.services.clock import reject_future
 from brain.summaries.store import summarize_job_ids
@@ -44,7 +44,7 @@ def post_events(
         job,
         [events.EventInput(ts=e.ts, kind=e.kind, node=e.node, detail=e.detail) for e in items],
     )
-    if result.summarized_kinds and JobStatus(job.status).finished:
+    if result.summary_stale:
         # The summary counts OOMs and failures: summarized again after the response, in
         # its own transaction, as when the job finished.
         factory = server_state(request.app).session_factory

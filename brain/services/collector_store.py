@@ -68,6 +68,9 @@ class CollectedResult:
     stored: int
     duplicates: int
     events: int
+    # The job had finished and was summarized, and what was stored now (a late OOM kill
+    # or late points) made its summary stale: the collector summarizes it again.
+    summary_stale: bool = False
 
 
 _COLUMNS = (
@@ -143,6 +146,7 @@ def store_collected(session: Session, job_id: int, load: CollectedLoad) -> Colle
     if job is None:
         return None
     stored = duplicates = recorded = 0
+    summarized = job.summarized_at is not None
     for chunk in range(0, len(load.points), INGEST_CHUNK):
         result = ingest(session, job, load.points[chunk : chunk + INGEST_CHUNK], [])
         stored += result.accepted
@@ -150,7 +154,12 @@ def store_collected(session: Session, job_id: int, load: CollectedLoad) -> Colle
     if load.events:
         ensure_nodes(session, job, load.event_nodes)
         recorded = record_events(session, job, load.events).accepted
-    return CollectedResult(stored=stored, duplicates=duplicates, events=recorded)
+    return CollectedResult(
+        stored=stored,
+        duplicates=duplicates,
+        events=recorded,
+        summary_stale=summarized and job.summarized_at is None,
+    )
 
 
 def _collectable(row) -> CollectableJob:

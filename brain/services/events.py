@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from brain.db.chunks import in_list_chunks
 from brain.db.engine import ReadSession
 from brain.db.models import EventRow, JobRow, NodeRow
-from brain.domain import EventKind
+from brain.domain import EventKind, JobStatus
 from brain.errors import NotFound
 
 
@@ -37,10 +37,20 @@ class EventsResult:
     duplicates: int
     # Accepted events of SUMMARIZED_KINDS.
     summarized_kinds: int = 0
+    # The job is finished and an accepted event changes its summary's counts: summarize
+    # it again (the summary refresher would, within BRAIN_SUMMARY_INTERVAL_S).
+    summary_stale: bool = False
 
 
 def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -> EventsResult:
-    """Store events once each: (job, kind, ts, node) identifies an event."""
+    """Store events once each: (job, kind, ts, node) identifies an event.
+
+    Every way an event comes in (REST, a DLRover master, the Prometheus collector) goes
+    through here, so here an OOM kill or failure of a finished job (a late report: the
+    master's exit came first, or Prometheus saw the kill a scrape later) marks its
+    summary stale, as samples that arrive late do: ``job.summarized_at`` is cleared, so
+    the summary refresher recomputes it even if the caller's own prompt summary is lost,
+    and retention keeps the job's raw samples until then."""
     if not events:
         return EventsResult(0, 0)
     node_ids: dict[str, int] = {}
@@ -72,7 +82,12 @@ def record_events(session: Session, job: JobRow, events: Sequence[EventInput]) -
     # parameter limits; an event stored already returns no row.
     kinds = session.scalars(stmt, rows).all()
     counted = sum(1 for kind in kinds if kind in SUMMARIZED_KINDS)
-    return EventsResult(len(kinds), len(events) - len(kinds), summarized_kinds=counted)
+    stale = counted > 0 and JobStatus(job.status).finished
+    if stale:
+        job.summarized_at = None
+    return EventsResult(
+        len(kinds), len(events) - len(kinds), summarized_kinds=counted, summary_stale=stale
+    )
 
 
 def list_events(

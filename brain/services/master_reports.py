@@ -178,11 +178,12 @@ def record_exit(session: Session, job: JobRow, exit: JobExit) -> bool:
     return True
 
 
-def record_node_oom(session: Session, job: JobRow, node: nodes.NodeRef) -> None:
+def record_node_oom(session: Session, job: JobRow, node: nodes.NodeRef) -> bool:
     """One ``oom`` event per OOM-killed node, however often the master asks about it.
 
     Job masters such as DLRover give every relaunched pod a new name, so a node name is
     killed by OOM at most once; unknown nodes are created with their role's request.
+    Returns whether the job's summary is stale (a finished job's kill, recorded late).
     """
     nodes.ensure_nodes(session, job, [node])
     seen = session.scalar(
@@ -192,7 +193,9 @@ def record_node_oom(session: Session, job: JobRow, node: nodes.NodeRef) -> None:
             EventRow.node_name == node.name,
         )
     )
-    if seen is None:
-        events.record_events(
-            session, job, [events.EventInput(ts=utcnow(), kind=EventKind.oom, node=node.name)]
-        )
+    if seen is not None:
+        return False
+    recorded = events.record_events(
+        session, job, [events.EventInput(ts=utcnow(), kind=EventKind.oom, node=node.name)]
+    )
+    return recorded.summary_stale

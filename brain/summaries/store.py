@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, or_, select
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -31,7 +31,8 @@ def summarize_job(session: Session, job: JobRow, now: datetime | None = None) ->
     Idempotent: summarizing again replaces the rows. One exception keeps portraits safe
     from retention: when a final summary exists and the raw samples left are fewer than
     it was computed from (old points were aged out), the stored numbers stay and only
-    the job's identifying fields are refreshed. A finished job's summary is final and
+    the job's identifying fields and its event counts (OOM kills, failures) are
+    refreshed. A finished job's summary is final and
     sets ``job.summarized_at``; a running job's is a snapshot that leaves it unset, so
     retention keeps its raw samples for the final summary. The caller commits.
     """
@@ -61,9 +62,11 @@ def summarize_jobs(
                 rows.job.samples,
             )
             copy_job_keys(kept, job)
-            # Events are never aged out: an OOM or failure recorded late still counts.
-            kept.oom_count, kept.failure_count = rows.job.oom_count, rows.job.failure_count
+            _refresh_counts(session, kept, rows)
             stored.append(kept)
+            if rows.job.final:
+                # Current again: the refresher leaves it, and retention may age it out.
+                job.summarized_at = now
             continue
         replaced.append(rows)
         stored.append(rows.job)
@@ -72,6 +75,39 @@ def summarize_jobs(
     replace_summaries(session, replaced)
     session.flush()
     return stored
+
+
+def _refresh_counts(session: Session, kept: JobSummaryRow, rows: SummaryRows) -> None:
+    """Events are never aged out: OOM kills and failures recorded late count on a kept
+    summary too, on the job and on its roles and nodes (the job page's per-role column).
+    A role or node the kept summary has no row for (a node first named by a late event)
+    counts on the job only."""
+    kept.oom_count, kept.failure_count = rows.job.oom_count, rows.job.failure_count
+    roles = set(
+        session.scalars(select(RoleSummaryRow.role).where(RoleSummaryRow.job_id == kept.job_id))
+    )
+    role_counts = [
+        {
+            "job_id": kept.job_id,
+            "role": r.role,
+            "oom_count": r.oom_count,
+            "failure_count": r.failure_count,
+        }
+        for r in rows.roles
+        if r.role in roles
+    ]
+    nodes = set(
+        session.scalars(select(NodeSummaryRow.node_id).where(NodeSummaryRow.job_id == kept.job_id))
+    )
+    node_counts = [
+        {key: node.columns[key] for key in ("job_id", "node_id", "oom_count", "failure_count")}
+        for node in rows.node_values
+        if node.columns["node_id"] in nodes
+    ]
+    # Bulk UPDATEs by primary key.
+    for model, values in ((RoleSummaryRow, role_counts), (NodeSummaryRow, node_counts)):
+        if values:
+            session.execute(update(model), values)
 
 
 def fresh_related(session: Session, query: RelatedQuery) -> Related:

@@ -17,11 +17,12 @@ from api.main import main as brain_main
 from api.server import prometheus_collector
 from api.state import server_state
 from brain.config import CollectorSettings
-from brain.db.models import EventRow, NodeRow, NodeSampleRow
+from brain.db.models import EventRow, JobSummaryRow, NodeRow, NodeSampleRow, RoleSummaryRow
 from brain.domain import ClusterState, JobStatus
 from brain.services.cluster import latest_cluster_state
 from brain.services.jobs import get_job
 from brain.services.samples import SampleQuery, node_samples
+from brain.summaries import summarize_job
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
 from collectors.lock import AdvisoryLock
@@ -337,6 +338,35 @@ def test_jobs_not_running_are_not_collected(collector_settings, session_factory,
     report = _collector(collector_settings, session_factory).run_cycle(now=cluster.t0_dt)
     assert report.ok and report.jobs == 0
     assert _count(db, NodeSampleRow) == 0
+
+
+def test_kills_scraped_after_the_finish_count_in_the_summary(
+    collector_settings, session_factory, cluster
+):
+    """beta finished (its exit came first) and was summarized with nothing measured; a
+    collection of its last hour then stores its points and two OOM kills (a worker, a
+    PS): the cycle summarizes it again, and every page reads the two kills."""
+    started = cluster.t0_dt - timedelta(seconds=JOB_AGE_S)
+    register_job(session_factory, "beta", "team-b", started, status=JobStatus.failed)
+    with session_factory() as session:
+        job_id = get_job(session, "uid-beta").id
+        summarize_job(session, get_job(session, "uid-beta"))
+        session.commit()
+        assert session.get(JobSummaryRow, job_id).oom_count == 0
+
+    report = _collector(collector_settings, session_factory).run_cycle(
+        now=cluster.t0_dt, job_uids=["uid-beta"]
+    )
+
+    assert report.ok and report.events == 2
+    assert report.stale_summaries == [job_id]
+    with session_factory() as session:
+        summary = session.get(JobSummaryRow, job_id)
+        pods = len(JOB_PODS["beta"])
+        assert (summary.oom_count, summary.samples) == (2, pods * POINTS_PER_POD)
+        roles = session.scalars(select(RoleSummaryRow).where(RoleSummaryRow.job_id == job_id))
+        assert {r.role: r.oom_count for r in roles} == {"ps": 1, "worker": 1}
+        assert get_job(session, "uid-beta").summarized_at is not None  # current again
 
 
 def test_long_ranges_are_split_and_merged(prometheus, cluster, monkeypatch):

@@ -8,6 +8,7 @@ from dlrover.python.common.constants import JobOptStage, NodeType, OptimizeMode
 from dlrover.python.common.node import Node, NodeGroupResource, NodeResource
 from dlrover.python.master.resource.job import PSJobResourceOptimizer
 
+from api.state import server_state
 from brain.config import Settings
 from tests.builders.dlrover import JOB_UID, MIB, job_body, pod
 
@@ -131,3 +132,31 @@ def test_ps_oom_gets_brains_memory_for_that_pod(brain, dlrover_context):
     # Brain sizes a pod it never saw from the role's registered request (4096 -> 12288),
     # so here the master's own rule decides: 2 x 12288, at most +8192 -> 20480.
     assert relaunched.config_resource.memory == 20480
+
+
+def test_an_oom_asked_about_after_the_finish_counts_in_the_summary(brain, dlrover_context):
+    """The master's exit report came first (here: the job finished over REST and was
+    summarized with no kill); its OOM recovery then asks about a worker killed before
+    the end. The kill is recorded and the finished job summarized again after the answer."""
+    _register(brain.rest)
+    finish = {"status": "failed", "finished_at": "2026-03-01T01:00:00Z"}
+    assert brain.rest.patch(f"/api/v1/jobs/{JOB_UID}", json=finish).status_code == 200
+    portrait = f"/api/v1/portraits/jobs/{JOB_UID}"
+    assert brain.rest.get(portrait).json()["summary"]["oom_count"] == 0
+    optimizer = _optimizer(dlrover_context)
+    optimizer.set_job_stage(JobOptStage.WORKER_INITIAL)
+
+    optimizer.adjust_oom_resource(
+        Node(NodeType.WORKER, 1, NodeResource(2, 4096), name=pod("worker", 1))
+    )
+    # Asked again about the same pod: the kill is counted once.
+    optimizer.adjust_oom_resource(
+        Node(NodeType.WORKER, 1, NodeResource(2, 4096), name=pod("worker", 1))
+    )
+    # The summaries run one at a time on the server's executor: this waits for them.
+    server_state(brain.rest.app).grpc_server.summaries.submit(lambda: None).result(timeout=30)
+
+    found = brain.rest.get(portrait).json()
+    assert found["summary"]["oom_count"] == 1
+    assert {r["role"]: r["oom_count"] for r in found["roles"]} == {"worker": 1}
+    assert "OOM kills 1 ·" in brain.rest.get(f"/ui/jobs/{JOB_UID}").text
