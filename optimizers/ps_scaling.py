@@ -31,8 +31,10 @@ from optimizers._common import (
 )
 
 NAME = "ps_scaling"
-# Evidence key of a take-back of added PS: the count it went back to.
+# Evidence keys: a take-back of added PS: the count it went back to; the PS's CPU before
+# a network-bound addition resized them.
 TAKEN_BACK_TO = "taken_back_to"
+PS_CPU_BEFORE = "ps_cpu_before"
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -77,6 +79,21 @@ class PsScalingSettings(PsChangeSettings):
         0.6, ge=0.1, le=1.0, description="PS CPU utilization the new PS count is sized for."
     )
     step: int = Field(2, ge=1, le=16, description="Most PS added by one plan.")
+    network_factor: float = Field(
+        4.0,
+        ge=1.0,
+        le=16.0,
+        description="When the trainers wait while the PS tier's CPU is not saturated, the "
+        "wait is the exchange with the PS (the network): one plan multiplies the PS count by "
+        "at most this, each PS sized for its share of the load.",
+    )
+    network_min_gain: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="A network-bound tier grows while one more PS is predicted to gain at "
+        "least this much speed.",
+    )
     reverse_after_s: float = Field(
         600,
         ge=0,
@@ -225,10 +242,18 @@ class PsScalingOptimizer:
             "ps_tier_utilization": round(tier_util, 3),
             "trainer_utilization": round(trainer_util, 3),
         }
-        if tier_util < settings.shrink_below and _counts_steady(context, settings.shrink_after_s):
+        if (
+            tier_util < settings.shrink_below
+            and trainer_util > settings.worker_wait
+            and _counts_steady(context, settings.shrink_after_s)
+        ):
             shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
             if shrunk is not None:
                 return shrunk
+        if tier_util < settings.saturation and trainer_util <= settings.worker_wait:
+            return _network_bound(
+                context, ps_nodes, recent, trainer_util, evidence, threshold, settings
+            )
         if tier_util < settings.saturation:
             return no_change(
                 NAME,
@@ -323,6 +348,120 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
     )
 
 
+def _network_bound(
+    context, ps_nodes, recent, trainer_util, evidence, threshold, settings
+) -> Proposal:
+    """More PS, each sized for its share of the load, when the trainers wait while the PS
+    tier's CPU is not saturated: the wait is the exchange with the PS, which more PS (not
+    more PS CPU) shorten. The trainers compute ``trainer_util`` of a step and wait the
+    rest; spread over ``k`` PS instead of ``now``, the wait takes ``now / k`` of its time,
+    so the speed is predicted to grow ``1 / (busy + (1 - busy) now / k)``. The count
+    grows while one more PS is predicted to gain ``network_min_gain``, to at most
+    ``network_factor`` x today's; the PS then get ``load x predicted gain / k /
+    target_utilization`` cores each (the busiest's share kept), never more than today's."""
+    waiting = (
+        f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU while the trainers use "
+        f"{trainer_util:.0%} of theirs: they wait on the exchange with the PS, not on PS CPU"
+    )
+    busy = {n: u for n, u in evidence["ps_utilization"].items() if u >= settings.saturation}
+    if busy:
+        name = max(busy, key=busy.get)
+        return no_change(
+            NAME,
+            f"{waiting}, but {name} is at {busy[name]:.0%}: moving it (hot_ps) helps first",
+            evidence,
+            threshold,
+        )
+    paused = _paused(context, recent)
+    if paused is not None:
+        return paused
+    stall = _stall(context, settings)
+    if isinstance(stall, Proposal):
+        return stall
+    evidence = evidence | stall
+    now = len(ps_nodes)
+    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
+    used = {n.name: mean([s.cpu for s in recent[n.name]]) for n in ps_nodes}
+    total = sum(used.values())
+    skew = max(used.values()) / (total / now) if total > 0 else 1.0
+    share = max(trainer_util, 0.05)
+
+    def gain(count: int) -> float:
+        return 1 / (share + (1 - share) * now / count)
+
+    top = math.floor(now * settings.network_factor + 1e-9)
+    ceiling = _ceiling(context)
+    if ceiling is not None and now + 1 > ceiling:
+        return _no_more_help(now, ceiling, evidence, threshold)
+    if ceiling is not None:
+        top = min(top, ceiling)
+    wanted = now + 1
+    while wanted < top and gain(wanted + 1) / gain(wanted) - 1 >= settings.network_min_gain:
+        wanted += 1
+    for count in range(wanted, now, -1):
+        load = total * skew * gain(count) / count
+        cpu = min(max(ceil_to(load / settings.target_utilization, settings.cpu_step), 0.1), request)
+        roles = {ROLE_PS: RoleSpec(count=count, cpu=None if cpu == request else cpu)}
+        if not over_limits(context, roles):
+            break
+    else:
+        return no_change(
+            NAME, f"{waiting}; one more PS would exceed the job's limits", evidence, threshold
+        )
+    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
+    evidence = evidence | {
+        "ps_count": now,
+        "ps_cpu_used": round(total, 3),
+        "ps_cpu_request": request,
+        "predicted_speed_gain": round(gain(count) - 1, 4),
+    }
+    if cpu != request:
+        evidence[PS_CPU_BEFORE] = request
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    sizes = f"PS {now} -> {count}" + (
+        f", {request:g} -> {cpu:g} cores each" if cpu != request else ""
+    )
+    return Proposal(
+        roles=roles,
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"{waiting}. Over {count} PS instead of {now} the wait ({1 - share:.0%} of a "
+                f"step) takes {now}/{count} of its time: predicted {gain(count) - 1:+.0%} speed "
+                f"(one more PS would gain less than {settings.network_min_gain:.0%}, or "
+                f"{settings.network_factor:g} x the PS at most); each PS sized for its share "
+                f"of {total:.2f} cores of load x {gain(count):.2f} at "
+                f"{settings.target_utilization:.0%}: {sizes}",
+                evidence,
+                threshold | {"network_factor": settings.network_factor},
+            )
+        ],
+    )
+
+
+def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:
+    """A no-change answer while the speed samples over the node samples judged show a
+    stall (a speed of 0, or below ``STALL_SHARE`` of their median): idle trainers then
+    wait on data loading, a checkpoint or a PS down, not on the PS's network."""
+    since = min(s.ts for samples in recent.values() for s in samples)
+    window = [s.steps_per_sec for s in context.speed if s.ts >= since]
+    if not window:
+        return None
+    typical = median(window)
+    stalled = sum(1 for v in window if v <= 0 or v < STALL_SHARE * typical)
+    if not stalled:
+        return None
+    return no_change(
+        NAME,
+        f"{stalled} of the last {len(window)} speed samples stalled: the trainers' idle CPU "
+        "does not say what they wait on",
+        {"stalled_speed_samples": stalled},
+        {"stall_share": STALL_SHARE},
+    )
+
+
 def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, settings) -> Proposal:
     now = len(ps_nodes)
     request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
@@ -383,7 +522,7 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     previous = None if now is None else observed.before(now)
     if now is None or previous is None or previous.trainers != now.trainers:
         return None
-    if now.ps_cpu <= previous.ps_cpu:
+    if now.ps_cpu == previous.ps_cpu:
         return None
     after, earlier = observed.point(now), observed.point(previous)
     if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
@@ -392,6 +531,9 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
     if gain >= noise or before >= len(ps_nodes):
         return None
+    cpu_before = next(
+        (r.evidence[PS_CPU_BEFORE] for r in plan.reasons if PS_CPU_BEFORE in r.evidence), None
+    )
     hosts, unnamed = _ps_hosts(context, ps_nodes, before, settings.ps_port)
     evidence = {
         "ps_count": len(ps_nodes),
@@ -402,8 +544,11 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     }
     if unnamed:
         evidence["ps_hosts_unknown"] = unnamed
+    back = f"PS {len(ps_nodes)} -> {before}" + (
+        "" if cpu_before is None else f", {cpu_before:g} cores each as before"
+    )
     return Proposal(
-        roles={ROLE_PS: RoleSpec(count=before)},
+        roles={ROLE_PS: RoleSpec(count=before, cpu=cpu_before)},
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -411,7 +556,7 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
                 f"adding PS ({before} -> {len(ps_nodes)}, plan {plan.id}) changed the speed at "
                 f"{now.trainers} trainers {earlier.steps_per_sec:.2f} -> "
                 f"{after.steps_per_sec:.2f} steps/s ({gain:+.1%}, less than {noise:.1%}): it did "
-                f"not help, PS {len(ps_nodes)} -> {before}",
+                f"not help, {back}",
                 evidence,
                 {"min_gain": settings.min_gain, "judge_after_s": settings.judge_after_s},
             )

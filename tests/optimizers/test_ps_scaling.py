@@ -65,7 +65,8 @@ def test_one_ps_at_a_time_and_hosts_without_a_namespace():
 
 
 def test_a_tier_below_saturation_is_left_alone():
-    proposal = propose(samples(ps=(2.0, 2.0)))
+    # workers at 3.2 of 4 cores (80 % > 70 %): not waiting on anything
+    proposal = propose(samples(ps=(2.0, 2.0), worker=3.2))
     assert proposal.is_empty
     assert "PS tier at 50% CPU, below 80%" in proposal.reasons[0].message
 
@@ -161,7 +162,7 @@ def test_the_tier_shrinks_only_when_asked():
     # PS at 15 %: the default (shrink_below 0) leaves them, PS CPU does not show what a
     # network-bound tier needs
     points = [s for n in PS for s in series(n.name, cpu=[0.6] * 8)] + [
-        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+        s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)
     ]
     assert propose(points).is_empty
 
@@ -173,7 +174,7 @@ def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
     def tier(memory_mib):
         return [
             s for n in PS for s in series(n.name, cpu=[0.6] * 8, memory_mib=[memory_mib] * 8)
-        ] + [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+        ] + [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
 
     proposal = propose(tier(7000.0), settings=SHRINKING)
     assert proposal.roles == {"ps": RoleSpec(count=1, memory_mib=17500.0)}
@@ -193,7 +194,7 @@ def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
 def test_a_tier_kept_below_85_percent_busy_when_it_shrinks():
     # 0.5 and 2.5 cores of 4 (tier 37.5 %): 3.0 cores, the busiest 2.5 / 1.5 = 1.67 x the
     # mean. One PS would carry 3.0 x 1.67 = 5.0 cores' worth on 4 (125 % > 85 %): stays 2
-    proposal = propose(samples(ps=(0.5, 2.5)), settings=SHRINKING)
+    proposal = propose(samples(ps=(0.5, 2.5), worker=3.2), settings=SHRINKING)
     assert proposal.is_empty
     assert "below 80%: not saturated" in proposal.reasons[0].message
 
@@ -206,7 +207,7 @@ def test_a_lone_over_provisioned_ps_gets_fewer_cores():
     }
     lone = node("j-edljob-ps-0", "ps", cpu=8, memory_mib=8192)
     points = series(lone.name, cpu=[2.0] * 8) + [
-        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+        s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)
     ]
     ctx = context(
         Stage.running, job(roles=roles), nodes=[lone, *WORKERS], samples=points, speed=STALLED
@@ -217,7 +218,7 @@ def test_a_lone_over_provisioned_ps_gets_fewer_cores():
     # a PS migrated to another size than its role's (hot_ps) is left as it is
     bigger = node("j-edljob-ps-0", "ps", cpu=12, memory_mib=8192)
     points = series(bigger.name, cpu=[2.0] * 8) + [
-        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+        s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)
     ]
     ctx = context(
         Stage.running, job(roles=roles), nodes=[bigger, *WORKERS], samples=points, speed=STALLED
@@ -265,9 +266,84 @@ def test_a_shrink_that_frees_little_of_the_job_is_not_worth_a_relaunch():
     }
     lone = node("j-edljob-ps-0", "ps", cpu=8, memory_mib=8192)
     points = series(lone.name, cpu=[2.0] * 8) + [
-        s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)
+        s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)
     ]
     ctx = context(
         Stage.running, job(roles=roles), nodes=[lone, *WORKERS], samples=points, speed=STALLED
     )
     assert PsScalingOptimizer().propose(ctx, SHRINKING).is_empty
+
+
+def test_trainers_waiting_on_an_idle_tier_get_more_smaller_ps():
+    # PS at 1.0 of 4 cores (25 %), workers at 1.0 of 4 (25 %): they wait, and not on PS CPU.
+    # Over k PS instead of 2 the wait (75 % of a step) takes 2/k: gain 1 / (0.25 + 1.5 / k):
+    # 1.333, 1.6, 1.818, 2.0, 2.154, 2.286 at k = 3..8; each step gains >= 5 % up to
+    # 4 x 2 = 8 PS. Each sized for 2.0 cores x 2.286 / 8 = 0.571 at 60 %: 0.952 -> 1.0 core
+    proposal = propose(samples(ps=(1.0, 1.0), worker=1.0))
+    assert proposal.roles == {"ps": RoleSpec(count=8, cpu=1.0)}
+    assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(8)]
+    evidence = proposal.reasons[0].evidence
+    assert evidence["ps_count"] == 2
+    assert evidence["ps_cpu_before"] == 4
+    assert evidence["predicted_speed_gain"] == 1.2857
+    assert "they wait on the exchange with the PS" in proposal.reasons[0].message
+    assert "PS 2 -> 8, 4 -> 1 cores each" in proposal.reasons[0].message
+    # Under a 22-core limit (16 for the workers): 8 PS x 1.0, 7 x 1.1 (2 x 2.154 / 7 /
+    # 0.6 = 1.026), 6 x 1.2, 5 x 1.3 do not fit; 4 x 1.4 (0.8 / 0.6 = 1.333) = 5.6 does
+    limited = propose(samples(ps=(1.0, 1.0), worker=1.0), limits=Limits(cpu=22))
+    assert limited.roles == {"ps": RoleSpec(count=4, cpu=1.4)}
+    # a smaller step per plan: 2 x 1.5 = 3 PS
+    slower = propose(
+        samples(ps=(1.0, 1.0), worker=1.0), settings=PsScalingSettings(network_factor=1.5)
+    )
+    assert slower.roles == {"ps": RoleSpec(count=3, cpu=1.5)}
+
+
+def test_idle_trainers_beside_a_busy_ps_are_hot_ps_business():
+    # ps-0 at 3.4 of 4 (85 %), ps-1 at 0.6: tier 50 %; the trainers wait on ps-0's CPU
+    proposal = propose(samples(ps=(3.4, 0.6), worker=1.0))
+    assert proposal.is_empty
+    assert "j-edljob-ps-0 is at 85%: moving it (hot_ps) helps first" in (
+        proposal.reasons[0].message
+    )
+
+
+def test_idle_trainers_during_a_stall_are_not_network_bound():
+    # one speed sample of the last 8 at 0 (a checkpoint): the idle CPU is the stall's
+    stalled = speeds([(4, v) for v in (20.0, 20.2, 19.8, 20.0, 0.0, 20.1, 19.9, 20.0)])
+    proposal = propose(samples(ps=(1.0, 1.0), worker=1.0), speed=stalled)
+    assert proposal.is_empty
+    assert "1 of the last 8 speed samples stalled" in proposal.reasons[0].message
+
+
+def test_a_network_bound_tier_is_not_shrunk():
+    # tier at 15 % (below shrink_below 0.4) but the trainers wait: the shrink would cut
+    # the PS the exchange needs, so the tier grows instead
+    points = [s for n in PS for s in series(n.name, cpu=[0.6] * 8)] + [
+        s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)
+    ]
+    proposal = propose(points, settings=SHRINKING)
+    assert proposal.roles["ps"].count == 8
+
+
+def test_resized_ps_that_did_not_help_go_back_to_their_count_and_size():
+    # ps_scaling took 2 PS of 4 cores to 4 PS of 1 core (PS cores 8 -> 4); at the same 4
+    # trainers 20.0 -> 20.1 steps/s (+0.5 % < 2 %): back to 2 PS of 4 cores
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    added = plan(
+        seconds_ago=1150,
+        roles={"ps": RoleSpec(count=4, cpu=1.0)},
+        reasons=(Reason("ps_scaling", "PS 2 -> 4", {"ps_count": 2, "ps_cpu_before": 4}),),
+        plan_id=2,
+    )
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=1.0, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[0.45] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)]
+    speed = speeds([(4, 20.0)] * 10 + [(4, 20.1)] * 10, every_s=120)
+    proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=4)}
+    assert "it did not help, PS 4 -> 2, 4 cores each as before" in proposal.reasons[0].message
