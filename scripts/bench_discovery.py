@@ -3,13 +3,19 @@
 The synthetic fleet of the tests (tests/collectors/fleet.py) at scale: ``--pods``
 training pods (jobs of ``--pods-per-job``: one PS, the rest workers, each job running
 ``--job-hours``) spread over ``--days``, scraped every 60 s, plus ``--live-pods`` pods of
-jobs running through the last hour. Its OpenMetrics is written to ``--workdir``, turned
-into TSDB blocks by ``promtool tsdb create-blocks-from openmetrics``, and served by
-Debian's ``prometheus``. Then, on a fresh PostgreSQL database:
+jobs running from an hour before the fleet was built to three hours after it. Its
+OpenMetrics is written in one file per two hours of samples (``promtool tsdb
+create-blocks-from openmetrics`` reads its whole input once per two-hour block it makes,
+so one file of 14 days is read 169 times; a file of two hours once), each turned into its
+block and deleted. The blocks are kept under ``--cache`` keyed by the parameters and reused
+while the live pods still run (three hours), served by Debian's ``prometheus`` without
+compaction. Then, on a fresh PostgreSQL database:
 
-1. ``brain collect --backfill <days>d``: wall time and Brain's peak RSS (targets: 10 min,
-   600 MiB for 14 days x 2,000 pods on two cores);
-2. ``brain collect --once``: one live cycle over the running pods (target: 10 s).
+1. ``brain collect --backfill``: from the fleet's first day to now (the days asked, plus
+   the time since the blocks were built): wall time and Brain's peak RSS (targets: 10
+   min, 600 MiB for 14 days x 2,000 pods on two cores);
+2. ``brain collect --once``: one live cycle over the running pods (target: 10 s), twice:
+   the second sees the same jobs again, as every cycle after the first does.
 
 Figures mean little on a busy machine: say under what load they were taken.
 
@@ -20,11 +26,12 @@ Figures mean little on a busy machine: say under what load they were taken.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -39,6 +46,8 @@ from brain.db import migrate  # noqa: E402
 from tests.collectors.fleet import Fleet, FleetPod  # noqa: E402
 
 H = 3600
+BLOCK_S = 2 * H  # promtool's block length
+LIVE_AHEAD_S = 3 * H  # how long after the build the live pods still run
 MEASURE = (
     "import resource, sys\n"
     "from api.main import main\n"
@@ -56,13 +65,18 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--pods-per-job", type=int, default=10, help="pods per job (10)")
     p.add_argument("--job-hours", type=float, default=6, help="how long each job runs (6)")
     p.add_argument("--live-pods", type=int, default=2000, help="pods running now (2,000)")
-    p.add_argument("--workdir", default=None, help="where to write (default: a temp dir)")
+    p.add_argument(
+        "--cache",
+        default="/tmp/brain-bench-discovery",
+        help="where the TSDB blocks are kept, one folder per set of parameters",
+    )
+    p.add_argument("--build-only", action="store_true", help="build the blocks, measure nothing")
     p.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432", help="PostgreSQL")
     return p.parse_args()
 
 
-def fleet(args) -> Fleet:
-    end = int(time.time()) // 60 * 60
+def fleet(args, built_at: int) -> Fleet:
+    end = built_at // 60 * 60
     start = end - args.days * 86400
     pods: list[FleetPod] = []
     jobs = max(1, args.pods // args.pods_per_job)
@@ -75,8 +89,10 @@ def fleet(args) -> Fleet:
         )
     live_jobs = max(0, args.live_pods // args.pods_per_job)
     for n in range(live_jobs):
-        pods += job_pods(f"live-{n:05d}", f"team-{n % 20:02d}", end - H, end, "Running", args)
-    return Fleet(start=start, end=end, pods=pods)
+        pods += job_pods(
+            f"live-{n:05d}", f"team-{n % 20:02d}", end - H, end + LIVE_AHEAD_S, "Running", args
+        )
+    return Fleet(start=start, end=end + LIVE_AHEAD_S, pods=pods)
 
 
 def job_pods(name: str, namespace: str, start: int, stop: int, phase: str, args) -> list[FleetPod]:
@@ -107,37 +123,75 @@ def job_pods(name: str, namespace: str, start: int, stop: int, phase: str, args)
     return pods
 
 
+def tsdb(args) -> tuple[Path, int]:
+    """The blocks of the fleet these parameters describe, and when they were built:
+    reused from the cache while their live pods still run, else built anew."""
+    key = f"p{args.pods}-d{args.days}-j{args.pods_per_job}-h{args.job_hours:g}-l{args.live_pods}"
+    folder = Path(args.cache) / key
+    blocks, meta = folder / "data", folder / "fleet.json"
+    if meta.exists():
+        built_at = json.loads(meta.read_text())["built_at"]
+        if time.time() < built_at + LIVE_AHEAD_S - 900:
+            print(f"reusing {blocks} (built {(time.time() - built_at) / 60:.0f} min ago)")
+            return blocks, built_at
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    built_at = int(time.time())
+    print(f"building {blocks}; load average {os.getloadavg()}")
+    began = time.monotonic()
+    whole = fleet(args, built_at)
+    samples = blocks_made = 0
+    converting: subprocess.Popen | None = None
+    first, last = whole.start // BLOCK_S, whole.end // BLOCK_S
+    for block in range(first, last + 1):
+        # The pods alive in this block, rendered over it alone: a file of two hours.
+        part = Fleet(
+            start=max(whole.start, block * BLOCK_S),
+            end=min(whole.end, (block + 1) * BLOCK_S - 1),
+            pods=[
+                p
+                for p in whole.pods
+                if p.start < (block + 1) * BLOCK_S and p.end >= block * BLOCK_S
+            ],
+        )
+        path = folder / f"{block}.om"
+        with open(path, "w") as out:
+            for line in part.render():
+                out.write(line + "\n")
+                samples += not line.startswith("#")
+            out.write("# EOF\n")
+        if converting is not None and converting.wait() != 0:
+            raise RuntimeError(f"promtool failed: {converting.args}")
+        # promtool turns this file into its block while the next one is written.
+        converting = subprocess.Popen(
+            f"promtool tsdb create-blocks-from openmetrics -q {path} {blocks} && rm {path}",
+            shell=True,
+            stdout=subprocess.DEVNULL,
+        )
+        blocks_made += 1
+    if converting is not None and converting.wait() != 0:
+        raise RuntimeError("promtool failed on the last block")
+    print(
+        f"{samples:,} samples in {blocks_made} blocks of two hours: "
+        f"{time.monotonic() - began:.0f} s; load average {os.getloadavg()}"
+    )
+    meta.write_text(json.dumps({"built_at": built_at, "samples": samples}))
+    return blocks, built_at
+
+
 def main() -> int:
     args = parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="brain-bench-discovery-"))
-    work.mkdir(parents=True, exist_ok=True)
-    print(f"workdir {work}; load average {os.getloadavg()}")
-    source, blocks = work / "fleet.om", work / "data"
-    began = time.monotonic()
-    the_fleet = fleet(args)
-    lines = 0
-    with open(source, "w") as out:
-        for line in the_fleet.render():
-            out.write(line + "\n")
-            lines += 1
-        out.write("# EOF\n")
-    print(
-        f"openmetrics: {lines:,} lines, {source.stat().st_size / 2**30:.2f} GiB in "
-        f"{time.monotonic() - began:.0f} s"
-    )
-    began = time.monotonic()
-    shutil.rmtree(blocks, ignore_errors=True)
-    subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(source), str(blocks)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    print(f"promtool: {time.monotonic() - began:.0f} s")
+    blocks, built_at = tsdb(args)
+    if args.build_only:
+        return 0
+    work = blocks.parent
     (work / "prometheus.yml").write_text("global:\n  scrape_interval: 60s\n")
     port = 19090
+    # Blocks stay two hours long: compacting 14 days of them would compete with Brain.
     prom = subprocess.Popen(
         ["prometheus", f"--config.file={work / 'prometheus.yml'}",
          f"--storage.tsdb.path={blocks}", "--storage.tsdb.retention.time=60d",
+         "--storage.tsdb.max-block-duration=2h",
          f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -148,7 +202,8 @@ def main() -> int:
                 if requests.get(f"http://127.0.0.1:{port}/-/ready", timeout=1).ok:
                     break
             except requests.RequestException:
-                time.sleep(1)
+                pass
+            time.sleep(1)
         with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         url = f"{args.pg.replace('postgresql://', 'postgresql+psycopg://')}/{name}"
@@ -156,9 +211,13 @@ def main() -> int:
         env = {**os.environ, "BRAIN_DATABASE_URL": url,
                "BRAIN_PROMETHEUS_URL": f"http://127.0.0.1:{port}", "BRAIN_COLLECT_DELAY_S": "0",
                "BRAIN_PROMETHEUS_TIMEOUT_S": "120"}  # fmt: skip
+        first = built_at // 60 * 60 - args.days * 86400
+        span_min = math.ceil((time.time() - first) / 60)
+        print(f"load average {os.getloadavg()}")
         for label, command in (
-            ("backfill", ["collect", "--backfill", f"{args.days}d"]),
+            (f"backfill {span_min} min", ["collect", "--backfill", f"{span_min}m"]),
             ("live cycle", ["collect", "--once"]),
+            ("live cycle again", ["collect", "--once"]),
         ):
             began = time.monotonic()
             done = subprocess.run([sys.executable, "-c", MEASURE, *command], env=env,
@@ -166,16 +225,14 @@ def main() -> int:
             rss = [line for line in done.stderr.splitlines() if line.startswith("max_rss_mib")]
             print(
                 f"{label}: {time.monotonic() - began:.1f} s, exit {done.returncode}, "
-                f"{rss[-1] if rss else '?'}; {done.stdout.strip()[-300:]}"
+                f"{rss[-1] if rss else '?'}; {done.stdout.strip()[-300:]}; "
+                f"load average {os.getloadavg()}"
             )
-        print(f"load average {os.getloadavg()}")
     finally:
         prom.terminate()
         prom.wait(30)
         with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if args.workdir is None:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

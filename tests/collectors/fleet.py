@@ -1,6 +1,6 @@
 """A synthetic training fleet as kube-state-metrics, cAdvisor and DCGM would have shown
 it to Prometheus, for discovery and backfill; the same generator drives the benchmark
-at cluster scale (``scripts/discovery_benchmark.py``).
+at cluster scale (``scripts/bench_discovery.py``).
 
 Every series has a point every ``scrape_s`` while its pod lives. Values are chosen so
 what Brain should store is exact: CPU counters grow at a constant rate, memory is whole
