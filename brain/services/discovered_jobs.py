@@ -21,12 +21,14 @@ the newest status. A finished job is final.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from brain.db.chunks import MAX_PARAMETERS, RESERVED_PARAMETERS, chunked
 from brain.db.models import JobRow, NodeSampleRow
 from brain.discovered_job import DiscoveredJob
 from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
@@ -34,6 +36,8 @@ from brain.domain import JobStatus, RoleSpec, Strategy, as_utc, utcnow
 GONE_REASON = "pods gone without a final phase"
 # Uids tried for a run whose name an earlier run of the same namespace already uses.
 MAX_UID_ATTEMPTS = 20
+# Jobs one lookup takes: it binds each job's namespace once and its name twice at most.
+JOBS_PER_LOOKUP = (MAX_PARAMETERS - RESERVED_PARAMETERS) // 3
 
 
 @dataclass(frozen=True)
@@ -57,16 +61,7 @@ def same_run(row: JobRow, started_at: datetime | None) -> bool:
     return as_utc(started_at) <= as_utc(row.finished_at)
 
 
-def find_run(session: Session, namespace: str | None, name: str, started_at) -> JobRow | None:
-    """The stored job that is this run of ``namespace``/``name``: a registered one first."""
-    rows = session.scalars(
-        select(JobRow)
-        .where(
-            JobRow.namespace == namespace if namespace is not None else JobRow.namespace.is_(None),
-            or_(JobRow.name == name, JobRow.uid == name),
-        )
-        .order_by(JobRow.id.desc())
-    ).all()
+def _pick_run(rows: Iterable[JobRow], started_at) -> JobRow | None:
     runs = [row for row in rows if same_run(row, started_at)]
     runs.sort(key=lambda row: (row.discovered, -row.id))
     return runs[0] if runs else None
@@ -87,19 +82,60 @@ def discovered_run(
     return next((row for row in rows if same_run(row, started_at)), None)
 
 
-def record_discovered(session: Session, job: DiscoveredJob) -> RecordedJob:
-    """Create or merge the discovered ``job``; the caller owns the transaction."""
-    row = find_run(session, job.namespace, job.name, job.started_at)
-    if row is not None and not row.discovered:
-        return RecordedJob(row.id, row.uid, True, False, False, JobStatus(row.status).finished)
-    if row is None:
-        row = _create(session, job)
-        return RecordedJob(row.id, row.uid, False, True, True, JobStatus(row.status).finished)
-    changed = _merge(row, job)
-    if changed:
-        row.updated_at = utcnow()
-        session.flush()
-    return RecordedJob(row.id, row.uid, False, False, changed, JobStatus(row.status).finished)
+def record_discovered(session: Session, jobs: Sequence[DiscoveredJob]) -> list[RecordedJob]:
+    """Create or merge each discovered job, in order; the caller owns the transaction.
+
+    The stored jobs each may be are read in one query for all (a cycle sees every
+    running job again): not one per job."""
+    candidates = _candidates(session, [(job.namespace, job.name) for job in jobs])
+    recorded = []
+    for job in jobs:
+        rows = candidates.get((job.namespace, job.name), {}).values()
+        row = _pick_run(rows, job.started_at)
+        if row is not None and not row.discovered:
+            recorded.append(
+                RecordedJob(row.id, row.uid, True, False, False, JobStatus(row.status).finished)
+            )
+            continue
+        if row is None:
+            row = _create(session, job)
+            # A later job of the same list with this name or uid finds it, as it would
+            # in the database.
+            for key in ((row.namespace, row.name), (row.namespace, row.uid)):
+                candidates.setdefault(key, {})[row.id] = row
+            recorded.append(
+                RecordedJob(row.id, row.uid, False, True, True, JobStatus(row.status).finished)
+            )
+            continue
+        changed = _merge(row, job)
+        if changed:
+            row.updated_at = utcnow()
+            session.flush()
+        recorded.append(
+            RecordedJob(row.id, row.uid, False, False, changed, JobStatus(row.status).finished)
+        )
+    return recorded
+
+
+def _candidates(
+    session: Session, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], dict[int, JobRow]]:
+    """The stored jobs of each (namespace, name), named so or with it as uid, by id."""
+    found: dict[tuple[str, str], dict[int, JobRow]] = {}
+    for chunk in chunked(sorted(set(keys)), JOBS_PER_LOOKUP):
+        wanted = set(chunk)
+        names = sorted({name for _, name in wanted})
+        rows = session.scalars(
+            select(JobRow).where(
+                JobRow.namespace.in_(sorted({namespace for namespace, _ in wanted})),
+                or_(JobRow.name.in_(names), JobRow.uid.in_(names)),
+            )
+        )
+        for row in rows:
+            for key in {(row.namespace, row.name), (row.namespace, row.uid)}:
+                if key in wanted:
+                    found.setdefault(key, {})[row.id] = row
+    return found
 
 
 def _create(session: Session, job: DiscoveredJob) -> JobRow:

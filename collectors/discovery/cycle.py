@@ -98,8 +98,7 @@ class Discovery:
         jobs = discover_jobs(facts.values(), self.rules, end)
         result = DiscoveryResult(found=len(jobs))
         with self.session_factory() as session, session.begin():
-            for job in jobs:
-                recorded = record_discovered(session, job)
+            for job, recorded in zip(jobs, record_discovered(session, jobs), strict=True):
                 result.job_ids.append(recorded.job_id)
                 result.created += recorded.created
                 result.updated += recorded.changed and not recorded.created
