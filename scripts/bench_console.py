@@ -1,10 +1,12 @@
 """Benchmark the console's heaviest pages on bench_history.py's history: a job page
-(portrait, charts, plan timeline, events) and the jobs list (filtered, sorted by waste
-or efficiency, paged), served by `brain serve` on 127.0.0.1 (target: p99 <= 50 ms).
+(portrait, charts, plan timeline, events), the jobs list (filtered, sorted by waste
+or efficiency, paged) and the overview (a 7-, 30- or 90-day window's totals, top wasters
+and weekly trends, or the whole history's from its first day), served by `brain serve`
+on 127.0.0.1 (target: p99 <= 50 ms).
 
 Loads and summarizes the same history as scripts/bench_history.py (its functions and
-options), then times GET /ui/jobs/{uid} and GET /ui/jobs?... over HTTP on loopback with
-concurrent clients, and prints p50, p99, the CPU per request and the load average (the
+options), then times GET /ui/jobs/{uid}, GET /ui/jobs?... and GET /ui/?... over HTTP on
+loopback with concurrent clients, and prints p50, p99, the CPU per request and the load average (the
 figures mean little on a busy machine: say under what load they were taken).
 
     .venv/bin/python scripts/bench_console.py                 # 10,000 jobs (~15 min)
@@ -16,10 +18,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import numpy as np
 from bench_history import (
+    HISTORY_DAYS,
     api_server,
     backfill,
     bench_database,
@@ -30,6 +34,7 @@ from bench_history import (
 )
 
 P99_TARGET_MS = 50.0
+WINDOW_DAYS = (7, 30, 90)
 SORTS = ("newest", "gpu_waste", "cpu_waste", "memory_waste", "efficiency")
 
 
@@ -47,9 +52,17 @@ def console_workloads(rng, groups, uids: list[str], n: int) -> dict[str, list[st
         query = {**filters, "sort": SORTS[rng.integers(len(SORTS))], "page": rng.integers(1, 4)}
         return "/ui/jobs?" + urlencode(query)
 
+    # The whole history: every job, in 26 or 27 weekly rows.
+    whole = f"/ui/?from={(datetime.now(UTC) - timedelta(days=HISTORY_DAYS)).date()}"
+
+    def overview() -> str:
+        windows = [f"/ui/?days={days}" for days in WINDOW_DAYS] + [whole]
+        return windows[rng.integers(len(windows))]
+
     return {
         "job page": [f"/ui/jobs/{uids[rng.integers(len(uids))]}" for _ in range(n)],
         "jobs list": [jobs_list() for _ in range(n)],
+        "overview": [overview() for _ in range(n)],
     }
 
 

@@ -10,12 +10,14 @@ from typing import Annotated
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from api.console import tables
 from api.console.advice import advise, owner_advice
+from api.console.charts import trend_charts
 from api.console.embedding import script_json
 from api.console.prose import first_paragraph, format_prose, rest_paragraphs
 from api.console.session import (
@@ -36,7 +38,7 @@ from api.deps import (
 )
 from api.dlrover.scaleplan import scaleplans
 from api.job_ref import JobNamespace
-from api.routers.portraits import owner_portrait_out, spend_of
+from api.routers.portraits import owner_portrait_out
 from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
 from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut, WasteSort
@@ -50,7 +52,7 @@ from brain.portraits.job_table import SORTS, JobTableFilters, job_table
 from brain.portraits.overview import job_counts
 from brain.portraits.spend import run_spend, spend_by
 from brain.portraits.suggestions import SuggestionQuery, suggest
-from brain.portraits.trend import weekly_trend
+from brain.portraits.trend import TrendScope, weekly_trend
 from brain.services import events, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
@@ -65,7 +67,8 @@ CSV_ROWS = 10_000
 TIMELINE_PLANS = 50
 OVERVIEW_DAYS = 7
 OWNER_DAYS = 30
-TREND_WEEKS = 8
+# A custom window's longest span: two years, 105 weekly bars at most.
+MAX_WINDOW_DAYS = 731
 # Long enough for a working day; the token's own expiry and revocation still apply.
 COOKIE_MAX_AGE_S = 12 * 3600
 
@@ -76,8 +79,11 @@ NamespaceFilter = Annotated[str | None, Query(max_length=NAMESPACE_MAX, pattern=
 # ?format=csv: a table of the page as CSV (?table= names which; default the first).
 Format = Annotated[str | None, Query(max_length=8)]
 TableName = Annotated[str | None, Query(max_length=32)]
-# The window of an owner page: one of WINDOW_DAYS.
+# The window of a page: one of WINDOW_DAYS, or from/to (dates or RFC 3339 times).
 Days = Annotated[str | None, Query(max_length=8)]
+WindowFrom = Annotated[str | None, Query(alias="from", max_length=40)]
+WindowTo = Annotated[str | None, Query(alias="to", max_length=40)]
+NamespacePath = Annotated[str, PathParam(max_length=NAMESPACE_MAX, pattern=K8S_LABEL)]
 
 
 # The browser itself refuses anything from another origin, inline scripts and framing by
@@ -124,6 +130,85 @@ def _filled(**fields: str | None) -> dict[str, str]:
     return {key: value.strip() for key, value in fields.items() if value and value.strip()}
 
 
+@dataclass(frozen=True)
+class PageWindow:
+    """The window of the overview and namespace pages: the last ``days`` (to now), or a
+    custom ``since``–``end``."""
+
+    since: datetime
+    end: datetime
+    days: int | None  # None: a custom window
+    start_text: str = ""  # the form's from and to, as given
+    end_text: str = ""
+
+
+def _page_window(
+    days: str | None, start: str | None, end: str | None, now: datetime
+) -> PageWindow | str:
+    """The window asked for (default the last OVERVIEW_DAYS), or the problem with it."""
+    fields = _filled(days=days, start=start, end=end)
+    if not fields:
+        fields["days"] = str(OVERVIEW_DAYS)
+    window = window_of(fields.get("days"), fields.get("start"), fields.get("end"), now)
+    if window.problems:
+        return window.problems[0]
+    if window.since is None:
+        return "from is needed with to: give the window's first day"
+    until = window.before or now
+    if window.since >= until:
+        return "from must be before now"
+    if until - window.since > timedelta(days=MAX_WINDOW_DAYS):
+        return f"from–to spans more than {MAX_WINDOW_DAYS} days"
+    days_given = fields.get("days")
+    return PageWindow(
+        window.since,
+        until,
+        int(days_given) if days_given else None,
+        fields.get("start", ""),
+        fields.get("end", ""),
+    )
+
+
+def _window_refused(request: Request, principal: Principal, problem: str, csv: bool):
+    if csv:
+        return PlainTextResponse(f"{problem}\n", 400)
+    return page(request, "error.html", principal, 400, title="No such window", message=problem)
+
+
+@dataclass(frozen=True)
+class WindowTotals:
+    week: TotalsOut
+    top: list[RankingRow]
+
+
+def _window_totals(session, settings, window: PageWindow, namespace: str | None):
+    """The window's totals and cost, and its five users wasting most: of every
+    namespace, or of ``namespace``."""
+    since, end = window.since, window.end
+    week = TotalsOut.of(portraits.totals_since(session, since, namespace, end))
+    if settings.prices.configured:
+        cost = _window_cost(session, since, end, settings, namespace)
+        week = week.model_copy(update={"cost": cost})
+    rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0, namespace=namespace, end=end)
+    keys = [k for k, _ in rows]
+    spent = {}
+    if settings.prices.configured:
+        spent = spend_by(session, "user", keys, since, settings.prices, namespace, end)
+    # Ranked by waste, most first: a key that wasted nothing (a user whose jobs have
+    # only just started) is no waster, and can only trail the list.
+    top = [
+        RankingRow(key=k, totals=TotalsOut.of(t, spent.get(k)))
+        for k, t in rows
+        if any(t.hours.waste(resource) > 0 for resource, *_ in RESOURCES)
+    ]
+    return WindowTotals(week, top)
+
+
+def _trend(session, settings, since: datetime, end: datetime, scope: TrendScope):
+    prices = settings.prices if settings.prices.configured else None
+    return weekly_trend(session, since, end, scope, prices)
+
+
 @router.get("/", response_class=HTMLResponse)
 def overview(
     request: Request,
@@ -131,43 +216,38 @@ def overview(
     settings: SettingsDep,
     principal: Signed,
     namespace: NamespaceFilter = None,
+    days: Days = None,
+    start: WindowFrom = None,
+    end: WindowTo = None,
     format: Format = None,
     table: TableName = None,
 ) -> Response:
-    """Jobs now, the cluster, and the week's totals, cost and top wasters: of every
-    namespace, or of ``namespace`` (a namespace-limited token sees totals only so)."""
+    """Jobs now, the cluster, and the window's totals, cost, top wasters and weekly
+    trends: of every namespace, or of ``namespace`` (a namespace-limited token sees
+    totals only so). The window: the last ``days`` (7 by default), or ``from``–``to``."""
     if (wrong := tables.wrong_format(format)) is not None:
         return wrong
     refused = _spans_every_namespace(request, principal, "the overview's totals", namespace)
     if namespace is not None and refused is not None:
         return refused
     now = utcnow()
+    window = _page_window(days, start, end, now)
+    if isinstance(window, str):
+        return _window_refused(request, principal, window, format == tables.CSV)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     scope = principal.namespaces if namespace is None else frozenset({namespace})
     counts = job_counts(session, today, scope)
-    week = top = None
+    totals = trend = None
     if refused is None:
-        since = now - timedelta(days=OVERVIEW_DAYS)
-        week = TotalsOut.of(portraits.totals_since(session, since, namespace))
-        if settings.prices.configured:
-            cost = _week_cost(session, since, settings, namespace)
-            week = week.model_copy(update={"cost": cost})
-        rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0, namespace=namespace)
-        keys = [k for k, _ in rows]
-        spent = spend_of(session, settings.prices, "user", keys, since, namespace)
-        # Ranked by waste, most first: a key that wasted nothing (a user whose jobs have
-        # only just started) is no waster, and can only trail the list.
-        top = [
-            RankingRow(key=k, totals=TotalsOut.of(t, spent.get(k)))
-            for k, t in rows
-            if any(t.hours.waste(resource) > 0 for resource, *_ in RESOURCES)
-        ]
+        totals = _window_totals(session, settings, window, namespace)
+        trend = _trend(session, settings, window.since, window.end, TrendScope(namespace))
     if format == tables.CSV:
-        if week is None:
+        if totals is None:
             return refused
         found = {
-            "week": tables.hours_table(week.hours, week.cost),
-            "wasters": tables.wasters_table(top),
+            "week": tables.hours_table(totals.week.hours, totals.week.cost),
+            "wasters": tables.wasters_table(totals.top),
+            "trend": tables.trend_table(trend),
         }
         return tables.csv_response(found, table, f"overview-{namespace or 'all'}")
     return page(
@@ -176,26 +256,80 @@ def overview(
         principal,
         counts=counts,
         cluster=latest_cluster_state(session) if principal.namespaces is None else None,
-        week=week,
-        top=top,
-        days=OVERVIEW_DAYS,
+        week=totals.week if totals else None,
+        top=totals.top if totals else None,
+        trend=trend,
+        charts=trend_charts(trend) if trend else [],
+        window=window,
+        window_days=WINDOW_DAYS,
         namespace=namespace,
         own_namespaces=sorted(principal.namespaces or ()),
     )
 
 
-def _week_cost(session, since, settings, namespace: str | None):
+def _window_cost(session, since, end, settings, namespace: str | None):
     """The jobs' cost in the window: summed over namespaces (None: no namespace), or
     ``namespace``'s alone."""
     if namespace is not None:
-        spent = spend_by(session, "namespace", [namespace], since, settings.prices)
+        spent = spend_by(session, "namespace", [namespace], since, settings.prices, end=end)
         return CostOut.model_validate(spent[namespace])
     keys = [key for key, _ in portraits.totals_by(session, "namespace", since)]
-    spent = spend_by(session, "namespace", keys, since, settings.prices)
+    spent = spend_by(session, "namespace", keys, since, settings.prices, end=end)
     total = None
     for cost in spent.values():
         total = cost if total is None else total + cost
     return None if total is None else CostOut.model_validate(total)
+
+
+@router.get("/namespaces/{namespace}", response_class=HTMLResponse)
+def namespace_page(
+    namespace: NamespacePath,
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    principal: Signed,
+    days: Days = None,
+    start: WindowFrom = None,
+    end: WindowTo = None,
+    format: Format = None,
+    table: TableName = None,
+) -> Response:
+    """A namespace's totals, cost, weekly trends and users wasting most in the window
+    (as the overview's), for a token that may read it."""
+    if (wrong := tables.wrong_format(format)) is not None:
+        return wrong
+    if not principal.sees(namespace):
+        message = (
+            f"Your token is limited to namespaces {', '.join(sorted(principal.namespaces))}; "
+            f"namespace {namespace!r} is not one of them."
+        )
+        return page(
+            request, "error.html", principal, 403, title="Not for this token", message=message
+        )
+    window = _page_window(days, start, end, utcnow())
+    if isinstance(window, str):
+        return _window_refused(request, principal, window, format == tables.CSV)
+    totals = _window_totals(session, settings, window, namespace)
+    trend = _trend(session, settings, window.since, window.end, TrendScope(namespace))
+    if format == tables.CSV:
+        found = {
+            "trend": tables.trend_table(trend),
+            "week": tables.hours_table(totals.week.hours, totals.week.cost),
+            "wasters": tables.wasters_table(totals.top),
+        }
+        return tables.csv_response(found, table, f"namespace-{namespace}")
+    return page(
+        request,
+        "namespace.html",
+        principal,
+        week=totals.week,
+        top=totals.top,
+        trend=trend,
+        charts=trend_charts(trend),
+        window=window,
+        window_days=WINDOW_DAYS,
+        namespace=namespace,
+    )
 
 
 @router.get("/jobs", response_class=HTMLResponse)
@@ -435,8 +569,8 @@ def _owner_page(
         return page(request, "error.html", principal, 400, title="No such window", message=message)
     days = int(view.days) if view.days else OWNER_DAYS
     out = owner_portrait_out(session, settings, owner, key, days, WasteSort.gpu, 10, 0, namespace)
-    since = utcnow() - timedelta(weeks=TREND_WEEKS)
-    trend = weekly_trend(session, owner, key, since, TREND_WEEKS, namespace)
+    scope = TrendScope(namespace, owner, key)
+    trend = _trend(session, settings, out.since, utcnow(), scope)
     advice = []
     if _may_suggest(principal):
         registry, sizing_model = advisers
@@ -459,6 +593,7 @@ def _owner_page(
         principal,
         portrait=out,
         trend=trend,
+        charts=trend_charts(trend),
         namespace=namespace,
         advice=advice,
         advice_withheld=not _may_suggest(principal),

@@ -15,6 +15,7 @@ from api.schemas.portraits import CostOut, ResourceHours, RoleOut, WastefulJob
 from api.schemas.suggestions import SuggestionOut
 from brain.costs import Prices
 from brain.portraits.job_table import JobTableRow
+from brain.portraits.trend import Week
 from brain.summaries.hours import Hours
 
 CSV = "csv"
@@ -129,10 +130,20 @@ def wasteful_table(jobs: list[WastefulJob]) -> Table:
     return of_dicts(columns, rows)
 
 
-def trend_table(weeks) -> Table:
-    columns = ["week_start", "jobs", *HOURS_COLUMNS]
+def trend_table(weeks: list[Week]) -> Table:
+    """One row per ISO week (its Monday 00:00 UTC and its name, 2026-W47)."""
+    priced = any(w.cost is not None for w in weeks)
+    columns = ["week_start", "iso_week", "jobs", *HOURS_COLUMNS, "oom_count"]
+    columns += COST_COLUMNS if priced else []
     rows = [
-        {"week_start": w.start, "jobs": w.jobs, **hours_columns(ResourceHours.of(w.hours))}
+        {
+            "week_start": w.start,
+            "iso_week": w.iso_week,
+            "jobs": w.jobs,
+            "oom_count": w.hours.oom_count,
+            **hours_columns(ResourceHours.of(w.hours)),
+            **(CostOut.model_validate(w.cost).model_dump() if w.cost is not None else {}),
+        }
         for w in weeks
     ]
     return of_dicts(columns, rows)

@@ -264,15 +264,23 @@ def _totals_by(kind: str) -> Select:
     )
 
 
-def totals_since(session: ReadSession, since: datetime, namespace: str | None = None) -> Totals:
-    """Totals over every job ended since ``since``; with ``namespace``, over its jobs."""
-    params = {"since": since, "namespace": namespace} | window_params(since, DEFAULT_MAX_RUN_S)
-    return _totals(session.execute(_all_totals(namespace is not None), params).one())
+def totals_since(
+    session: ReadSession,
+    since: datetime,
+    namespace: str | None = None,
+    end: datetime | None = None,
+) -> Totals:
+    """Totals over every job ended since ``since`` (and before ``end`` when given); with
+    ``namespace``, over its jobs."""
+    params = {"since": since, "end": end, "namespace": namespace}
+    params |= window_params(since, DEFAULT_MAX_RUN_S)
+    statement = _all_totals(namespace is not None, end is not None)
+    return _totals(session.execute(statement, params).one())
 
 
 @cache
-def _all_totals(by_namespace: bool) -> Select:
-    return select(*_aggregates()).where(*_window_jobs(by_namespace))
+def _all_totals(by_namespace: bool, bounded: bool) -> Select:
+    return select(*_aggregates()).where(*_window_jobs(by_namespace, bounded))
 
 
 def ranking(
@@ -284,31 +292,33 @@ def ranking(
     offset: int,
     max_run_s: float = DEFAULT_MAX_RUN_S,
     namespace: str | None = None,
+    end: datetime | None = None,
 ) -> tuple[list[tuple[str | None, Totals]], int]:
     """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the
-    believed jobs ended since ``since`` (each its share inside the window), most waste
-    first; and how many keys there are. With ``namespace``, that namespace's jobs only."""
-    params = {"since": since, "limit": limit, "offset": offset, "namespace": namespace}
-    params |= window_params(since, max_run_s)
-    by_namespace = namespace is not None
-    rows = session.execute(_ranking_page(by, sort, by_namespace), params).all()
+    believed jobs ended since ``since`` (and before ``end`` when given; each its share
+    inside the window), most waste first; and how many keys there are. With
+    ``namespace``, that namespace's jobs only."""
+    params = {"since": since, "end": end, "limit": limit, "offset": offset}
+    params |= window_params(since, max_run_s) | {"namespace": namespace}
+    by_namespace, bounded = namespace is not None, end is not None
+    rows = session.execute(_ranking_page(by, sort, by_namespace, bounded), params).all()
     if rows:
         count = rows[0].key_count
     elif offset == 0:
         count = 0
     else:
-        count = session.scalar(_ranking_count(by, by_namespace), params)
+        count = session.scalar(_ranking_count(by, by_namespace, bounded), params)
     return [(row.key, _totals(row)) for row in rows], count or 0
 
 
 @cache
-def _ranking_page(by: str, sort: str, by_namespace: bool) -> Select:
+def _ranking_page(by: str, sort: str, by_namespace: bool, bounded: bool) -> Select:
     key = RANKING_KEYS[by]
     # The window counts the groups before LIMIT: the page and the number of keys in one
     # statement. Only a page past the end has no row to carry it.
     return (
         select(key.label("key"), *_aggregates(), func.count().over().label("key_count"))
-        .where(*_window_jobs(by_namespace))
+        .where(*_window_jobs(by_namespace, bounded))
         .group_by(key)
         .order_by(*[_total_waste(resource).desc() for resource in SORT_ORDERS[sort]], key)
         .limit(bindparam("limit", type_=Integer))
@@ -317,15 +327,18 @@ def _ranking_page(by: str, sort: str, by_namespace: bool) -> Select:
 
 
 @cache
-def _ranking_count(by: str, by_namespace: bool) -> Select:
+def _ranking_count(by: str, by_namespace: bool, bounded: bool) -> Select:
     key = RANKING_KEYS[by]
-    keys = select(key).where(*_window_jobs(by_namespace)).group_by(key)
+    keys = select(key).where(*_window_jobs(by_namespace, bounded)).group_by(key)
     return select(func.count()).select_from(keys.subquery())
 
 
-def _window_jobs(by_namespace: bool) -> list[ColumnElement[bool]]:
-    """Believed jobs ended since ``:since``; with ``by_namespace``, of ``:namespace`` only."""
+def _window_jobs(by_namespace: bool, bounded: bool) -> list[ColumnElement[bool]]:
+    """Believed jobs ended since ``:since`` (with ``bounded``, before ``:end``); with
+    ``by_namespace``, of ``:namespace`` only."""
     conditions = [JobSummaryRow.ended_at >= bindparam("since"), *believed()]
+    if bounded:
+        conditions.append(JobSummaryRow.ended_at < bindparam("end"))
     if by_namespace:
         conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
     return conditions

@@ -27,10 +27,11 @@ def spend_by(
     since: datetime,
     prices: Prices,
     namespace: str | None = None,
+    end: datetime | None = None,
 ) -> dict[str | None, Cost]:
-    """The cost of the jobs ended since ``since`` of each of ``keys`` (a None key: the
-    jobs without one) of ``kind`` (user, group, namespace, dataset, gpu_type); with
-    ``namespace``, of that namespace's jobs only."""
+    """The cost of the jobs ended since ``since`` (and before ``end`` when given) of each
+    of ``keys`` (a None key: the jobs without one) of ``kind`` (user, group, namespace,
+    dataset, gpu_type); with ``namespace``, of that namespace's jobs only."""
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
@@ -39,11 +40,13 @@ def spend_by(
     matches = [column.in_(named)] if named else []
     if None in wanted:
         matches.append(column.is_(None))
-    in_namespace = [] if namespace is None else [JobSummaryRow.namespace == namespace]
+    narrowed = [] if namespace is None else [JobSummaryRow.namespace == namespace]
+    if end is not None:
+        narrowed.append(JobSummaryRow.ended_at < end)
     sums = [func.coalesce(func.sum(getattr(JobSummaryRow, f)), 0).label(f) for f in _FIELDS]
     rows = session.execute(
         select(column.label("key"), JobSummaryRow.gpu_type, *sums)
-        .where(JobSummaryRow.ended_at >= since, or_(*matches), *in_namespace)
+        .where(JobSummaryRow.ended_at >= since, or_(*matches), *narrowed)
         .group_by(column, JobSummaryRow.gpu_type)
     )
     spent: dict[str | None, Cost] = {k: Cost(0.0, 0.0) for k in wanted}

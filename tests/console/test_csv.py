@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import re
+from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from brain.domain import utcnow
 from tests.console import test_cost
 
 # The server at test_cost's prices.
@@ -77,7 +79,15 @@ def test_the_owner_pages_and_the_overview_as_csv(priced, history):
     # flat-b wastes 12.22 − 3.21 dollars (tests/console/test_cost.py).
     assert float(wasteful["flat-b"]["waste_usd"]) == approx(12.22 - 3.21)
     trend = table(priced, "/ui/users/alice", table="trend")
-    assert len(trend) == 8 and sum(int(w["jobs"]) for w in trend) == 3
+    # The 30-day window's ISO weeks, Monday to Monday, the last holding today.
+    starts = [datetime.fromisoformat(w["week_start"]) for w in trend]
+    assert all(b - a == timedelta(weeks=1) for a, b in zip(starts, starts[1:], strict=False))
+    assert starts[0].weekday() == 0 and starts[-1] <= utcnow() < starts[-1] + timedelta(weeks=1)
+    assert utcnow() - timedelta(days=30) < starts[0] + timedelta(weeks=1)
+    assert sum(int(w["jobs"]) for w in trend) == 3
+    # hand-1 16 + flat-a 4 + flat-b 4 core-hours requested; $ as the wasteful table's.
+    assert sum(float(w["cpu_requested_core_hours"]) for w in trend) == approx(24)
+    assert sum(float(w["oom_count"]) for w in trend) == 1
     group = table(priced, "/ui/groups/alice/bert", table="advice")
     assert [(r["uid"], r["role"]) for r in group] == [("flat-b", "worker")]
     assert float(group[0]["saves_memory_mib"]) == approx(512)

@@ -105,5 +105,6 @@ def test_a_namespace_limited_token_sees_its_namespaces_totals_on_the_console(
         other = client.get("/ui/", params={"namespace": "ads"})
         assert other.status_code == 403 and "bob" not in other.text and "0.41" not in other.text
         owner = client.get("/ui/users/alice", params={"namespace": "ml"})
-        assert owner.status_code == 200 and "in namespace ml" in owner.text
+        assert owner.status_code == 200
+        assert 'in namespace <a href="/ui/namespaces/ml">ml</a>' in owner.text
         assert client.get("/ui/users/bob", params={"namespace": "ads"}).status_code == 403
