@@ -19,6 +19,8 @@ PLOT_W, PLOT_H = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 TICKS = 4
 # Week labels under the x axis: at most this many, evenly spaced, so they stay apart.
 MAX_X_LABELS = 8
+# A bar is at most this wide: a short window's few weeks are not slabs.
+MAX_BAR_W = 28.0
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Chart:
     series: list[Series]  # stacked bars, bottom first; a single series with line=True
     line: bool = False
     fixed_max: float | None = None
+    whole: bool = False  # counts: whole-number ticks
 
 
 def trend_charts(weeks: list[Week]) -> list[tuple[str, Markup]]:
@@ -59,6 +62,7 @@ def trend_charts(weeks: list[Week]) -> list[tuple[str, Markup]]:
             "OOM kills",
             "kills",
             [Series("OOM kills", "oom", [float(w.hours.oom_count) for w in weeks])],
+            whole=True,
         ),
     ]
     if priced:
@@ -96,7 +100,7 @@ def svg(chart: Chart, labels: list[str]) -> Markup:
     """The chart as an <svg> element (its id ``trend-<key>``)."""
     count = max(len(labels), 1)
     stacked = [sum(s.values[i] or 0.0 for s in chart.series) for i in range(len(labels))] or [0.0]
-    top = chart.fixed_max or axis_top(max(stacked))
+    top = chart.fixed_max or axis_top(max(stacked), chart.whole)
     slot = PLOT_W / count
     ident = f"trend-{chart.key}"
     parts = [
@@ -123,7 +127,7 @@ def svg(chart: Chart, labels: list[str]) -> Markup:
             x = LEFT + slot * (i + 0.5)
             parts.append(
                 f'<text class="tick" x="{x:.1f}" y="{TOP + PLOT_H + 13}" '
-                f'text-anchor="middle">{escape(label[2:])}</text>'
+                f'text-anchor="middle">{escape(label[5:])}</text>'
             )
     parts.append(
         f'<text class="axis" x="{LEFT + PLOT_W / 2}" y="{HEIGHT - 4}" '
@@ -139,7 +143,7 @@ def svg(chart: Chart, labels: list[str]) -> Markup:
 
 
 def _bars(chart: Chart, labels: list[str], top: float, slot: float) -> list[str]:
-    width = max(slot * 0.7, 1.0)
+    width = min(max(slot * 0.7, 1.0), MAX_BAR_W)
     out = []
     for i, label in enumerate(labels):
         x = LEFT + slot * i + (slot - width) / 2
@@ -190,14 +194,18 @@ def _y(value: float, top: float) -> float:
     return round(TOP + PLOT_H - (value / top) * PLOT_H, 1)
 
 
-def axis_top(value: float) -> float:
-    """The y axis' top: four steps of 1, 2, 2.5 or 5 times a power of ten, the smallest
-    reaching ``value`` (1 for nothing), so that each tick is a round number."""
-    if value <= 0:
-        return 1.0
+def axis_top(value: float, whole: bool = False) -> float:
+    """The y axis' top: four steps of 1, 2, 2.5 or 5 times a power of ten (with
+    ``whole``, of whole numbers only), the smallest reaching ``value``, so that each
+    tick is a round number; one step of 0.25 (or 1) for nothing."""
     raw = value / TICKS
+    if raw <= 0:
+        return TICKS * (1.0 if whole else 0.25)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+    steps = [m * power for m in (1, 2, 2.5, 5, 10)]
+    if whole:
+        steps = [step for step in steps if step >= 1 and step == int(step)] or [1.0]
+    step = next(step for step in steps if step >= raw * (1 - 1e-9))
     return step * TICKS
 
 

@@ -10,11 +10,12 @@ skipped, with the reason, otherwise.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -22,7 +23,10 @@ import pytest
 import uvicorn
 
 from api.app import create_app
-from tests.builders import job_body, recent_hour
+from brain.domain import utcnow
+from brain.portraits.trend import week_start
+from brain.summaries import summarize_job
+from tests.builders import add_event, flat_job, job_body, recent_hour
 from tests.console.test_cost import PRICES
 from tests.ports import free_port
 
@@ -127,6 +131,8 @@ PAGES = [
     ("/ui/groups/alice/bert", "Group alice/bert", "group"),
     ("/ui/suggest?user=alice&name=resnet", "What should my next run request?", "suggest"),
     ("/ui/optimizers", "Optimizers", "optimizers"),
+    # Its picture comes from the trends test, over weeks of runs.
+    ("/ui/namespaces/ml", "Namespace ml", None),
 ]
 
 
@@ -135,7 +141,7 @@ def test_every_page_loads_clean_and_stays_on_the_origin(watched):
         response = watched.open(path)
         assert response.status == 200, path
         assert watched.page.locator("h1").first.inner_text().startswith(heading), path
-        if SCREENSHOTS:
+        if SCREENSHOTS and picture:
             tall = picture not in ("optimizers",)
             watched.page.screenshot(path=f"{SCREENSHOTS}/console-{picture}.png", full_page=tall)
     watched.check_clean()
@@ -326,4 +332,95 @@ def test_markup_in_pushed_node_roles_neither_navigates_nor_enters_the_page(watch
     assert watched.page.locator("#charts-root").get_attribute("data-drawn") == "4"
     captions = watched.page.locator("#charts-root figcaption").all_inner_texts()
     assert all(any(role in c for c in captions) for role in INJECTED_ROLES)
+    watched.check_clean()
+
+
+def iso(monday: datetime) -> str:
+    year, week, _ = monday.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def weekly_runs(session) -> list:
+    """carol's runs in namespace vision, one a week for ten weeks (the newest a day ago):
+    2 hours on 8 cores using 1 to 4 of them, an a100 at 20 % to 80 %; weeks 2 and 5 back
+    have an OOM kill."""
+    runs = []
+    for week in range(10):
+        start = (utcnow() - timedelta(weeks=week, days=1)).replace(minute=0, microsecond=0)
+        run = flat_job(
+            session,
+            f"carol-{week}",
+            start=start,
+            cpu_request=8,
+            cpu_used=1 + week % 4,
+            hours=2,
+            gpu=1,
+            gpu_util=0.2 + 0.2 * (week % 4),
+            gpu_type="a100",
+            user="carol",
+            name="vit",
+            namespace="vision",
+        )
+        if week in (2, 5):
+            add_event(session, run, start + timedelta(hours=1), "oom", "worker-0")
+        summarize_job(session, run)
+        runs.append(run)
+    session.commit()
+    return runs
+
+
+def test_trends_are_drawn_by_the_server_and_follow_the_window(watched, live, session):
+    weekly_runs(session)
+    page = watched.page
+    watched.open("/ui/namespaces/vision?days=90")
+    # Charts with accessible names: the hours, efficiency, OOM kills and dollars.
+    names = page.locator("svg.trend").evaluate_all(
+        "s => s.map(e => e.getAttribute('aria-labelledby').split(' ')"
+        ".map(id => document.getElementById(id).textContent)[0])"
+    )
+    assert [n.split(",")[0] for n in names] == [
+        "GPU-hours: used and wasted",
+        "Core-hours: used and wasted",
+        "GiB-hours: used and wasted",
+        "Efficiency (mean of used ÷ requested",
+        "OOM kills",
+        "Cost at the configured prices: used and wasted",
+    ]
+    cpu = page.get_by_role("img", name=re.compile("^Core-hours: used and wasted"))
+    assert cpu.is_visible() and cpu.bounding_box()["width"] > 250
+    # Ten weeks with a run: a used and a wasted bar each; two OOM bars.
+    assert cpu.locator("rect").count() == 20
+    assert page.locator("#trend-oom rect").count() == 2
+    rows = page.locator('[data-table="trend"] tbody tr')
+    jobs = [int(t) for t in rows.locator("td:nth-child(2)").all_inner_texts()]
+    assert sum(jobs) == 10 and set(jobs) == {0, 1}
+    # The newest run's week: 16 core-hours asked, 1 × 2 used: 14 wasted.
+    newest = week_start(utcnow() - timedelta(days=1) + timedelta(hours=2))
+    row = page.locator(f'[data-table="trend"] tr[data-week="{iso(newest)}"] td')
+    # And its a100 at 20 %: 2 GPU-hours asked, 0.4 used, 1.6 wasted.
+    assert row.all_inner_texts()[:3] == ["1", "1.6", "14.0"]
+    if SCREENSHOTS:
+        page.screenshot(path=f"{SCREENSHOTS}/console-namespace.png", full_page=True)
+
+    # The window: 30 days from a link, then a custom from/to typed in the form.
+    with page.expect_navigation():
+        page.get_by_role("link", name="30 days").click()
+    assert "days=30" in page.url
+    assert sum(int(t) for t in rows.locator("td:nth-child(2)").all_inner_texts()) == 5
+    first = (utcnow() - timedelta(weeks=3, days=2)).date()
+    page.get_by_label("from", exact=True).fill(first.isoformat())
+    page.get_by_label("to", exact=True).fill((utcnow() - timedelta(days=2)).date().isoformat())
+    with page.expect_navigation():
+        page.get_by_label("to", exact=True).press("Enter")
+    assert f"from={first.isoformat()}" in page.url
+    # Runs 1, 2 and 3 weeks back ended inside it; the newest (a day ago) did not.
+    assert sum(int(t) for t in rows.locator("td:nth-child(2)").all_inner_texts()) == 3
+    opening = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    assert rows.first.get_attribute("data-week") == iso(week_start(opening))
+
+    watched.open("/ui/users/carol?namespace=vision&days=90")
+    if SCREENSHOTS:
+        page.locator('section[aria-labelledby="trends"]').screenshot(
+            path=f"{SCREENSHOTS}/console-trends.png"
+        )
     watched.check_clean()

@@ -196,6 +196,9 @@ def test_the_namespace_page_charts_and_tabulates_the_weeks(priced, session):
         "6",
         "8",
     ]
+    # OOM kills count whole: one kill sets an axis of 0 to 4, not of quarters.
+    oom = re.search(r'id="trend-oom".*?</svg>', html, re.S).group(0)
+    assert re.findall(r'class="tick"[^>]*>([\d,.]+)<', oom)[:5] == ["0", "1", "2", "3", "4"]
     efficiency = re.search(r'id="trend-efficiency".*?</svg>', html, re.S).group(0)
     assert f"{week}: 38% efficiency" in efficiency and "<polyline" in efficiency
     # The tiles add the weeks up.
