@@ -35,6 +35,9 @@ NAME = "ps_scaling"
 # a network-bound addition resized them.
 TAKEN_BACK_TO = "taken_back_to"
 PS_CPU_BEFORE = "ps_cpu_before"
+# Evidence keys: a shrink's PS count and CPU before it; a take-back of a shrink.
+SHRUNK_FROM = "shrunk_from"
+SHRINK_UNDONE = "shrink_undone"
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -103,14 +106,15 @@ class PsScalingSettings(PsChangeSettings):
         "it, two restarts for nothing. worker_tuning's cooldown_s is the same window.",
     )
     shrink_below: float = Field(
-        0.0,
+        0.4,
         ge=0.0,
         le=1.0,
         description="Mean CPU used / requested over every PS below which the tier is "
         "over-provisioned: fewer PS (or, with one PS, fewer cores) run its load at "
-        "target_utilization, the busiest PS at most max_busy. 0 (the default): never "
-        "shrink; PS CPU does not show what a network-bound tier needs (0.4 shrank 9 PS at "
-        "7 % CPU to 2 in the simulator's communication-bound jobs, and their speed fell).",
+        "target_utilization, the busiest PS at most max_busy; never while the trainers wait "
+        "(at or below worker_wait: PS CPU does not show what a network-bound tier needs). "
+        "A shrink after which the speed at the same trainers fell is taken back, and the "
+        "tier is not shrunk again. 0: never shrink.",
     )
     max_busy: float = Field(
         0.85,
@@ -234,6 +238,9 @@ class PsScalingOptimizer:
         no_help = _did_not_help(context, ps_nodes, settings)
         if no_help is not None:
             return no_help
+        hurt = _shrink_hurt(context, ps_nodes, settings)
+        if hurt is not None:
+            return hurt
         ps_util = {n.name: mean([s.cpu for s in recent[n.name]]) / n.cpu for n in ps_nodes}
         tier_util = mean(list(ps_util.values()))
         trainer_util = mean([mean([s.cpu for s in recent[n.name]]) / n.cpu for n in trainers])
@@ -242,10 +249,14 @@ class PsScalingOptimizer:
             "ps_tier_utilization": round(tier_util, 3),
             "trainer_utilization": round(trainer_util, 3),
         }
+        paused = _paused(context, recent)
+        if paused is not None:
+            return paused
         if (
             tier_util < settings.shrink_below
             and trainer_util > settings.worker_wait
             and _counts_steady(context, settings.shrink_after_s)
+            and not _shrink_undone(context)
         ):
             shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
             if shrunk is not None:
@@ -363,18 +374,16 @@ def _network_bound(
         f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU while the trainers use "
         f"{trainer_util:.0%} of theirs: they wait on the exchange with the PS, not on PS CPU"
     )
-    busy = {n: u for n, u in evidence["ps_utilization"].items() if u >= settings.saturation}
-    if busy:
-        name = max(busy, key=busy.get)
+    utilization = evidence["ps_utilization"]
+    hot = _hot_alone(utilization, settings.relative_factor)
+    if hot is not None and utilization[hot] >= settings.saturation:
         return no_change(
             NAME,
-            f"{waiting}, but {name} is at {busy[name]:.0%}: moving it (hot_ps) helps first",
+            f"{waiting}, but {hot} is at {utilization[hot]:.0%}, hot relative to the other "
+            "PS: moving it (hot_ps) helps first",
             evidence,
             threshold,
         )
-    paused = _paused(context, recent)
-    if paused is not None:
-        return paused
     stall = _stall(context, settings)
     if isinstance(stall, Proposal):
         return stall
@@ -443,8 +452,9 @@ def _network_bound(
 
 def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:
     """A no-change answer while the speed samples over the node samples judged show a
-    stall (a speed of 0, or below ``STALL_SHARE`` of their median): idle trainers then
-    wait on data loading, a checkpoint or a PS down, not on the PS's network."""
+    stall (a speed of 0, or below ``STALL_SHARE`` of their median): the trainers and PS
+    then wait on data loading, a checkpoint or a PS down (a dead PS missing from the
+    tier), and their CPU says nothing of what the tier needs."""
     since = min(s.ts for samples in recent.values() for s in samples)
     window = [s.steps_per_sec for s in context.speed if s.ts >= since]
     if not window:
@@ -455,8 +465,8 @@ def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:
         return None
     return no_change(
         NAME,
-        f"{stalled} of the last {len(window)} speed samples stalled: the trainers' idle CPU "
-        "does not say what they wait on",
+        f"{stalled} of the last {len(window)} speed samples stalled: the CPU of the trainers "
+        "and PS does not say what the tier needs",
         {"stalled_speed_samples": stalled},
         {"stall_share": STALL_SHARE},
     )
@@ -564,6 +574,86 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     )
 
 
+def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
+    """Back to the PS count and CPU before ps_scaling's last shrink, when the speed at the
+    same trainers fell by more than ``min_gain`` (or two standard errors) after it."""
+    applied = [
+        p
+        for p in context.plans
+        if p.status == PlanStatus.applied and p.applied_at is not None and ROLE_PS in p.roles
+    ]
+    if not applied:
+        return None
+    newest = max(applied, key=lambda p: p.applied_at)
+    shrunk = next(
+        (
+            r.evidence[SHRUNK_FROM]
+            for r in newest.reasons
+            if r.optimizer == NAME and isinstance(r.evidence.get(SHRUNK_FROM), dict)
+        ),
+        None,
+    )
+    if shrunk is None:
+        return None
+    if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
+        return None
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    now = observed.current
+    previous = None if now is None else observed.before(now)
+    if now is None or previous is None or previous.trainers != now.trainers:
+        return None
+    if now.ps_cpu == previous.ps_cpu:
+        return None
+    after, earlier = observed.point(now), observed.point(previous)
+    if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
+        return None
+    change = after.steps_per_sec / earlier.steps_per_sec - 1
+    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
+    if change >= -noise:
+        return None
+    count, cpu = shrunk["count"], shrunk["cpu"]
+    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
+    evidence = {
+        "ps_count": len(ps_nodes),
+        SHRINK_UNDONE: shrunk,
+        "steps_per_sec": round(after.steps_per_sec, 4),
+        "previous_steps_per_sec": round(earlier.steps_per_sec, 4),
+        "speed_gain": round(change, 4),
+    }
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    return Proposal(
+        roles={
+            ROLE_PS: RoleSpec(
+                count=None if count == len(ps_nodes) else count,
+                cpu=cpu,
+            )
+        },
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"shrinking the PS (plan {newest.id}) changed the speed at {now.trainers} "
+                f"trainers {earlier.steps_per_sec:.2f} -> {after.steps_per_sec:.2f} steps/s "
+                f"({change:+.1%}, more than {noise:.1%} down): back to {count} PS of {cpu:g} "
+                "cores, and no more shrinking",
+                evidence,
+                {"min_gain": settings.min_gain, "judge_after_s": settings.judge_after_s},
+            )
+        ],
+    )
+
+
+def _shrink_undone(context) -> bool:
+    """A shrink of ps_scaling's was taken back: the tier needed what it had."""
+    return any(
+        r.optimizer == NAME and SHRINK_UNDONE in r.evidence
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        for r in p.reasons
+    )
+
+
 def _last_addition(context) -> tuple[PlanView, int] | None:
     """The newest applied plan that set the PS count, with the count before it, when it was
     ps_scaling adding PS (None otherwise)."""
@@ -583,6 +673,7 @@ def _last_addition(context) -> tuple[PlanView, int] | None:
         if (
             r.optimizer == NAME
             and TAKEN_BACK_TO not in r.evidence
+            and SHRINK_UNDONE not in r.evidence
             and isinstance(before, int)
             and newest.roles[ROLE_PS].count > before
         ):
@@ -643,7 +734,7 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
                 f"({evidence['ps_tier_utilization']:.0%}, below {settings.shrink_below:.0%}): "
                 f"{cpu:g} cores run it at {busiest / cpu:.0%} (target "
                 f"{settings.target_utilization:.0%}), PS CPU {request:g} -> {cpu:g}",
-                evidence | {"new_cpu": cpu},
+                evidence | {"new_cpu": cpu, SHRUNK_FROM: {"count": now, "cpu": request}},
                 threshold,
             )
         ],
@@ -697,7 +788,12 @@ def _fewer_ps(context, ps_nodes, recent, role, count, total, skew, evidence, thr
                 f"{settings.max_busy:.0%}): PS {now} -> {count}, each with {memory:g} MiB for "
                 f"its larger share (the tier's memory shared among {count}, at least its peak "
                 f"{peak:g} MiB x {now}/{count} x {settings.memory_margin:g})",
-                evidence | {"ps_memory_peak_mib": peak, "new_memory_mib": memory},
+                evidence
+                | {
+                    "ps_memory_peak_mib": peak,
+                    "new_memory_mib": memory,
+                    SHRUNK_FROM: {"count": now, "cpu": request},
+                },
                 threshold,
             )
         ],

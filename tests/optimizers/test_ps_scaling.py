@@ -158,13 +158,16 @@ def test_ps_named_otherwise_leave_the_hosts_to_the_master():
 SHRINKING = PsScalingSettings(shrink_below=0.4)
 
 
-def test_the_tier_shrinks_only_when_asked():
-    # PS at 15 %: the default (shrink_below 0) leaves them, PS CPU does not show what a
-    # network-bound tier needs
+def test_the_tier_shrinks_by_default_unless_turned_off():
+    # PS at 0.6 of 4 cores (15 % < 40 %), workers at 3.2 of 4 (not waiting): 1.2 cores of
+    # load at 60 % of 4 cores: ceil(0.5) = 1 PS, with the tier's 2 x 8192 MiB
     points = [s for n in PS for s in series(n.name, cpu=[0.6] * 8)] + [
         s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)
     ]
-    assert propose(points).is_empty
+    proposal = propose(points)
+    assert proposal.roles == {"ps": RoleSpec(count=1, memory_mib=16384.0)}
+    assert proposal.reasons[0].evidence["shrunk_from"] == {"count": 2, "cpu": 4}
+    assert propose(points, settings=PsScalingSettings(shrink_below=0)).is_empty
 
 
 def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
@@ -303,17 +306,36 @@ def test_idle_trainers_beside_a_busy_ps_are_hot_ps_business():
     # ps-0 at 3.4 of 4 (85 %), ps-1 at 0.6: tier 50 %; the trainers wait on ps-0's CPU
     proposal = propose(samples(ps=(3.4, 0.6), worker=1.0))
     assert proposal.is_empty
-    assert "j-edljob-ps-0 is at 85%: moving it (hot_ps) helps first" in (
+    assert "j-edljob-ps-0 is at 85%, hot relative to the other PS: moving it (hot_ps)" in (
         proposal.reasons[0].message
     )
 
 
-def test_idle_trainers_during_a_stall_are_not_network_bound():
-    # one speed sample of the last 8 at 0 (a checkpoint): the idle CPU is the stall's
+def test_a_busy_ps_beside_busy_others_does_not_stop_the_network_path():
+    # ps-0 at 3.6 of 4 (90 %), ps-1 at 2.6 (65 %): 0.9 < 1.5 x 0.65, so hot_ps moves
+    # nothing ("more PS would help"); the trainers at 25 % wait: more PS. Tier 77.5 %,
+    # share 0.25: 8 PS as in the idle case, each for 6.2 x 1.161 (skew 3.6 / 3.1) x
+    # 2.286 / 8 / 0.6 = 3.43 -> 3.5 cores
+    proposal = propose(samples(ps=(3.6, 2.6), worker=1.0))
+    assert proposal.roles == {"ps": RoleSpec(count=8, cpu=3.5)}
+
+
+def test_no_ps_change_while_the_speed_stalls():
+    # one speed sample of the last 8 at 0 (a checkpoint, a PS down): the idle trainers,
+    # a saturated tier missing its dead PS, or idle PS are the stall's
     stalled = speeds([(4, v) for v in (20.0, 20.2, 19.8, 20.0, 0.0, 20.1, 19.9, 20.0)])
-    proposal = propose(samples(ps=(1.0, 1.0), worker=1.0), speed=stalled)
-    assert proposal.is_empty
-    assert "1 of the last 8 speed samples stalled" in proposal.reasons[0].message
+    for points in (
+        samples(ps=(1.0, 1.0), worker=1.0),
+        samples(),
+        [s for n in PS for s in series(n.name, cpu=[0.6] * 8)]
+        + [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)],
+    ):
+        proposal = propose(points, speed=stalled)
+        assert proposal.is_empty
+        assert "1 of the last 8 speed samples stalled" in proposal.reasons[0].message
+    # 12.0 is above half the median (20.0): not a stall
+    slow = speeds([(4, v) for v in (12.0, 20.2, 19.8, 20.0, 20.0, 20.1, 19.9, 20.0)])
+    assert propose(samples(), speed=slow).roles == {"ps": RoleSpec(count=4)}
 
 
 def test_a_network_bound_tier_is_not_shrunk():
@@ -347,3 +369,40 @@ def test_resized_ps_that_did_not_help_go_back_to_their_count_and_size():
     proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
     assert proposal.roles == {"ps": RoleSpec(count=2, cpu=4)}
     assert "it did not help, PS 4 -> 2, 4 cores each as before" in proposal.reasons[0].message
+
+
+def test_a_shrink_that_slowed_the_job_is_taken_back_and_not_repeated():
+    # ps_scaling cut 2 PS of 4 cores to 1 (PS cores 8 -> 4) 1150 s ago; at the same 4
+    # trainers 20.0 -> 18.0 steps/s (-10 %, beyond 2 %): back to 2 PS of 4 cores
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    shrunk = plan(
+        seconds_ago=1150,
+        roles={"ps": RoleSpec(count=1, memory_mib=16384)},
+        reasons=(
+            Reason(
+                "ps_scaling", "PS 2 -> 1", {"ps_count": 2, "shrunk_from": {"count": 2, "cpu": 4}}
+            ),
+        ),
+        plan_id=2,
+    )
+    lone = [node("j-edljob-ps-0", "ps", cpu=4, memory_mib=16384, index=0)]
+    points = series(lone[0].name, cpu=[3.0] * 8)
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    speed = speeds([(4, 20.0)] * 10 + [(4, 18.0)] * 10, every_s=120)
+    proposal = propose(points, speed=speed, plans=[created, shrunk], nodes=lone + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=4)}
+    assert "back to 2 PS of 4 cores, and no more shrinking" in proposal.reasons[0].message
+    # at -1 % (within 2 %) the shrink stays
+    flat = speeds([(4, 20.0)] * 10 + [(4, 19.8)] * 10, every_s=120)
+    assert propose(points, speed=flat, plans=[created, shrunk], nodes=lone + WORKERS).is_empty
+    # once taken back, an idle tier is not shrunk again
+    undone = plan(seconds_ago=1300, roles=proposal.roles, reasons=tuple(proposal.reasons))
+    idle = [s for n in PS for s in series(n.name, cpu=[0.6] * 8)]
+    idle += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    again = propose(idle, plans=[undone])
+    assert again.is_empty
+    assert "below 80%: not saturated" in again.reasons[0].message
