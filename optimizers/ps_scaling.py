@@ -18,7 +18,7 @@ from brain.optimizing import (
     Proposal,
 )
 from brain.optimizing.roles import current_role, planned_totals
-from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe
+from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe, stalled_since
 from optimizers._common import (
     PsChangeSettings,
     ceil_mib,
@@ -456,16 +456,13 @@ def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:
     then wait on data loading, a checkpoint or a PS down (a dead PS missing from the
     tier), and their CPU says nothing of what the tier needs."""
     since = min(s.ts for samples in recent.values() for s in samples)
-    window = [s.steps_per_sec for s in context.speed if s.ts >= since]
-    if not window:
-        return None
-    typical = median(window)
-    stalled = sum(1 for v in window if v <= 0 or v < STALL_SHARE * typical)
+    stalled = stalled_since(context, since, STALL_SHARE)
     if not stalled:
         return None
+    window = sum(1 for s in context.speed if s.ts >= since)
     return no_change(
         NAME,
-        f"{stalled} of the last {len(window)} speed samples stalled: the CPU of the trainers "
+        f"{stalled} of the last {window} speed samples stalled: the CPU of the trainers "
         "and PS does not say what the tier needs",
         {"stalled_speed_samples": stalled},
         {"stall_share": STALL_SHARE},

@@ -20,7 +20,7 @@ from brain.optimizing import (
 from brain.optimizing.proposal import GUARD
 from brain.optimizing.roles import current_role, exceeded_limits, planned_totals
 from brain.optimizing.speed_fit import Configuration, Prediction, SpeedFit, SpeedPoint, fit
-from brain.optimizing.speed_points import Observed, observe, trainers_now
+from brain.optimizing.speed_points import Observed, observe, stalled_since, trainers_now
 from optimizers._common import cooling_down, mean, no_change, reason
 from optimizers.estimate import NAME as ESTIMATE
 
@@ -140,6 +140,28 @@ class WorkerTuningSettings(BaseModel):
         description="A change of worker_tuning's is judged (kept or taken back) while it is "
         "younger than this; later, other changes and a drifting load blur the comparison.",
     )
+    trim_wait: float = Field(
+        0.7,
+        ge=0.05,
+        le=1.0,
+        description="With the busiest PS at ps_cpu_threshold or more and the job's CPU limit "
+        "leaving it no room to grow, workers using at most this share of their CPU wait on "
+        "the PS: some are given back, so the PS can grow.",
+    )
+    trim_target: float = Field(
+        0.85,
+        ge=0.1,
+        le=1.0,
+        description="Workers given back keep the rest at most this busy (CPU used / "
+        "requested at today's speed): the PS stay the bottleneck, the speed holds.",
+    )
+    ps_room: float = Field(
+        0.67,
+        ge=0.0,
+        le=4.0,
+        description="Cores the CPU limit must leave free for the busiest PS to grow, as a "
+        "share of its cores (hot_ps moves a hot PS to its use / 0.6: +67 %).",
+    )
     cooldown_s: float = Field(
         600,
         ge=0,
@@ -248,6 +270,9 @@ class WorkerTuningOptimizer:
             busiest, utilization = ps_load
             ps_evidence = {"busiest_ps": busiest, "ps_cpu_utilization": round(utilization, 3)}
             if utilization >= settings.ps_cpu_threshold:
+                given_back = _give_back(job, busiest, ps_evidence)
+                if given_back is not None:
+                    return given_back
                 return no_change(
                     NAME,
                     f"busiest PS {busiest} at {utilization:.0%} CPU, threshold "
@@ -533,6 +558,70 @@ def _more_cpu(job: _Job) -> list[_Candidate]:
             why = f"the workers use {used:.2f} of their {cpu:g} cores (CPU-bound)"
             return [_Candidate(job.workers, bigger, configuration, job.predict(configuration), why)]
     return []
+
+
+def _give_back(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
+    """Fewer workers when the busiest PS holds the speed, the job's CPU limit leaves it
+    less than ``ps_room`` x its cores to grow, and the workers wait on it (at most
+    ``trim_wait`` of their CPU used): the rest run at most ``trim_target`` busy at
+    today's speed, and at least as many go as free the PS's room. A PS-bound job keeps
+    its speed with fewer workers; the cores go to the PS (hot_ps, ps_scaling). None when
+    no worker needs to go."""
+    context, settings = job.context, job.settings
+    limit = context.job.limits.cpu
+    ps = next((n for n in context.nodes_of(ROLE_PS) if n.name == busiest), None)
+    used = _worker_cpu_used(context, settings.worker_samples)
+    cpu = job.now.trainer_cpu
+    if limit is None or ps is None or used is None or cpu <= 0 or job.workers <= 1:
+        return None
+    recent = [
+        s
+        for n in context.nodes_of(ROLE_WORKER)
+        for s in context.samples_of(n.name)[-settings.worker_samples :]
+    ]
+    if not recent or stalled_since(context, min(s.ts for s in recent), settings.stall_share):
+        return None  # idle workers during a stall do not wait on the PS
+    room = limit - planned_totals({}, context.job, context.nodes).cpu
+    needed = settings.ps_room * ps.cpu
+    busy = used / cpu
+    if room >= needed or busy > settings.trim_wait:
+        return None
+    keep = math.ceil(job.now.trainers * busy / settings.trim_target - 1e-9) - job.chiefs
+    free = job.workers - math.ceil((needed - room) / cpu - 1e-9)
+    count = max(keep, free, context.job.bounds_of(ROLE_WORKER).min_count or 1)
+    if count >= job.workers:
+        return None
+    freed = (job.workers - count) * cpu
+    return Proposal(
+        roles={ROLE_WORKER: RoleSpec(count=count)},
+        reasons=[
+            reason(
+                NAME,
+                f"busiest PS {busiest} at {ps_evidence['ps_cpu_utilization']:.0%} CPU holds "
+                f"the speed ({job.speed.steps_per_sec:.2f} steps/s), the CPU limit {limit:g} "
+                f"leaves it {room:.2f} cores (less than {settings.ps_room:g} x its {ps.cpu:g}), "
+                f"and the workers use {busy:.0%} of their CPU: {count} of them run today's "
+                f"speed at most {settings.trim_target:.0%} busy and free {freed:g} cores for "
+                f"the PS: workers {job.workers} -> {count}",
+                ps_evidence
+                | _fit_evidence(job)
+                | {
+                    "worker_count": job.workers,
+                    "added": count - job.workers,
+                    COUNT_BEFORE: job.workers,
+                    CPU_BEFORE: cpu,
+                    WORKER_CPU: cpu,
+                    "worker_utilization": round(busy, 3),
+                    "cpu_room": round(room, 3),
+                },
+                {
+                    "trim_wait": settings.trim_wait,
+                    "trim_target": settings.trim_target,
+                    "ps_room": settings.ps_room,
+                },
+            )
+        ],
+    )
 
 
 def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:

@@ -147,6 +147,17 @@ def _role_value(
     return getattr(current_role(role, context.job, context.nodes), attr)
 
 
+def stalled_since(context: OptimizerContext, since: datetime, stall_share: float) -> int:
+    """How many speed samples at or after ``since`` are stalls: 0, or below
+    ``stall_share`` of the median of those samples. CPU measured over such a window
+    shows the stall (idle trainers, a dead PS missing), not what the job needs."""
+    window = [s.steps_per_sec for s in context.speed if s.ts >= since]
+    if not window:
+        return 0
+    typical = median(window)
+    return sum(1 for v in window if v <= 0 or v < stall_share * typical)
+
+
 def trainers_now(context: OptimizerContext) -> tuple[int, int]:
     """The worker count the job runs now and the chiefs that train beside them."""
     workers = current_role(ROLE_WORKER, context.job, context.nodes).count or 0

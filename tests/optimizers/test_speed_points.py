@@ -1,10 +1,12 @@
 """speed_points: which configuration each speed sample measured, and which samples none."""
 
+from datetime import timedelta
+
 from brain.domain import RoleSpec, Stage
 from brain.optimizing import NodeChange
 from brain.optimizing.speed_fit import Configuration
-from brain.optimizing.speed_points import observe
-from tests.builders.views import context, job, node, plan, speeds
+from brain.optimizing.speed_points import observe, stalled_since
+from tests.builders.views import NOW, context, job, node, plan, speeds
 
 ROLES = {
     "worker": RoleSpec(count=4, cpu=2, memory_mib=4096),
@@ -61,3 +63,14 @@ def test_a_migrated_ps_counts_at_its_own_size():
     nodes = [node("j-edljob-ps-0", "ps", cpu=10, memory_mib=8192), PS[1]]
     result = observed(speeds([(4, 10.0)] * 3), plans=[created, moved], nodes=nodes)
     assert [p.configuration for p in result.points] == [Configuration(4, 2.0, 14.0)]
+
+
+def test_stalled_samples_since_a_time():
+    # samples every 60 s, the last at NOW: 10, 10, 0, 10, 4, 10, 10; the last five (from
+    # 240 s ago) have median 10: 0 and 4 (< 5) are stalls; from 60 s ago none
+    ctx = context(
+        Stage.running, job(roles=ROLES), speed=speeds([(4, v) for v in (10, 10, 0, 10, 4, 10, 10)])
+    )
+    assert stalled_since(ctx, NOW - timedelta(seconds=240), 0.5) == 2
+    assert stalled_since(ctx, NOW - timedelta(seconds=60), 0.5) == 0
+    assert stalled_since(ctx, NOW + timedelta(seconds=1), 0.5) == 0

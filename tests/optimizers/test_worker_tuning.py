@@ -409,3 +409,47 @@ def test_workers_sized_to_their_need_are_not_cpu_bound():
         Stage.running, ctx.job, nodes=ctx.nodes, samples=[*ctx.samples, *turns], speed=speed
     )
     assert propose(ctx).roles == {"worker": RoleSpec(count=4)}
+
+
+def test_workers_waiting_on_a_ps_without_room_are_given_back():
+    # 1 chief + 10 workers of 4 cores and 1 PS of 8 cores: 52 cores under a 54-core limit.
+    # The PS at 7.6 of 8 (95 %) holds the speed; to grow it needs 0.67 x 8 = 5.36 cores,
+    # the limit leaves 2. The workers use 1.6 of 4 cores (40 % <= 70 %): they wait on it.
+    # 11 trainers x 0.4 / 0.85 = 5.18 -> 6 trainers keep today's speed (5 workers), and
+    # ceil((5.36 - 2) / 4) = 1 worker frees the room: the more of 5 and 10 - 1 = 9 -> 9
+    def give_back(worker_cpu_used, limit_cpu, speed=None):
+        roles = {
+            "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
+            "worker": RoleSpec(count=10, cpu=4, memory_mib=8192),
+            "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
+        }
+        workers = [node(f"w-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(10)]
+        points = series("ps-0", cpu=[7.6] * 3)
+        points += [s for w in workers for s in series(w.name, cpu=[worker_cpu_used] * 3)]
+        ctx = context(
+            Stage.running,
+            job(roles=roles, limits=Limits(cpu=limit_cpu)),
+            nodes=[PS, *workers],
+            samples=points,
+            speed=speed or speeds([(11, 50.0)] * 3),
+        )
+        return propose(ctx)
+
+    proposal = give_back(1.6, 54)
+    assert proposal.roles == {"worker": RoleSpec(count=9)}
+    evidence = proposal.reasons[0].evidence
+    assert evidence["cpu_room"] == 2.0
+    assert evidence["worker_utilization"] == 0.4
+    assert evidence["added"] == -1
+    assert "free 4 cores for the PS: workers 10 -> 9" in proposal.reasons[0].message
+    # the limit leaves 6 cores (>= 5.36): the PS can grow, the workers stay
+    assert give_back(1.6, 58).is_empty
+    # workers at 3.2 of 4 (80 % > 70 %) do not wait: they stay
+    assert give_back(3.2, 54).is_empty
+    # workers at 0.8 of 4 (20 %): 11 x 0.2 / 0.85 = 2.59 -> 3 trainers, 2 workers would
+    # keep the speed, but 9 free the room: 9 still (no more go than the PS needs)
+    assert give_back(0.8, 54).roles == {"worker": RoleSpec(count=9)}
+    # a stalled speed sample over the workers' last 3 samples (a checkpoint): their idle
+    # CPU is the stall's, not a wait on the PS
+    stalled = speeds([(11, 50.0)] * 3 + [(11, 0.0)] + [(11, 50.0)] * 2)
+    assert give_back(1.6, 54, speed=stalled).is_empty
