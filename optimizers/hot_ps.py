@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from brain.domain import ROLE_PS, Stage
+from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Stage
 from brain.optimizing import Changes, ContextInput, OptimizerContext, Proposal
 from optimizers._common import (
     CpuStepSettings,
@@ -48,6 +48,21 @@ class HotPsSettings(CpuStepSettings, PsChangeSettings):
     target_utilization: float = Field(
         0.6, ge=0.1, le=1.0, description="CPU utilization the migrated PS is sized for."
     )
+    trainer_wait: float = Field(
+        0.7,
+        ge=0.05,
+        le=1.0,
+        description="Trainers (workers and chief) using at most this share of their CPU over "
+        "the hot PS's samples wait on it: its use is capped by its request, and at the "
+        "trainers' full pace it would need use / their share; it is sized for that.",
+    )
+    max_growth: float = Field(
+        4.0,
+        ge=1.0,
+        le=16.0,
+        description="The most one migration multiplies a hot PS's peak use by for the "
+        "trainers' full pace (before target_utilization).",
+    )
 
 
 class HotPsOptimizer:
@@ -57,7 +72,10 @@ class HotPsOptimizer:
     last ``hot_samples`` samples and, when the job has other PS, its mean utilization is
     ``relative_factor`` times theirs (median). It is migrated with ``peak recent use /
     target_utilization`` cores (rounded up to ``cpu_step``), at most the largest node,
-    and not within ``ps_change_interval_s`` of the PS tier's last applied change.
+    and not within ``ps_change_interval_s`` of the PS tier's last applied change. A PS
+    pinned at its request serves the trainers at their current pace only: when the
+    trainers use at most ``trainer_wait`` of their CPU they wait on it, and its peak is
+    first scaled to their full pace (``/ their share``, at most ``max_growth`` x).
     """
 
     name: ClassVar[str] = NAME
@@ -123,11 +141,33 @@ class HotPsOptimizer:
         return proposal
 
 
+def _trainer_share(context, since) -> float | None:
+    """The trainers' mean CPU used / requested over their samples since ``since``."""
+    shares = []
+    for n in context.nodes:
+        if n.role not in (ROLE_WORKER, ROLE_CHIEF) or n.cpu <= 0:
+            continue
+        recent = [s.cpu for s in context.samples_of(n.name) if s.ts >= since]
+        if recent:
+            shares.append(mean(recent) / n.cpu)
+    return mean(shares) if shares else None
+
+
 def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal: Proposal) -> None:
     used = max(s.cpu for s in samples)
     cap = context.node_max.cpu
-    cpu = min(ceil_to(used / settings.target_utilization, settings.cpu_step), cap)
     evidence = {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in samples]}
+    share = _trainer_share(context, samples[0].ts)
+    demand, why = used, f"peak {used:.2f}"
+    if share is not None and share <= settings.trainer_wait:
+        factor = min(1 / max(share, 1e-9), settings.max_growth)
+        demand = used * factor
+        why = (
+            f"peak {used:.2f}; the trainers use {share:.0%} of their CPU, waiting on it: "
+            f"x {factor:.2f} at their full pace = {demand:.2f}"
+        )
+        evidence |= {"trainer_utilization": round(share, 3), "cpu_demand": round(demand, 3)}
+    cpu = min(ceil_to(demand / settings.target_utilization, settings.cpu_step), cap)
     if cpu <= ps.cpu:
         proposal.reasons.append(
             reason(
@@ -144,8 +184,8 @@ def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal:
         reason(
             NAME,
             f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
-            f"{settings.hot_samples} samples (peak {used:.2f}): migrate to {cpu} cores "
-            f"(peak / {settings.target_utilization}, at most {cap})",
+            f"{settings.hot_samples} samples ({why}): migrate to {cpu} cores "
+            f"(/ {settings.target_utilization}, at most {cap})",
             evidence | {"new_cpu": cpu},
             threshold | {"node_max_cpu": cap},
         )

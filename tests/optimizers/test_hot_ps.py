@@ -81,3 +81,23 @@ def test_no_migration_within_the_ps_tier_cooldown():
     fix = plan(seconds_ago=60, source_event_id=7, migrate=(NodeChange(role="ps", name="ps-1"),))
     ctx = context(Stage.running, nodes=PS, samples=SAMPLES, plans=[fix])
     assert HotPsOptimizer().propose(ctx, SETTINGS).migrate
+
+
+def test_a_hot_ps_the_trainers_wait_on_is_sized_for_their_full_pace():
+    # ps-0 peaks at 7.6 of 8 cores; two workers of 4 cores use w of them over its samples
+    def migrated(worker_cpu_used):
+        workers = [node(f"w-{i}", "worker", cpu=4, memory_mib=8192) for i in range(2)]
+        samples = SAMPLES + [s for w in workers for s in series(w.name, cpu=[worker_cpu_used] * 3)]
+        ctx = context(Stage.running, nodes=PS + workers, samples=samples)
+        return HotPsOptimizer().propose(ctx, SETTINGS)
+
+    # at 2.0 of 4 (50 % <= 70 %) they wait: 7.6 / 0.5 = 15.2 at full pace, / 0.6 = 25.33
+    # -> 25.4 cores
+    proposal = migrated(2.0)
+    assert [(c.name, c.cpu) for c in proposal.migrate] == [("ps-0", 25.4)]
+    assert proposal.reasons[0].evidence["cpu_demand"] == 15.2
+    assert "the trainers use 50% of their CPU, waiting on it" in proposal.reasons[0].message
+    # at 0.4 of 4 (10 %): x 10 capped at max_growth 4: 30.4 / 0.6 = 50.67 -> 50.7
+    assert [(c.name, c.cpu) for c in migrated(0.4).migrate] == [("ps-0", 50.7)]
+    # at 3.2 of 4 (80 %) they keep their pace: peak / 0.6 = 12.7 as before
+    assert [(c.name, c.cpu) for c in migrated(3.2).migrate] == [("ps-0", 12.7)]
