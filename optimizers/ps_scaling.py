@@ -384,6 +384,17 @@ def _network_bound(
             evidence,
             threshold,
         )
+    added = _last_addition(context)
+    if added is not None:
+        age = (context.now - added[0].applied_at).total_seconds()
+        if age < settings.judge_after_s:
+            return no_change(
+                NAME,
+                f"{waiting}; PS added {age:.0f} s ago (plan {added[0].id}) are judged "
+                f"{settings.judge_after_s:.0f} s after: no more before",
+                evidence,
+                threshold,
+            )
     stall = _stall(context, settings)
     if isinstance(stall, Proposal):
         return stall
@@ -404,6 +415,14 @@ def _network_bound(
         return _no_more_help(now, ceiling, evidence, threshold)
     if ceiling is not None:
         top = min(top, ceiling)
+    if gain(now + 1) - 1 < settings.network_min_gain:
+        return no_change(
+            NAME,
+            f"{waiting}, a wait of {1 - share:.0%} of a step; one more PS is predicted to gain "
+            f"{gain(now + 1) - 1:+.1%}, less than {settings.network_min_gain:.0%}",
+            evidence,
+            threshold | {"network_min_gain": settings.network_min_gain},
+        )
     wanted = now + 1
     while wanted < top and gain(wanted + 1) / gain(wanted) - 1 >= settings.network_min_gain:
         wanted += 1

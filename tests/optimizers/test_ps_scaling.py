@@ -406,3 +406,25 @@ def test_a_shrink_that_slowed_the_job_is_taken_back_and_not_repeated():
     again = propose(idle, plans=[undone])
     assert again.is_empty
     assert "below 80%: not saturated" in again.reasons[0].message
+
+
+def test_network_bound_ps_are_added_only_once_the_last_were_judged_and_while_they_pay():
+    # ps_scaling took 2 PS to 4 500 s ago: they are judged at 600 s, nothing before
+    added = plan(
+        seconds_ago=500,
+        roles={"ps": RoleSpec(count=4)},
+        reasons=(Reason("ps_scaling", "PS 2 -> 4", {"ps_count": 2}),),
+    )
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[1.0] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)]
+    proposal = propose(points, plans=[added], nodes=four + WORKERS)
+    assert proposal.is_empty
+    assert "PS added 500 s ago (plan 1) are judged 600 s after" in proposal.reasons[0].message
+    # workers at 2.6 of 4 (65 %) wait 35 % of a step: a third PS for 2 predicts
+    # 1 / (0.65 + 0.35 x 2/3) = +13.2 %, below a 15 % network_min_gain
+    proposal = propose(
+        samples(ps=(1.0, 1.0), worker=2.6), settings=PsScalingSettings(network_min_gain=0.15)
+    )
+    assert proposal.is_empty
+    assert "one more PS is predicted to gain +13.2%, less than 15%" in proposal.reasons[0].message
