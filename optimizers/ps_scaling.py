@@ -387,11 +387,12 @@ def _network_bound(
     added = _last_addition(context)
     if added is not None:
         age = (context.now - added[0].applied_at).total_seconds()
-        if age < settings.judge_after_s:
+        if age < settings.judge_after_s and not _paid(context, settings):
             return no_change(
                 NAME,
                 f"{waiting}; PS added {age:.0f} s ago (plan {added[0].id}) are judged "
-                f"{settings.judge_after_s:.0f} s after: no more before",
+                f"{settings.judge_after_s:.0f} s after, unless the speed at the same trainers "
+                "already rose beyond the noise: no more before",
                 evidence,
                 threshold,
             )
@@ -467,6 +468,25 @@ def _network_bound(
             )
         ],
     )
+
+
+def _paid(context: OptimizerContext, settings: PsScalingSettings) -> bool:
+    """The speed at the same trainers rose by ``min_gain`` (two standard errors when more)
+    from the configuration before the current one, which had other PS cores: the last
+    PS change paid, measured on ``speed_samples`` samples each."""
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    now = observed.current
+    previous = None if now is None else observed.before(now)
+    if now is None or previous is None or previous.trainers != now.trainers:
+        return False
+    if now.ps_cpu == previous.ps_cpu:
+        return False
+    after, earlier = observed.point(now), observed.point(previous)
+    if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
+        return False
+    gain = after.steps_per_sec / earlier.steps_per_sec - 1
+    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
+    return gain >= noise
 
 
 def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:

@@ -421,6 +421,19 @@ def test_network_bound_ps_are_added_only_once_the_last_were_judged_and_while_the
     proposal = propose(points, plans=[added], nodes=four + WORKERS)
     assert proposal.is_empty
     assert "PS added 500 s ago (plan 1) are judged 600 s after" in proposal.reasons[0].message
+    # unless they already paid: at the same 4 trainers 20.0 -> 26.0 steps/s (+30 %, 11
+    # samples before, 7 after the 90 s of restarts) from 8 to 16 PS cores
+    created = plan(
+        stage=Stage.create, roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4)}
+    )
+    speed = speeds([(4, 20.0)] * 12 + [(4, 26.0)] * 8)
+    # (PS at 1.0 of 4, workers at 25 %: 1 / (0.25 + 3 / k) gains >= 5 % per PS up to 11,
+    # 1.913; 12 adds 4.5 %. Each 4.0 x 1.913 / 11 / 0.6 = 1.16 -> 1.2 cores)
+    proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=11, cpu=1.2)}
+    # the same speed before and after: not yet
+    flat = speeds([(4, 20.0)] * 20)
+    assert propose(points, speed=flat, plans=[created, added], nodes=four + WORKERS).is_empty
     # workers at 2.6 of 4 (65 %) wait 35 % of a step: a third PS for 2 predicts
     # 1 / (0.65 + 0.35 x 2/3) = +13.2 %, below a 15 % network_min_gain
     proposal = propose(
