@@ -41,7 +41,7 @@ from api.job_ref import JobNamespace
 from api.routers.portraits import owner_portrait_out
 from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
-from api.schemas.portraits import CostOut, JobPortraitOut, RankingRow, TotalsOut, WasteSort
+from api.schemas.portraits import JobPortraitOut, RankingRow, TotalsOut, WasteSort
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import K8S_LABEL, NAMESPACE_MAX, JobStatus, utcnow
@@ -52,7 +52,7 @@ from brain.portraits.job_table import SORTS, JobTableFilters, job_table
 from brain.portraits.overview import job_counts
 from brain.portraits.spend import run_spend, spend_by
 from brain.portraits.suggestions import SuggestionQuery, suggest
-from brain.portraits.trend import TrendScope, weekly_trend
+from brain.portraits.trend import TrendScope, Week, weekly_trend, window_sum
 from brain.services import events, plans, pods
 from brain.services.cluster import latest_cluster_state
 from brain.services.tokens import Principal
@@ -176,24 +176,26 @@ def _window_refused(request: Request, principal: Principal, problem: str, csv: b
 
 
 @dataclass(frozen=True)
-class WindowTotals:
+class WindowView:
+    """The window's totals and cost, its five users wasting most, and its weeks."""
+
     week: TotalsOut
     top: list[RankingRow]
+    trend: list[Week]
 
 
-def _window_totals(session, settings, window: PageWindow, namespace: str | None):
-    """The window's totals and cost, and its five users wasting most: of every
-    namespace, or of ``namespace``."""
+def _window_view(session, settings, window: PageWindow, namespace: str | None) -> WindowView:
+    """Of every namespace, or of ``namespace``. The totals and cost are the weeks' added
+    up: one read of the window's jobs for both."""
     since, end = window.since, window.end
-    week = TotalsOut.of(portraits.totals_since(session, since, namespace, end))
-    if settings.prices.configured:
-        cost = _window_cost(session, since, end, settings, namespace)
-        week = week.model_copy(update={"cost": cost})
+    prices = settings.prices if settings.prices.configured else None
+    trend = weekly_trend(session, since, end, TrendScope(namespace), prices)
+    totals, cost = window_sum(trend)
     rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0, namespace=namespace, end=end)
     keys = [k for k, _ in rows]
     spent = {}
-    if settings.prices.configured:
-        spent = spend_by(session, "user", keys, since, settings.prices, namespace, end)
+    if prices is not None:
+        spent = spend_by(session, "user", keys, since, prices, namespace, end)
     # Ranked by waste, most first: a key that wasted nothing (a user whose jobs have
     # only just started) is no waster, and can only trail the list.
     top = [
@@ -201,12 +203,7 @@ def _window_totals(session, settings, window: PageWindow, namespace: str | None)
         for k, t in rows
         if any(t.hours.waste(resource) > 0 for resource, *_ in RESOURCES)
     ]
-    return WindowTotals(week, top)
-
-
-def _trend(session, settings, since: datetime, end: datetime, scope: TrendScope):
-    prices = settings.prices if settings.prices.configured else None
-    return weekly_trend(session, since, end, scope, prices)
+    return WindowView(TotalsOut.of(totals, cost), top, trend)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -237,17 +234,14 @@ def overview(
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     scope = principal.namespaces if namespace is None else frozenset({namespace})
     counts = job_counts(session, today, scope)
-    totals = trend = None
-    if refused is None:
-        totals = _window_totals(session, settings, window, namespace)
-        trend = _trend(session, settings, window.since, window.end, TrendScope(namespace))
+    view = None if refused is not None else _window_view(session, settings, window, namespace)
     if format == tables.CSV:
-        if totals is None:
+        if view is None:
             return refused
         found = {
-            "week": tables.hours_table(totals.week.hours, totals.week.cost),
-            "wasters": tables.wasters_table(totals.top),
-            "trend": tables.trend_table(trend),
+            "week": tables.hours_table(view.week.hours, view.week.cost),
+            "wasters": tables.wasters_table(view.top),
+            "trend": tables.trend_table(view.trend),
         }
         return tables.csv_response(found, table, f"overview-{namespace or 'all'}")
     return page(
@@ -256,29 +250,15 @@ def overview(
         principal,
         counts=counts,
         cluster=latest_cluster_state(session) if principal.namespaces is None else None,
-        week=totals.week if totals else None,
-        top=totals.top if totals else None,
-        trend=trend,
-        charts=trend_charts(trend) if trend else [],
+        week=view.week if view else None,
+        top=view.top if view else None,
+        trend=view.trend if view else None,
+        charts=trend_charts(view.trend) if view else [],
         window=window,
         window_days=WINDOW_DAYS,
         namespace=namespace,
         own_namespaces=sorted(principal.namespaces or ()),
     )
-
-
-def _window_cost(session, since, end, settings, namespace: str | None):
-    """The jobs' cost in the window: summed over namespaces (None: no namespace), or
-    ``namespace``'s alone."""
-    if namespace is not None:
-        spent = spend_by(session, "namespace", [namespace], since, settings.prices, end=end)
-        return CostOut.model_validate(spent[namespace])
-    keys = [key for key, _ in portraits.totals_by(session, "namespace", since)]
-    spent = spend_by(session, "namespace", keys, since, settings.prices, end=end)
-    total = None
-    for cost in spent.values():
-        total = cost if total is None else total + cost
-    return None if total is None else CostOut.model_validate(total)
 
 
 @router.get("/namespaces/{namespace}", response_class=HTMLResponse)
@@ -309,23 +289,22 @@ def namespace_page(
     window = _page_window(days, start, end, utcnow())
     if isinstance(window, str):
         return _window_refused(request, principal, window, format == tables.CSV)
-    totals = _window_totals(session, settings, window, namespace)
-    trend = _trend(session, settings, window.since, window.end, TrendScope(namespace))
+    view = _window_view(session, settings, window, namespace)
     if format == tables.CSV:
         found = {
-            "trend": tables.trend_table(trend),
-            "week": tables.hours_table(totals.week.hours, totals.week.cost),
-            "wasters": tables.wasters_table(totals.top),
+            "trend": tables.trend_table(view.trend),
+            "week": tables.hours_table(view.week.hours, view.week.cost),
+            "wasters": tables.wasters_table(view.top),
         }
         return tables.csv_response(found, table, f"namespace-{namespace}")
     return page(
         request,
         "namespace.html",
         principal,
-        week=totals.week,
-        top=totals.top,
-        trend=trend,
-        charts=trend_charts(trend),
+        week=view.week,
+        top=view.top,
+        trend=view.trend,
+        charts=trend_charts(view.trend),
         window=window,
         window_days=WINDOW_DAYS,
         namespace=namespace,
@@ -569,8 +548,9 @@ def _owner_page(
         return page(request, "error.html", principal, 400, title="No such window", message=message)
     days = int(view.days) if view.days else OWNER_DAYS
     out = owner_portrait_out(session, settings, owner, key, days, WasteSort.gpu, 10, 0, namespace)
+    prices = settings.prices if settings.prices.configured else None
     scope = TrendScope(namespace, owner, key)
-    trend = _trend(session, settings, out.since, utcnow(), scope)
+    trend = weekly_trend(session, out.since, utcnow(), scope, prices)
     advice = []
     if _may_suggest(principal):
         registry, sizing_model = advisers

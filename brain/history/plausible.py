@@ -62,7 +62,7 @@ class epoch_seconds(FunctionElement):  # noqa: N801 (an SQL function's name)
 
 @compiles(epoch_seconds, "postgresql")
 def _epoch_postgresql(element, compiler, **kw) -> str:
-    return f"EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)})"
+    return f"date_part('epoch', {compiler.process(element.clauses, **kw)})"
 
 
 @compiles(epoch_seconds, "sqlite")

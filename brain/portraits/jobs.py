@@ -67,6 +67,9 @@ class Totals:
     def finished(self) -> int:
         return self.succeeded + self.failed + self.stopped
 
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+
     @property
     def success_rate(self) -> float | None:
         return self.succeeded / self.finished if self.finished else None
@@ -187,8 +190,8 @@ def owner_portrait(
     rows = session.execute(_owner_page(owner, sort, by_namespace), params).all()
     if not rows:
         totals = session.execute(_owner_totals(owner, by_namespace), params).one()
-        return _totals(totals), []
-    return _totals(rows[0]), [row[0] for row in rows]
+        return totals_of(totals), []
+    return totals_of(rows[0]), [row[0] for row in rows]
 
 
 @cache
@@ -196,7 +199,7 @@ def _owner_page(owner: str, sort: str, by_namespace: bool) -> Select:
     # Window aggregates see every matching job before LIMIT: the totals come with each
     # row of the page, one statement. Only an empty page needs them on their own.
     return (
-        select(JobSummaryRow, *_aggregates(window=True))
+        select(JobSummaryRow, *aggregates(window=True))
         .where(*_owner_jobs(owner, by_namespace))
         .order_by(*_waste_order(sort), JobSummaryRow.job_id)
         .limit(bindparam("limit", type_=Integer))
@@ -206,7 +209,7 @@ def _owner_page(owner: str, sort: str, by_namespace: bool) -> Select:
 
 @cache
 def _owner_totals(owner: str, by_namespace: bool) -> Select:
-    return select(*_aggregates()).where(*_owner_jobs(owner, by_namespace))
+    return select(*aggregates()).where(*_owner_jobs(owner, by_namespace))
 
 
 def _owner_jobs(owner: str, by_namespace: bool) -> list[ColumnElement[bool]]:
@@ -229,13 +232,13 @@ def owner_totals(
     move another's priorities (owners without a key are left out)."""
     key = OWNER_KEYS[owner]
     rows = session.execute(
-        select(JobSummaryRow.namespace, key.label("key"), *_aggregates())
+        select(JobSummaryRow.namespace, key.label("key"), *aggregates())
         .where(JobSummaryRow.ended_at >= bindparam("since"), key.is_not(None), *believed())
         .group_by(JobSummaryRow.namespace, key)
         .order_by(JobSummaryRow.namespace, key),
         {"since": since} | window_params(since, max_run_s),
     )
-    return [(row.namespace, row.key, _totals(row)) for row in rows]
+    return [(row.namespace, row.key, totals_of(row)) for row in rows]
 
 
 # Keys ``totals_by`` groups on.
@@ -250,37 +253,18 @@ def totals_by(session: Session, kind: str, since: datetime) -> list[tuple[str | 
     """Every namespace, user or group (``kind``) with jobs ended since ``since``, with
     its totals (jobs without a namespace under None)."""
     params = {"since": since} | window_params(since, DEFAULT_MAX_RUN_S)
-    return [(row.key, _totals(row)) for row in session.execute(_totals_by(kind), params)]
+    return [(row.key, totals_of(row)) for row in session.execute(_totals_by(kind), params)]
 
 
 @cache
 def _totals_by(kind: str) -> Select:
     key = TOTALS_KEYS[kind]
     return (
-        select(key.label("key"), *_aggregates())
+        select(key.label("key"), *aggregates())
         .where(JobSummaryRow.ended_at >= bindparam("since"), *believed())
         .group_by(key)
         .order_by(key)
     )
-
-
-def totals_since(
-    session: ReadSession,
-    since: datetime,
-    namespace: str | None = None,
-    end: datetime | None = None,
-) -> Totals:
-    """Totals over every job ended since ``since`` (and before ``end`` when given); with
-    ``namespace``, over its jobs."""
-    params = {"since": since, "end": end, "namespace": namespace}
-    params |= window_params(since, DEFAULT_MAX_RUN_S)
-    statement = _all_totals(namespace is not None, end is not None)
-    return _totals(session.execute(statement, params).one())
-
-
-@cache
-def _all_totals(by_namespace: bool, bounded: bool) -> Select:
-    return select(*_aggregates()).where(*_window_jobs(by_namespace, bounded))
 
 
 def ranking(
@@ -308,7 +292,7 @@ def ranking(
         count = 0
     else:
         count = session.scalar(_ranking_count(by, by_namespace, bounded), params)
-    return [(row.key, _totals(row)) for row in rows], count or 0
+    return [(row.key, totals_of(row)) for row in rows], count or 0
 
 
 @cache
@@ -317,7 +301,7 @@ def _ranking_page(by: str, sort: str, by_namespace: bool, bounded: bool) -> Sele
     # The window counts the groups before LIMIT: the page and the number of keys in one
     # statement. Only a page past the end has no row to carry it.
     return (
-        select(key.label("key"), *_aggregates(), func.count().over().label("key_count"))
+        select(key.label("key"), *aggregates(), func.count().over().label("key_count"))
         .where(*_window_jobs(by_namespace, bounded))
         .group_by(key)
         .order_by(*[_total_waste(resource).desc() for resource in SORT_ORDERS[sort]], key)
@@ -344,8 +328,8 @@ def _window_jobs(by_namespace: bool, bounded: bool) -> list[ColumnElement[bool]]
     return conditions
 
 
-def _aggregates(window: bool = False) -> list[ColumnElement]:
-    """The columns ``_totals`` reads: aggregates, or with ``window`` the same over every
+def aggregates(window: bool = False) -> list[ColumnElement]:
+    """The columns ``totals_of`` reads: aggregates, or with ``window`` the same over every
     row of the query (``OVER ()``), so that they ride along with a page of rows."""
 
     def total(value) -> ColumnElement:
@@ -374,7 +358,11 @@ def _aggregates(window: bool = False) -> list[ColumnElement]:
 _COUNTS = frozenset({"oom_count", "failure_count"})
 
 
-def _totals(row) -> Totals:
+NO_TOTALS = Totals(0, 0, 0, 0, 0, 0.0, Hours())
+
+
+def totals_of(row) -> Totals:
+    """The totals of a row of ``aggregates``."""
     return Totals(
         jobs=row.jobs,
         succeeded=row.succeeded,

@@ -1,10 +1,11 @@
-"""Waste, efficiency, OOM kills and cost week by week, for the console's trends.
+"""Waste, efficiency, OOM kills and cost week by week, for the console's trends and the
+window totals beside them.
 
 Weeks are ISO weeks in UTC (Monday 00:00 to the next Monday). The jobs counted are those
-a window's totals count (``brain.portraits.jobs.totals_since``): believed runs that ended
-in the window, each its share inside the window (see ``brain.history.plausible``), so
-the weeks of a window add up to its totals. They are summed in SQL per week and GPU type
-(GPUs cost what their type costs), so a page reads a few rows whatever the number of jobs.
+the portraits' window totals count: believed runs that ended in the window, each its
+share inside the window (see ``brain.history.plausible``), so the weeks of a window add
+up to its totals (``window_sum``). They are summed in SQL per week and GPU type (GPUs
+cost what their type costs), so a page reads a few rows whatever the number of jobs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 
-from sqlalchemy import ColumnElement, Double, Integer, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Double, Integer, Select, bindparam, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -26,15 +27,12 @@ from brain.history.plausible import (
     believed,
     epoch_seconds,
     window_params,
-    window_share,
 )
-from brain.portraits.jobs import OWNER_KEYS
+from brain.portraits.jobs import NO_TOTALS, OWNER_KEYS, Totals, aggregates, totals_of
 from brain.summaries.hours import Hours
 
 WEEK = timedelta(weeks=1)
 WEEK_S = WEEK.total_seconds()
-# Hours fields that count events: summed whole, not spread over the run.
-_COUNTS = frozenset({"oom_count", "failure_count"})
 
 
 @dataclass(frozen=True)
@@ -50,9 +48,16 @@ class TrendScope:
 @dataclass(frozen=True)
 class Week:
     start: datetime  # Monday 00:00 UTC
-    jobs: int
-    hours: Hours
+    totals: Totals
     cost: Cost | None  # None when no price is set
+
+    @property
+    def jobs(self) -> int:
+        return self.totals.jobs
+
+    @property
+    def hours(self) -> Hours:
+        return self.totals.hours
 
     @property
     def iso_week(self) -> str:
@@ -93,20 +98,24 @@ def weekly_trend(
     }
     rows = session.execute(_weekly(scope.owner, scope.namespace is not None), params)
     count = week_count(since, end)
-    jobs = [0] * count
-    hours = [Hours() for _ in range(count)]
-    costs = [Cost(0.0, 0.0) for _ in range(count)]
+    totals = [NO_TOTALS] * count
+    costs = [Cost(0.0, 0.0)] * count
     for row in rows:
-        index = row.week
-        found = Hours.of(row)
-        jobs[index] += row.jobs
-        hours[index] = hours[index] + found
+        found = totals_of(row)
+        totals[row.week] = totals[row.week] + found
         if prices is not None:
-            costs[index] = costs[index] + prices.of(found, row.gpu_type)
+            costs[row.week] = costs[row.week] + prices.of(found.hours, row.gpu_type)
     return [
-        Week(origin + i * WEEK, jobs[i], hours[i], costs[i] if prices is not None else None)
+        Week(origin + i * WEEK, totals[i], costs[i] if prices is not None else None)
         for i in range(count)
     ]
+
+
+def window_sum(weeks: list[Week]) -> tuple[Totals, Cost | None]:
+    """The weeks' totals and cost added up: the window's (None: no price set)."""
+    totals = sum((w.totals for w in weeks), NO_TOTALS)
+    costs = [w.cost for w in weeks if w.cost is not None]
+    return totals, sum(costs, Cost(0.0, 0.0)) if costs else None
 
 
 @cache
@@ -121,14 +130,8 @@ def _weekly(owner: str | None, by_namespace: bool) -> Select:
         conditions.append(OWNER_KEYS[owner] == bindparam("key"))
     if by_namespace:
         conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
-    share = window_share()
-    sums = []
-    for name in Hours.__dataclass_fields__:
-        column = getattr(JobSummaryRow, name)
-        value = column if name in _COUNTS else column * share
-        sums.append(func.coalesce(func.sum(value), 0).label(name))
     return (
-        select(week.label("week"), JobSummaryRow.gpu_type, func.count().label("jobs"), *sums)
+        select(week.label("week"), JobSummaryRow.gpu_type, *aggregates())
         .where(*conditions)
         .group_by(week, JobSummaryRow.gpu_type)
     )
