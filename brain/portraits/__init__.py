@@ -6,7 +6,7 @@ of a related run that finished moments ago.
   over the jobs that ended in a window;
 - ``priorities``: a score and a priority class per user or group, from their totals;
 - ``suggestions``: what a new run should request, by the create stage on related history;
-- ``spend``: dollars over sets of jobs; ``trend``: an owner's resource-hours week by week;
+- ``spend``: dollars over sets of jobs; ``trend``: hours, OOM kills and cost per ISO week;
 - ``job_table``, ``overview``: the console's list of jobs and its first page's counts;
 - ``metrics``: the waste gauges of ``/metrics``, per namespace, user and group.
 """
