@@ -20,6 +20,7 @@ from brain.progress import ProgressBar
 from brain.services.cluster import latest_cluster_state
 from brain.services.discovered_jobs import GONE_REASON
 from brain.services.jobs import JobInput, upsert_job
+from brain.services.master_reports import ensure_running_job
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
 from collectors.discovery.backfill import backfill
@@ -322,6 +323,50 @@ def test_a_registration_takes_over_the_discovered_job(discovery_settings, sessio
     samples = _samples(session_factory, "rec-sys-worker-0")
     assert len(samples) == len({s.ts for s in samples}) == 61 + 10
     assert (samples[0].ts, samples[-1].ts) == (at(f - 70 * 60), at(f))
+
+
+def test_a_master_that_calls_first_is_a_second_job_until_named(
+    discovery_settings, session_factory, fleet
+):
+    """A DLRover master names its job by the ElasticJob's uid only: Brain cannot tell it
+    is the discovered job until a registration gives that uid the job's name."""
+    f = fleet.end
+    client = PrometheusClient.from_settings(discovery_settings)
+    collector = Collector(discovery_settings, session_factory, client)
+    assert collector.run_cycle(now=at(f - 1200)).ok
+    with session_factory() as session, session.begin():
+        master = ensure_running_job(session, "0f3a-uid", None, "research").id
+    assert collector.run_cycle(now=at(f - 600)).ok
+    jobs = _jobs(session_factory)
+    discovered = jobs[("research", "rec-sys")]
+    assert jobs[("research", "0f3a-uid")].id == master != discovered.id
+    # The pods' load went to the discovered job only: f - 80 min .. f - 10 min.
+    assert {s.job_id for s in _samples(session_factory, "rec-sys-worker-0")} == {discovered.id}
+
+    with session_factory() as session, session.begin():
+        upsert_job(
+            session,
+            "0f3a-uid",
+            JobInput(name="rec-sys", user="carol", namespace="research", started_at=at(f - 5 * H)),
+        )
+    report = collector.run_cycle(now=at(f))
+    client.close()
+
+    assert report.ok, report.errors
+    with session_factory() as session:
+        named = session.scalars(select(JobRow).where(JobRow.name == "rec-sys")).all()
+        session.expunge_all()
+    assert sorted((job.id, job.uid, job.discovered) for job in named) == sorted(
+        [(discovered.id, "rec-sys", True), (master, "0f3a-uid", False)]
+    )
+    stopped = next(job for job in named if job.id == discovered.id)
+    assert (stopped.status, stopped.exit_reason) == ("stopped", GONE_REASON)
+    # From then on the load goes to the master's job: its first collection reads the
+    # lookback (f - 60 min .. f), so the two jobs' points overlap by 50 minutes.
+    samples = _samples(session_factory, "rec-sys-worker-0")
+    ours = [s.ts for s in samples if s.job_id == master]
+    assert (len(ours), ours[0], ours[-1]) == (61, at(f - 3600), at(f))
+    assert [s.ts for s in samples if s.job_id == discovered.id][-1] == at(f - 600)
 
 
 def test_after_a_backfill_portraits_savings_and_suggestions_cover_the_past(
