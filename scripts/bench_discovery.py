@@ -52,7 +52,8 @@ MEASURE = (
     "import resource, sys\n"
     "from api.main import main\n"
     "code = main(sys.argv[1:])\n"
-    "print(f'max_rss_mib {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}',"
+    "use = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print(f'max_rss_mib {use.ru_maxrss / 1024:.0f}, cpu {use.ru_utime + use.ru_stime:.1f} s',"
     " file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
@@ -179,6 +180,12 @@ def tsdb(args) -> tuple[Path, int]:
     return blocks, built_at
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds a process has used (user and system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> int:
     args = parse_args()
     blocks, built_at = tsdb(args)
@@ -219,13 +226,14 @@ def main() -> int:
             ("live cycle", ["collect", "--once"]),
             ("live cycle again", ["collect", "--once"]),
         ):
-            began = time.monotonic()
+            began, prom_began = time.monotonic(), cpu_s(prom.pid)
             done = subprocess.run([sys.executable, "-c", MEASURE, *command], env=env,
                                   capture_output=True, text=True)  # fmt: skip
             rss = [line for line in done.stderr.splitlines() if line.startswith("max_rss_mib")]
             print(
                 f"{label}: {time.monotonic() - began:.1f} s, exit {done.returncode}, "
-                f"{rss[-1] if rss else '?'}; {done.stdout.strip()[-300:]}; "
+                f"{rss[-1] if rss else '?'}, Prometheus cpu {cpu_s(prom.pid) - prom_began:.1f} s; "
+                f"{done.stdout.strip()[-300:]}; "
                 f"load average {os.getloadavg()}"
             )
     finally:
