@@ -108,6 +108,9 @@ class _PsMemoryFit:
     relative_growth: float
     rate_stderr: float  # standard error of the rate
     last_step: float
+    # Each PS's share of the growth (its own fitted rate over the tier's): a PS grows
+    # with its shard, the hot one faster.
+    growth_shares: dict[str, float]
 
     @property
     def significant(self) -> bool:
@@ -140,8 +143,11 @@ class ResourceEstimateOptimizer:
     global step, the fitted total at ``job.total_steps``; either way shared among the
     PS, x factor (the fitted rate one standard error up; a growth counts when it is at
     least ``growth_threshold`` and twice its standard error; without ``total_steps`` it
-    is sized ``growth_horizon_s`` ahead at the current speed). If the plan exceeds the
-    job's CPU, memory or GPU limits, workers are reduced first.
+    is sized ``growth_horizon_s`` ahead at the current speed). Each PS gets at least the
+    most one PS held plus its share of that growth (its own fitted rate over the
+    tier's), x factor: a PS holds a fixed part of its own besides its shard, which
+    splitting the model over more PS does not shrink. If the plan exceeds the job's CPU,
+    memory or GPU limits, workers are reduced first.
     """
 
     name: ClassVar[str] = NAME
@@ -195,6 +201,7 @@ class _Use:
     trainer_memory_mib: float  # peak of any trainer (chief or worker)
     ps_cpu_used: float  # mean cores, all PS together
     ps_memory_used_mib: float  # mean, all PS together
+    ps_memory_peaks_mib: dict[str, float]  # the most each PS held
     trainers: int  # workers (chief included) training meanwhile
     ps_request_cpu: float  # the largest PS request
     chief_bound: bool
@@ -219,6 +226,12 @@ class _Size:
     workers: int  # chief included, before fitting the job's limits
     squeeze_ps: bool  # the last worker was added on what the PS leave of the CPU limit
     ps_memory_total_mib: float
+    # The least each PS is sized for, before the factor: the most one PS held, plus its
+    # share of the growth the total is sized for. A PS holds a fixed part of its own
+    # (runtime, buffers) besides its shard, and a shard only shrinks with more PS: no PS
+    # needs more than the most one holds now at the same share, and none can be sized
+    # below it without knowing that fixed part.
+    ps_memory_floor_mib: float
     ps_memory_reason: Reason
 
 
@@ -252,6 +265,9 @@ def _measure(
         trainer_memory_mib=trainer_memory,
         ps_cpu_used=sum(ps_cpus.values()),
         ps_memory_used_mib=sum(mean_memory(context.samples_of(n.name)) for n in ps_nodes),
+        ps_memory_peaks_mib={
+            n.name: max(s.memory_mib for s in context.samples_of(n.name)) for n in ps_nodes
+        },
         # The PS serve every worker that trains, not only the chief: their load per worker.
         trainers=_trainers(context),
         ps_request_cpu=max(n.cpu for n in ps_nodes),
@@ -285,8 +301,17 @@ def _size(context: OptimizerContext, use: _Use, settings: EstimateSettings) -> _
         if share >= settings.round_up_from and left >= _SQUEEZE_FLOOR * linear:
             squeeze_ps = True
             workers += 1
-    ps_memory_total, ps_memory_reason = _ps_memory_total(context, use.ps_memory_used_mib, settings)
-    return _Size(worker, margin, workers, squeeze_ps, ps_memory_total, ps_memory_reason)
+    ps_memory_total, growing, ps_memory_reason = _ps_memory_total(
+        context, use.ps_memory_used_mib, settings
+    )
+    grown = max(ps_memory_total - use.ps_memory_used_mib, 0.0)
+    ps_memory_floor = max(
+        peak + grown * (growing.growth_shares.get(name, 0.0) if growing else 0.0)
+        for name, peak in use.ps_memory_peaks_mib.items()
+    )
+    return _Size(
+        worker, margin, workers, squeeze_ps, ps_memory_total, ps_memory_floor, ps_memory_reason
+    )
 
 
 def _plan_for(
@@ -302,7 +327,11 @@ def _plan_for(
     ps_cpu = use.ps_request_cpu
     if not use.ps_bound:
         ps_cpu = min(ceil_to(ps_cpu_total / ps_count, settings.cpu_step), use.ps_request_cpu)
-    ps_memory = ceil_mib(size.ps_memory_total_mib / ps_count * settings.factor)
+    # Each PS its share of the tier's total, never less than one PS holds now: a PS's own
+    # overhead does not shrink when the model is split over more of them.
+    ps_memory = ceil_mib(
+        max(size.ps_memory_total_mib / ps_count, size.ps_memory_floor_mib) * settings.factor
+    )
     # The chief trains like a worker: it is sized like one.
     trainers = (
         {
@@ -376,8 +405,10 @@ def _explain(
             f"x{size.margin:g}{_why_margin(use.chief_bound, use.ps_bound)}, peak memory "
             f"x{settings.factor}), {ps_count} PS of {ps_cpu} cores "
             f"({use.ps_cpu_per_worker:.2f} PS cores per worker"
-            f"{', busy PS keep their request' if use.ps_bound else ''})",
-            evidence,
+            f"{', busy PS keep their request' if use.ps_bound else ''}) and "
+            f"{roles[ROLE_PS].memory_mib:.0f} MiB ({_ps_memory_basis(size, ps_count)} "
+            f"x{settings.factor})",
+            evidence | {"ps_memory_floor_mib": round(size.ps_memory_floor_mib, 1)},
             {
                 "factor": settings.factor,
                 "cpu_bound_at": settings.cpu_bound_at,
@@ -396,6 +427,17 @@ def _explain(
             )
         )
     return Proposal(roles=roles, reasons=reasons)
+
+
+def _ps_memory_basis(size: _Size, ps_count: int) -> str:
+    share = size.ps_memory_total_mib / ps_count
+    if share >= size.ps_memory_floor_mib:
+        return f"the tier's {size.ps_memory_total_mib:.0f} MiB over {ps_count} PS"
+    return (
+        f"the most one PS holds, with its share of the growth: {size.ps_memory_floor_mib:.0f} "
+        f"MiB, above a share of the tier's {size.ps_memory_total_mib:.0f} MiB, as a PS's own "
+        "part does not split"
+    )
 
 
 def _why_margin(chief_bound: bool, ps_bound: bool) -> str:
@@ -459,19 +501,23 @@ def _not_ready(
 
 def _ps_memory_total(
     context: OptimizerContext, ps_mem_used: float, settings: EstimateSettings
-) -> tuple[float, Reason]:
-    """Total PS memory to provide, and why: the current use, or the end-of-training use if
-    it grows."""
+) -> tuple[float, _PsMemoryFit | None, Reason]:
+    """Total PS memory to provide, the fit when it grows (None: stable), and why: the
+    current use, or the end-of-training use if it grows."""
     fit = _fit_ps_memory(context, settings)
     threshold = {"growth_threshold": settings.growth_threshold}
     if fit is None or fit.relative_growth < settings.growth_threshold or not fit.significant:
         growth = None if fit is None else round(fit.relative_growth, 4)
-        return ps_mem_used, reason(
-            NAME,
-            f"PS memory stable (relative growth {growth}): sizing for "
-            f"{ps_mem_used:.0f} MiB in total",
-            {"relative_growth": growth, "total_ps_memory_mib": round(ps_mem_used, 1)},
-            threshold,
+        return (
+            ps_mem_used,
+            None,
+            reason(
+                NAME,
+                f"PS memory stable (relative growth {growth}): sizing for "
+                f"{ps_mem_used:.0f} MiB in total",
+                {"relative_growth": growth, "total_ps_memory_mib": round(ps_mem_used, 1)},
+                threshold,
+            ),
         )
     total_steps = context.job.total_steps
     evidence = {
@@ -484,46 +530,58 @@ def _ps_memory_total(
         pace = [s.steps_per_sec for s in context.speed[-3:]]
         ahead = (sum(pace) / len(pace) if pace else 0.0) * settings.growth_horizon_s
         at = max(fit.at(fit.last_step + ahead), ps_mem_used)
-        return at, reason(
-            NAME,
-            f"PS memory grows {fit.relative_growth:.0%} ({fit.rate_mib_per_step:.4f} +- "
-            f"{fit.rate_stderr:.4f} MiB/step) and total_steps is unknown: sizing for "
-            f"{at:.0f} MiB in total, {settings.growth_horizon_s:.0f} s ahead "
-            f"({ahead:.0f} steps); oom_risk follows after",
-            evidence | {"total_ps_memory_ahead_mib": round(at, 1)},
-            threshold | {"growth_horizon_s": settings.growth_horizon_s},
+        return (
+            at,
+            fit,
+            reason(
+                NAME,
+                f"PS memory grows {fit.relative_growth:.0%} ({fit.rate_mib_per_step:.4f} +- "
+                f"{fit.rate_stderr:.4f} MiB/step) and total_steps is unknown: sizing for "
+                f"{at:.0f} MiB in total, {settings.growth_horizon_s:.0f} s ahead "
+                f"({ahead:.0f} steps); oom_risk follows after",
+                evidence | {"total_ps_memory_ahead_mib": round(at, 1)},
+                threshold | {"growth_horizon_s": settings.growth_horizon_s},
+            ),
         )
     # The fitted line at the last step, one standard error up: the end of training.
     at_end = max(fit.at(total_steps), ps_mem_used)
-    return at_end, reason(
-        NAME,
-        f"PS memory grows {fit.relative_growth:.0%} over the observed steps "
-        f"({fit.rate_mib_per_step:.4f} +- {fit.rate_stderr:.4f} MiB/step): sizing for "
-        f"{at_end:.0f} MiB in total at step {total_steps}, the end of training"
-        + (f" ({at_end / ps_mem_used:.1f}x today's {ps_mem_used:.0f} MiB)" * bool(ps_mem_used)),
-        evidence | {"total_ps_memory_at_end_mib": round(at_end, 1)},
-        threshold,
+    return (
+        at_end,
+        fit,
+        reason(
+            NAME,
+            f"PS memory grows {fit.relative_growth:.0%} over the observed steps "
+            f"({fit.rate_mib_per_step:.4f} +- {fit.rate_stderr:.4f} MiB/step): sizing for "
+            f"{at_end:.0f} MiB in total at step {total_steps}, the end of training"
+            + (f" ({at_end / ps_mem_used:.1f}x today's {ps_mem_used:.0f} MiB)" * bool(ps_mem_used)),
+            evidence | {"total_ps_memory_at_end_mib": round(at_end, 1)},
+            threshold,
+        ),
     )
 
 
 def _fit_ps_memory(context: OptimizerContext, settings: EstimateSettings) -> _PsMemoryFit | None:
     """Fit total PS memory against global step, reading each PS's memory at speed-sample times."""
-    ps_series = []
+    ps_series = {}
     for ps in context.nodes_of(ROLE_PS):
         samples = context.samples_of(ps.name)
-        ps_series.append(
-            ([seconds_since(context.now, s.ts) for s in samples], [s.memory_mib for s in samples])
+        ps_series[ps.name] = (
+            [seconds_since(context.now, s.ts) for s in samples],
+            [s.memory_mib for s in samples],
         )
-    start = max(times[0] for times, _ in ps_series)
-    end = min(times[-1] for times, _ in ps_series)
-    steps, totals = [], []
+    start = max(times[0] for times, _ in ps_series.values())
+    end = min(times[-1] for times, _ in ps_series.values())
+    steps: list[float] = []
+    per_ps: dict[str, list[float]] = {name: [] for name in ps_series}
     for speed in context.speed:
         t = seconds_since(context.now, speed.ts)
         if start <= t <= end:  # interpolate only, never extrapolate a PS's memory
             steps.append(float(speed.global_step))
-            totals.append(sum(float(np.interp(t, times, mems)) for times, mems in ps_series))
+            for name, (times, mems) in ps_series.items():
+                per_ps[name].append(float(np.interp(t, times, mems)))
     if len(steps) < settings.min_growth_points:
         return None
+    totals = [sum(values) for values in zip(*per_ps.values(), strict=True)]
     line = fit_line(steps, totals)
     if line is None:
         return None
@@ -537,4 +595,8 @@ def _fit_ps_memory(context: OptimizerContext, settings: EstimateSettings) -> _Ps
     dof = len(steps) - 2
     stderr = float(np.sqrt((residual**2).sum() / dof / spread)) if dof > 0 and spread else 0.0
     growth = rate * (max(steps) - min(steps)) / base
-    return _PsMemoryFit(rate, intercept, growth, stderr, max(steps))
+    shares = {}
+    for name, values in per_ps.items():
+        own = fit_line(steps, values)
+        shares[name] = min(max(own[0] / rate, 0.0), 1.0) if own is not None and rate > 0 else 0.0
+    return _PsMemoryFit(rate, intercept, growth, stderr, max(steps), shares)

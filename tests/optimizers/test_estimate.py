@@ -1,5 +1,7 @@
 from datetime import timedelta
 
+import pytest
+
 from brain.domain import Limits, RoleSpec, Stage
 from brain.optimizing import SpeedSample
 from optimizers.estimate import EstimateSettings, ResourceEstimateOptimizer
@@ -50,8 +52,9 @@ def test_plan_cut_down_to_fit_cpu_limit():
     #  9: 18 cores -> 3 PS of 6.0 -> 9 x 2 + 18 = 36 <= 40
     assert proposal.roles["chief"] == RoleSpec(count=1, cpu=2.0, memory_mib=4920, cpu_limit=2.4)
     assert proposal.roles["worker"] == RoleSpec(count=8, cpu=2.0, memory_mib=4920, cpu_limit=2.4)
-    # stable PS memory: 4000 in total / 3 PS x 1.2 = 1600 MiB
-    assert proposal.roles["ps"] == RoleSpec(count=3, cpu=6.0, memory_mib=1600)
+    # stable PS memory: 4000 in total over 3 PS is 1333 MiB, but each PS held 2000 (its
+    # own part besides its shard, which more PS do not shrink): 2000 x 1.2 = 2400 MiB
+    assert proposal.roles["ps"] == RoleSpec(count=3, cpu=6.0, memory_mib=2400)
     assert any("reduced workers from 10 to 9" in r.message for r in proposal.reasons)
     assert any("stable" in r.message for r in proposal.reasons)
     [why] = [r for r in proposal.reasons if "training worker" in r.message]
@@ -72,7 +75,9 @@ def test_busy_ps_keep_their_request_and_the_trainer_its_margin():
     # training CPU 2 + 15 = 17 -> 5 workers; PS 15 x 5 = 75 cores -> 10 PS of 8:
     # 4 + 4 x 2.4 + 80 = 93.6 <= 100
     assert proposal.roles["worker"] == RoleSpec(count=4, cpu=2.4, memory_mib=4920)
-    assert proposal.roles["ps"] == RoleSpec(count=10, cpu=8, memory_mib=480)
+    # 10 PS, each at least the 2000 MiB one PS holds now: x 1.2 = 2400 (a share of
+    # 4000 / 10 x 1.2 = 480 MiB would leave a PS's own overhead out)
+    assert proposal.roles["ps"] == RoleSpec(count=10, cpu=8, memory_mib=2400)
     assert "held back by busy PS" in proposal.reasons[0].message
 
 
@@ -113,7 +118,7 @@ def test_ps_load_is_shared_by_the_workers_training():
 
 def test_plan_cut_down_to_fit_cpu_and_memory_limits():
     proposal = estimate(Limits(cpu=40, memory_mib=40000))
-    # 9 trainers fit the CPU, memory 9 x 4920 + 3 x 1600 = 49080 > 40000
+    # 9 trainers fit the CPU, memory 9 x 4920 + 3 x 2400 = 51480 > 40000
     # 8: 2 PS -> 8 x 4920 + 2 x 2400 = 44160 > 40000
     # 7: 2 PS -> 7 x 4920 + 4800 = 39240 <= 40000: the chief and 6 workers
     assert proposal.roles["worker"].count == 6
@@ -141,8 +146,10 @@ def test_growing_ps_memory_sized_for_total_steps():
     # steps it grew 0.2 x 3000 / 2000 = 30 % >= 2 % -> growing
     # at step 100000: 2000 + 0.2 x 100000 = 22000 MiB
     # no CPU limit: 8 workers -> 2 x 8 = 16 cores of PS load -> 2 PS of 8.0 cores;
-    # 22000 / 2 x 1.2 = 13200 MiB each
-    assert proposal.roles["ps"] == RoleSpec(count=2, cpu=8, memory_mib=13200)
+    # 22000 / 2 = 11000 MiB each, but each PS peaked at 1300 and grows by half the
+    # 22000 - 2300 (the mean total now) = 19700 MiB sized for: 1300 + 9850 = 11150,
+    # x 1.2 = 13380 MiB each
+    assert proposal.roles["ps"] == RoleSpec(count=2, cpu=8, memory_mib=13380)
     [growth] = [r for r in proposal.reasons if "grows" in r.message]
     assert growth.evidence["relative_growth"] == 0.3
     assert growth.threshold == {"growth_threshold": 0.02}
@@ -151,7 +158,7 @@ def test_growing_ps_memory_sized_for_total_steps():
     stable = estimate(
         Limits(), samples, speed, EstimateSettings(max_workers=8, growth_threshold=0.5, **READY)
     )
-    assert stable.roles["ps"].memory_mib == 1380  # 2300 / 2 x 1.2
+    assert stable.roles["ps"].memory_mib == 1560  # a PS's peak 1300 (> 2300 / 2) x 1.2
 
 
 def test_no_samples_is_an_empty_proposal():
@@ -256,12 +263,15 @@ def test_slowly_growing_ps_memory_is_sized_for_the_end_of_training():
     settings = EstimateSettings(max_workers=8, **READY)
     proposal = estimate(Limits(), samples, speed, settings, total_steps=1_000_000)
     # 2000 + 0.04 MiB/step: 6 % over 3000 steps (it counted as stable below 10 %); at step
-    # 10^6: 2000 + 0.04 x 10^6 = 42000 MiB over 2 PS, x 1.2 = 25200 MiB each
-    assert proposal.roles["ps"].memory_mib == 25200
+    # 10^6: 2000 + 0.04 x 10^6 = 42000 MiB over 2 PS, 21000 each; each PS peaked at 1060
+    # and takes half the growth from today's mean total 2060: 1060 + 39940 / 2 = 21030,
+    # x 1.2 = 25236 MiB each
+    assert proposal.roles["ps"].memory_mib == 25236
     # without total_steps: an hour ahead at 10 steps/s, 36000 steps past step 3000:
-    # 2000 + 0.04 x 39000 = 3560 MiB, / 2 x 1.2 = 2136 MiB each
+    # 2000 + 0.04 x 39000 = 3560 MiB; 1060 + (3560 - 2060) / 2 = 1810 (> 3560 / 2),
+    # x 1.2 = 2172 MiB each
     ahead = estimate(Limits(), samples, speed, settings)
-    assert ahead.roles["ps"].memory_mib == 2136
+    assert ahead.roles["ps"].memory_mib == 2172
     [why] = [r for r in ahead.reasons if "grows" in r.message]
     assert "3600 s ahead (36000 steps)" in why.message
 
@@ -283,3 +293,48 @@ def test_workers_get_the_memory_any_trainer_held():
     assert proposal.roles["worker"].memory_mib == 7200
     assert proposal.roles["chief"].memory_mib == 7200
     assert proposal.reasons[0].evidence["trainer_memory_peak_mib"] == 6000
+
+
+def test_more_ps_each_keep_what_one_ps_holds():
+    # One PS holds 3000 MiB: its own 2000 (runtime, buffers) and a 1000 MiB model. The
+    # estimate splits the tier over 4 PS; each then needs 2000 + 1000 / 4 = 2250 MiB,
+    # and a share of the total, 3000 / 4 x 1.2 = 900 MiB, was OOM-killed at start. The
+    # job cannot tell the overhead from one PS count, so each PS keeps what the one held:
+    # 3000 x 1.2 = 3600 MiB.
+    nodes = [node("worker-0", "worker", cpu=2, memory_mib=4096), node("ps-0", "ps", 2, 4096)]
+    samples = [
+        *series("worker-0", cpu=[2.0] * 3, memory_mib=[1000] * 3),
+        *series("ps-0", cpu=[1.8] * 3, memory_mib=[3000] * 3),
+    ]
+    the_job = job(limits=Limits(cpu=20))
+    ctx = context(Stage.estimate, the_job, nodes=nodes, samples=samples)
+    proposal = ResourceEstimateOptimizer().propose(ctx, SETTINGS)
+    # the PS is CPU-bound (1.8 of 2 cores): training CPU 2 + 1.8 = 3.8 -> 5 trainers of
+    # 2.4 cores, PS 5 x 1.8 = 9 cores in PS of their 2-core request: 5 PS; 12 + 10 = 22 >
+    # 20 -> 4 trainers, 7.2 cores of PS load: 4 PS of 2 cores (9.6 + 8 = 17.6 <= 20)
+    assert proposal.roles["ps"] == RoleSpec(count=4, cpu=2, memory_mib=3600)
+    why = proposal.reasons[0]
+    assert "3600 MiB (the most one PS holds" in why.message
+    assert why.evidence["ps_memory_floor_mib"] == 3000
+
+
+def test_the_hot_ps_keeps_its_peak_and_its_share_of_the_growth():
+    # PS 0 carries a hot shard: it peaked at 3300 MiB and grew 3 times as fast as PS 1
+    # (300 vs 100 MiB over 3000 steps). The total is 4000 + 0.1333 MiB/step (its standard
+    # error about 0): 17333 MiB at step 100000, 13133 more than today's mean total (3150 +
+    # 1050), 3/4 of it PS 0's: 3300 + 9850 = 13150 MiB, x 1.2 = 15780 MiB each. A share of
+    # the total, 17333 / 2 x 1.2 = 10400 MiB, is below the 13000 PS 0 holds then.
+    samples = [
+        *series("chief-0", cpu=[2, 2, 2, 2], memory_mib=[4000] * 4),
+        *series("ps-0", cpu=[1, 1, 1, 1], memory_mib=[3000, 3100, 3200, 3300]),
+        *series("ps-1", cpu=[1, 1, 1, 1], memory_mib=[1000, 1033.3, 1066.7, 1100]),
+    ]
+    proposal = estimate(
+        Limits(),
+        samples,
+        speed_steps([0, 1000, 2000, 3000]),
+        EstimateSettings(max_workers=8, **READY),
+        total_steps=100_000,
+    )
+    assert proposal.roles["ps"].count == 2
+    assert proposal.roles["ps"].memory_mib == pytest.approx(13150 * 1.2, abs=2)
