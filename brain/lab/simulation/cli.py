@@ -177,6 +177,15 @@ def distribution_lines(family: str, results: list[ScenarioResult]) -> list[str]:
         f"OOM kills after a size Brain chose: {brain_ooms} "
         f"({10 * brain_ooms / len(results):.1f} per 10 jobs), of {all_ooms} OOM kills",
     ]
+    by: dict[str, int] = {}
+    for r in results:
+        for chooser, kills in r.oom_kills_by_chooser.items():
+            by[chooser] = by.get(chooser, 0) + kills
+    if by:
+        lines.append(
+            "  by the optimizer that chose the size: "
+            + ", ".join(f"{name} {kills}" for name, kills in sorted(by.items(), key=_most_first))
+        )
     for field in (
         "over_limit_seconds",
         "plans_cpu_limit_below_cpu",
@@ -187,6 +196,10 @@ def distribution_lines(family: str, results: list[ScenarioResult]) -> list[str]:
         hit = sum(1 for v in values if v)
         lines.append(f"{field}: total {sum(values):g}, in {hit} of {len(values)} jobs")
     return lines
+
+
+def _most_first(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
 
 
 def _percentile(ordered: list[float], q: float) -> float:

@@ -69,8 +69,10 @@ class Run:
     timeline: list[Sample] = field(default_factory=list)
     applied: list[AppliedPlan] = field(default_factory=list)
     oom_kills: int = 0
-    # OOM kills of pods whose memory request Brain had set (not the user's ask).
+    # OOM kills of pods whose memory request Brain had set (not the user's ask), and
+    # how many followed each optimizer's size (the one whose reason named it).
     oom_kills_after_brain_size: int = 0
+    oom_kills_by_chooser: dict[str, int] = field(default_factory=dict)
     oom_plans: list[int] = field(default_factory=list)
     final_status: dict[int, PlanStatus] = field(default_factory=dict)
     foreign_roles: int = 0
@@ -110,6 +112,9 @@ class JobMaster:
         }
         # The CPU limit plans set per role (None: none given; the pod's limit is its request).
         self._cpu_limit: dict[str, float | None] = dict.fromkeys(scenario.roles)
+        # Who chose the memory a role's new pods get, and each pod's (None: the user).
+        self._role_memory_by: dict[str, str | None] = dict.fromkeys(scenario.roles)
+        self._memory_by: dict[str, str | None] = {}
 
     def ts(self, t: float) -> datetime:
         return self.start + timedelta(seconds=t)
@@ -134,8 +139,9 @@ class JobMaster:
                 self._on_ps_down(t, node)
             for node in tick.recovered:
                 self._register_node(node)
-            for node in tick.oom_killed:
-                self._on_oom(t, node)
+            # The sizes they were killed at: one kill's fix may resize the others first.
+            for node, memory_mib in [(n, n.memory_mib) for n in tick.oom_killed]:
+                self._on_oom(t, node, memory_mib, self._memory_by.get(node.name))
             if not estimated and t >= next_estimate:
                 self._flush()
                 plan = self.client.optimize(self.uid, Stage.estimate)
@@ -183,6 +189,7 @@ class JobMaster:
         for role, spec in self._desired.items():
             for _ in range(spec.count):
                 node = self.job.launch(role, spec.cpu, spec.memory_mib, spec.gpu, 0.0, 0.0)
+                self._memory_by[node.name] = self._role_memory_by[role]
                 self._register_node(node)
 
     def _register_node(self, node: SimNode, status: str = "running") -> None:
@@ -268,10 +275,12 @@ class JobMaster:
         self.client.report_event(self.uid, "failed", self.ts(t), node=node.name)
         self._register_node(node, status="failed")
 
-    def _on_oom(self, t: float, node: SimNode) -> None:
+    def _on_oom(self, t: float, node: SimNode, memory_mib: float, chooser: str | None) -> None:
         self.run.oom_kills += 1
-        if node.memory_mib != self.scenario.roles[node.role].memory_mib:
+        if memory_mib != self.scenario.roles[node.role].memory_mib:
             self.run.oom_kills_after_brain_size += 1
+            by = chooser or "unknown"
+            self.run.oom_kills_by_chooser[by] = self.run.oom_kills_by_chooser.get(by, 0) + 1
         self._flush()
         self.client.report_event(self.uid, "oom", self.ts(t), node=node.name)
         plan = self.client.optimize(self.uid, Stage.oom, node=node.name)
@@ -334,6 +343,8 @@ class JobMaster:
                 gpu=desired.gpu if spec.gpu is None else spec.gpu,
             )
             self._desired[role] = new
+            if new.memory_mib != desired.memory_mib:
+                self._role_memory_by[role] = _chooser(plan, new.memory_mib)
             if before_start:
                 continue
             resized = (new.cpu, new.memory_mib, new.gpu) != (
@@ -345,12 +356,14 @@ class JobMaster:
             if resized:
                 for node in nodes:
                     self.job.relaunch(node, t, cpu=new.cpu, memory_mib=new.memory_mib, gpu=new.gpu)
+                    self._memory_by[node.name] = self._role_memory_by[role]
                     self._register_node(node)
             before = len(nodes)
             if new.count != before:
                 counts[role] = (before, new.count)
             for _ in range(new.count - before):
                 node = self.job.launch(role, new.cpu, new.memory_mib, new.gpu, t, RESTART_S)
+                self._memory_by[node.name] = self._role_memory_by[role]
                 self._register_node(node)
             for node in nodes[new.count :][::-1] if new.count < before else []:
                 self.job.remove(node)
@@ -365,8 +378,20 @@ class JobMaster:
                 if getattr(change, attr) is not None
             }
             self.job.relaunch(node, t, **size)
+            if change.memory_mib is not None:
+                self._memory_by[node.name] = _chooser(plan, change.memory_mib)
             self._register_node(node)
         return counts
+
+
+def _chooser(plan: Plan, memory_mib: float) -> str:
+    """The optimizer that chose ``memory_mib`` in ``plan``: the last whose reason names
+    that size (the guard's cuts follow the optimizers'), else the plan's stage."""
+    sizes = {f"{memory_mib:.0f} MiB", f"{memory_mib:g} MiB"}
+    for why in reversed(plan.reasons):
+        if any(size in why.message for size in sizes):
+            return why.optimizer
+    return f"{plan.stage.value} plan"
 
 
 def _waiting(plan: Plan) -> bool:

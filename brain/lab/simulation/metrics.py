@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brain.domain import PlanStatus
 from brain.lab.simulation.best import best_allocation
@@ -53,6 +53,9 @@ class ScenarioResult:
     workers_added_while_short: int | None
     # The throughput family a random job was drawn from (None: a named scenario).
     family: str | None = None
+    # oom_kills_after_brain_size by the optimizer that chose the size the pod was killed
+    # at (the last whose reason in that plan names it, else "<stage> plan").
+    oom_kills_by_chooser: dict[str, int] = field(default_factory=dict)
 
 
 def measure(run: Run, horizon_s: float) -> ScenarioResult:
@@ -122,6 +125,7 @@ def measure(run: Run, horizon_s: float) -> ScenarioResult:
             if role == "worker" and after > before
         ),
         family=s.family,
+        oom_kills_by_chooser=dict(sorted(run.oom_kills_by_chooser.items())),
     )
 
 

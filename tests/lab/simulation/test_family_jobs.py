@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -113,7 +114,8 @@ def test_a_dead_ps_is_reported_failed_and_back():
 
 
 class ScriptedBrain:
-    """A Brain answering each stage with its next scripted plan (roles only)."""
+    """A Brain answering each stage with its next scripted plan: roles, and reasons as
+    ``(optimizer, message)`` pairs under ``"reasons"``."""
 
     def __init__(self, script: dict[Stage, list[dict]]) -> None:
         self.script = {stage: list(plans) for stage, plans in script.items()}
@@ -123,7 +125,11 @@ class ScriptedBrain:
 
     def optimize(self, uid: str, stage: Stage, node: str | None = None) -> Plan:
         plans = self.script.get(stage, [])
-        roles = plans.pop(0) if plans else {}
+        roles = dict(plans.pop(0)) if plans else {}
+        reasons = [
+            {"optimizer": optimizer, "message": message}
+            for optimizer, message in roles.pop("reasons", [])
+        ]
         plan = Plan.model_validate(
             {
                 "id": len(self.stored) + 1,
@@ -132,6 +138,7 @@ class ScriptedBrain:
                 "status": PlanStatus.proposed,
                 "created_at": T0,
                 "roles": roles,
+                "reasons": reasons,
             }
         )
         if roles:
@@ -186,11 +193,49 @@ def test_the_master_counts_brains_oom_sizes_cpu_limits_and_sizing_plans():
         (180.0, True, True),
         (480.0, True, False),
     ]
+    assert run.oom_kills_by_chooser == {"create plan": 1}  # no reason names the size
     result = measure(run, 600)
     assert result.oom_kills_after_brain_size == 1
+    assert result.oom_kills_by_chooser == {"create plan": 1}
     assert result.plans_cpu_limit_below_cpu == 1
     assert result.oscillations == 1
     assert result.oom_fixes_lost == 0
+
+
+def test_kills_in_one_tick_count_at_the_size_each_was_killed_at():
+    # Three workers ask 2048 MiB and need 3000: all three are killed in the first tick.
+    # The first kill's fix gives the role 8192 MiB before the next kill is counted; the
+    # other two were still killed at the user's ask, not at Brain's size.
+    scenario = _job(roles={"ps": RoleStart(1, 2, 4096), "worker": RoleStart(3, 2, 2048)})
+    brain = ScriptedBrain({Stage.oom: [{"worker": {"memory_mib": 8192}}]})
+    run = JobMaster(brain, scenario, 0, T0, "u").simulate(60)
+    assert run.oom_kills == 3
+    assert run.oom_kills_after_brain_size == 0
+
+
+def test_kills_after_brains_size_are_counted_by_the_optimizer_that_chose_it():
+    # The estimate sizes the PS at 1200 MiB (it needs 1500) and the guard cuts the
+    # workers to 2500 (they need 3000): the reasons naming each size say who chose it.
+    scenario = _job(roles={"ps": RoleStart(1, 2, 4096), "worker": RoleStart(1, 2, 4096)})
+    plan = {
+        "ps": {"memory_mib": 1200},
+        "worker": {"memory_mib": 2500},
+        "reasons": [
+            ("estimate", "1 PS of 2 cores and 1200 MiB"),
+            ("estimate", "workers of 2 cores / 3000 MiB"),
+            ("guard", "worker: memory 3000 -> 2500 MiB to fit the limit"),
+        ],
+    }
+    brain = ScriptedBrain({Stage.estimate: [plan]})
+    # applied at 180 s; the relaunched pods are up at 240 s and killed in that tick
+    run = JobMaster(brain, scenario, 0, T0, "u").simulate(240)
+    assert run.oom_kills_by_chooser == {"estimate": 1, "guard": 1}
+    assert run.oom_kills_after_brain_size == 2
+    result = _result(1.0, 1, oom_kills=2, oom_kills_after_brain_size=2)
+    lines = distribution_lines(
+        "measured", [result, replace(result, oom_kills_by_chooser=run.oom_kills_by_chooser)]
+    )
+    assert lines[4] == "  by the optimizer that chose the size: estimate 1, guard 1"
 
 
 def test_plans_to_95pct_counts_sizing_plans_apart_on_a_constructed_run():
@@ -218,6 +263,7 @@ def test_plans_to_95pct_counts_sizing_plans_apart_on_a_constructed_run():
 
 def _result(ratio: float, sizing_plans: int | None, **counts) -> ScenarioResult:
     fields = dict.fromkeys(ScenarioResult.__dataclass_fields__, 0) | {
+        "oom_kills_by_chooser": {},
         "scenario": "x",
         "best_steps_per_sec": 100.0,
         "reached_steps_per_sec": 100.0 * ratio,
