@@ -199,7 +199,10 @@ class OptimizerContext:
     ``sizing_model`` is the learned recommender when one is trained (``learned_peak``).
     ``cluster`` is the cluster's fresh state in the running stage (None: none recorded,
     or too old, or another stage). ``memory_peaks`` holds each node's memory peak over
-    the service's longer peak window (the running stage only).
+    the service's longer peak window (the running stage only). ``failed_nodes`` are the
+    job's nodes reported ``failed`` or ``evicted``, which ``nodes`` leaves out: the
+    guard counts them where the role's count still has room for them (the master may
+    bring one back at its own size).
     """
 
     stage: Stage
@@ -219,6 +222,7 @@ class OptimizerContext:
     sizing_model: SizingModel | None = None
     cluster: ClusterView | None = None
     memory_peaks: Sequence[MemoryPeak] = ()
+    failed_nodes: Sequence[NodeView] = ()
 
     def memory_peak_of(self, node: str) -> MemoryPeak | None:
         return self._memory_peaks_by_node.get(node)

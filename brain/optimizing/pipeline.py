@@ -70,6 +70,7 @@ def run_stage(
         context.cluster,
         default_job_cpu=settings.default_job_cpu,
         max_change_factor=settings.max_change_factor,
+        failed_nodes=context.failed_nodes,
     )
     return StageResult(bounded, [o.name for o in optimizers])
 

@@ -106,22 +106,31 @@ def exceeded_limits(totals: Resources, limits: Limits) -> dict[str, tuple[float,
 
 
 def node_level_totals(
-    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
+    roles: dict[str, RoleSpec],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    failed: Sequence[NodeView] = (),
 ) -> dict[str, float]:
     """The job's total request once ``roles`` apply: existing nodes keep their own
     request (a node migrated earlier may differ from its role) unless the role is
-    resized; nodes beyond them are new ones of the role's size."""
+    resized; places of the count beyond them are new nodes of the role's size, or
+    ``failed`` nodes of the role coming back: the master may relaunch one as it was
+    (a PS migrated to 8.7 cores comes back at 8.7, not at its role's 3.8) or start a
+    new one, so each counts the larger of its own size and the role's."""
     totals = dict.fromkeys(SIZE_FIELDS, 0.0)
     for role, spec in effective_roles(roles, job, nodes).items():
         planned = roles.get(role, RoleSpec())
         existing = sorted((n for n in nodes if n.role == role), key=lambda n: n.index)
         count = spec.count or 0
+        kept = existing[:count]
+        missing = max(count - len(kept), 0)
         for f in SIZE_FIELDS:
             role_size = getattr(spec, f) or 0.0
             resized = getattr(planned, f) is not None
-            kept = existing[:count]
             own = sum(role_size if resized else (getattr(n, f) or role_size) for n in kept)
-            totals[f] += own + max(count - len(kept), 0) * role_size
+            back = [] if resized else [getattr(n, f) for n in failed if n.role == role]
+            returning = [max(size, role_size) for size in sorted(back, reverse=True)[:missing]]
+            totals[f] += own + sum(returning) + (missing - len(returning)) * role_size
     return totals
 
 
@@ -134,9 +143,12 @@ def bounds_dict(bounds: RoleBounds) -> dict[str, int]:
 
 
 def planned_totals(
-    roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
+    roles: dict[str, RoleSpec],
+    job: JobView,
+    nodes: Sequence[NodeView],
+    failed: Sequence[NodeView] = (),
 ) -> Resources:
-    return Resources(**node_level_totals(roles, job, nodes))
+    return Resources(**node_level_totals(roles, job, nodes, failed))
 
 
 def limits_dict(limits: Limits) -> dict[str, float]:

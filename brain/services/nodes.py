@@ -25,6 +25,9 @@ from brain.services.node_replacements import NODE_MIGRATED, migrated_nodes_repla
 GONE_NODE_STATUSES = frozenset(
     {"failed", "removed", "succeeded", "stopped", "evicted", NODE_MIGRATED}
 )
+# Of those, the nodes that stopped without the job or a plan meaning it: while their
+# role still counts them, the master may bring them back as they were.
+FAILED_NODE_STATUSES = frozenset({"failed", "evicted"})
 
 
 @dataclass(frozen=True)

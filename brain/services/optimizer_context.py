@@ -27,7 +27,7 @@ from brain.optimizing.context import SpeedSample as SpeedSampleView
 from brain.optimizing.roles import effective_roles
 from brain.optimizing.sizing_model import SizingModel
 from brain.services.cluster import cluster_view
-from brain.services.nodes import GONE_NODE_STATUSES
+from brain.services.nodes import FAILED_NODE_STATUSES, GONE_NODE_STATUSES
 from brain.summaries.store import fresh_related
 
 RECENT_EVENTS = 1000
@@ -74,6 +74,9 @@ def build_context(
         now=now,
         job=view,
         nodes=tuple(_node_view(n) for n in nodes if _live(n) or n.name == node),
+        failed_nodes=tuple(
+            _node_view(n) for n in nodes if n.status in FAILED_NODE_STATUSES and n.name != node
+        ),
         samples=tuple(
             _recent_node_samples(session, job, names, latest.node, settings.sample_window_s)
         ),

@@ -112,6 +112,26 @@ def _limit_bound_job(client, limit_cpu: float) -> None:
     _samples(client, PS0, 0, [7.9] * 13)  # hot: 7.9 / 0.6 = 13.2 cores wanted
 
 
+def test_a_failed_ps_counts_at_the_size_it_comes_back_at(client):
+    # 2 PS of 4 cores and 2 workers of 4 under 22 cores. PS 1 was migrated to 8 cores and
+    # has failed: the master brings it back at 8. Hot PS 0 (3.9 of 4) wants 6.5 cores;
+    # with PS 1 at 8 the job runs 4 + 8 + 2 x 4 = 20, so 2 cores are left: 4 -> 6. Counted
+    # at its role's 4 cores, PS 1 left 6 cores and the whole 6.5 went through (22.5
+    # cores once PS 1 was back).
+    roles = {
+        "ps": {"count": 2, "cpu": 4, "memory_mib": 8192},
+        "worker": {"count": 2, "cpu": 4, "memory_mib": 8192},
+    }
+    body = job_body(roles=roles, status="running", limits={"cpu": 22})
+    assert client.put("/api/v1/jobs/j", json=body).status_code in (200, 201)
+    failed = {"role": "ps", "index": 1, "cpu": 8, "memory_mib": 8192, "status": "failed"}
+    assert client.put("/api/v1/jobs/j/nodes/j-edljob-ps-1", json=failed).status_code in (200, 201)
+    _samples(client, PS0, 0, [3.9] * 13)
+    plan = _optimize(client, optimizers=["hot_ps"])
+    assert [(m["name"], m["cpu"]) for m in plan["migrate"]] == [(PS0, 6)]
+    assert any("granted 6" in r["message"] for r in plan["reasons"])
+
+
 def test_a_migration_never_breaks_the_job_limit(client):
     _limit_bound_job(client, limit_cpu=20)  # 8 + 3 x 4 = 20: no headroom
     plan = _optimize(client, optimizers=["hot_ps"])

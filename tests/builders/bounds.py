@@ -22,6 +22,7 @@ def view(
     cluster: ClusterView | None = None,
     default_job_cpu: float | None = None,
     max_change_factor: float | None = None,
+    failed_nodes: Sequence[NodeView] = (),
 ) -> BoundsView:
     return BoundsView(
         proposed=proposed or Proposal(),
@@ -31,4 +32,5 @@ def view(
         cluster=cluster,
         default_job_cpu=default_job_cpu,
         max_change_factor=max_change_factor,
+        failed_nodes=list(failed_nodes),
     )

@@ -87,6 +87,7 @@ def enforce_bounds(
     *,
     default_job_cpu: float | None = None,
     max_change_factor: float | None = None,
+    failed_nodes: Sequence[NodeView] = (),
 ) -> Proposal:
     """A copy of ``proposal`` that the cluster can schedule and the job's bounds allow.
 
@@ -105,7 +106,10 @@ def enforce_bounds(
     other roles' growth, then launches; the state used is a reason of its own. Each
     change is a reason. A job without a CPU limit is held to ``default_job_cpu`` (the
     site's budget) where one is set, and a plan that is not an OOM fix changes no role's
-    count or size by more than ``max_change_factor``.
+    count or size by more than ``max_change_factor``. ``failed_nodes`` (nodes that
+    failed while their role still counts them) count against the limits in the places
+    no live node fills, each at the larger of its own size and its role's: the master
+    may bring one back as it was.
     """
     view = BoundsView(
         proposed=proposal,
@@ -115,5 +119,6 @@ def enforce_bounds(
         cluster=cluster,
         default_job_cpu=default_job_cpu,
         max_change_factor=max_change_factor,
+        failed_nodes=failed_nodes,
     )
     return run_chain(proposal, view)

@@ -107,7 +107,7 @@ def _reshard(
     need = share_mib(total, granted)
     resized = roles | {role: replace(planned, memory_mib=need)}
     if "memory_mib" in exceeded_limits(
-        planned_totals(resized, view.job, view.nodes), view.job.limits
+        planned_totals(resized, view.job, view.nodes, view.failed_nodes), view.job.limits
     ):
         need = floor_to(total / granted, 1.0)
         resized = roles | {role: replace(planned, memory_mib=need)}

@@ -43,6 +43,6 @@ def _cuts_node_changes(proposal: Proposal, view: BoundsView) -> bool:
     """Whether fitting the launches and migrations to the limits would cut one (a reason
     is written for every growth cut or launch dropped)."""
     _, _, cuts = fit_node_changes(
-        proposal.roles, proposal.launch, proposal.migrate, view.job, view.nodes
+        proposal.roles, proposal.launch, proposal.migrate, view.job, view.nodes, view.failed_nodes
     )
     return bool(cuts)

@@ -18,7 +18,7 @@ from brain.optimizing.roles import EPSILON, SIZE_FIELDS, node_level_totals
 
 def node_changes(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
     launch, migrate, reasons = fit_node_changes(
-        proposal.roles, proposal.launch, proposal.migrate, view.job, view.nodes
+        proposal.roles, proposal.launch, proposal.migrate, view.job, view.nodes, view.failed_nodes
     )
     return replace(proposal, launch=launch, migrate=migrate), reasons
 
@@ -29,10 +29,11 @@ def fit_node_changes(
     migrate: list[NodeChange],
     job: JobView,
     nodes: Sequence[NodeView],
+    failed: Sequence[NodeView] = (),
 ) -> tuple[list[NodeChange], list[NodeChange], list[Reason]]:
     """``(launches, migrations, reasons)``: the changes that fit once ``roles`` apply,
     migrations first, and a reason for every growth cut or launch dropped."""
-    used = node_level_totals(roles, job, nodes)
+    used = node_level_totals(roles, job, nodes, failed)
     sizes = {n.name: n for n in nodes}
     reasons: list[Reason] = []
     fitted_migrate = []

@@ -37,21 +37,21 @@ _PASSES = 3
 def size_cuts(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
     """The sizes of the resources over the job's limits cut in proportion; a reason per
     cut, and one if the job still exceeds (a GPU cannot go below one)."""
-    roles, job, nodes = proposal.roles, view.job, view.nodes
+    roles, job, nodes, failed = proposal.roles, view.job, view.nodes, view.failed_nodes
     reasons: list[Reason] = []
     for _ in range(_PASSES):
-        over = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
+        over = exceeded_limits(planned_totals(roles, job, nodes, failed), job.limits)
         if not over:
             return replace(proposal, roles=roles), reasons
         for field, (total, limit) in over.items():
             roles, why = _cut_growth(roles, job, nodes, field, total - limit, limit)
             reasons += why
-            fitted = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
+            fitted = exceeded_limits(planned_totals(roles, job, nodes, failed), job.limits)
             if field in fitted:
                 total = fitted[field][0]
                 roles, why = _cut(roles, job, nodes, field, limit / total, total, limit)
                 reasons += why
-    over = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
+    over = exceeded_limits(planned_totals(roles, job, nodes, failed), job.limits)
     if over:
         reasons.append(
             Reason(

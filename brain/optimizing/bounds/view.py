@@ -24,6 +24,9 @@ class BoundsView:
     cluster: ClusterView | None = None
     default_job_cpu: float | None = None  # the site's CPU budget of a job without a limit
     max_change_factor: float | None = None
+    # Nodes that failed while their role still counts them: the limits count each place
+    # no live node fills at the larger of such a node's size and the role's.
+    failed_nodes: Sequence[NodeView] = ()
 
     @cached_property
     def job(self) -> JobView:

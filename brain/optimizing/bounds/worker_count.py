@@ -23,7 +23,8 @@ def worker_count(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[R
     roles, job, nodes = proposal.roles, view.job, view.nodes
     # Node by node: a node migrated earlier keeps its own size (a PS moved to 13.4 cores
     # counts 13.4, not its role's 8), so adding nodes of the role cannot hide it.
-    over = exceeded_limits(planned_totals(roles, job, nodes), job.limits)
+    failed = view.failed_nodes
+    over = exceeded_limits(planned_totals(roles, job, nodes, failed), job.limits)
     if not over:
         return proposal, []
     effective = effective_roles(roles, job, nodes)
@@ -40,7 +41,7 @@ def worker_count(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[R
     while over and count > min_workers:
         count -= 1
         fewer = roles | {ROLE_WORKER: replace(planned_worker, count=count)}
-        over = exceeded_limits(planned_totals(fewer, job, nodes), job.limits)
+        over = exceeded_limits(planned_totals(fewer, job, nodes, failed), job.limits)
     if count == start:
         return proposal, []
     # Back to what runs now is no change: the plan must not re-apply the same count.
