@@ -53,6 +53,15 @@ class OomRiskSettings(BaseModel):
     min_trend_samples: int = Field(
         3, ge=2, le=1000, description="Samples needed to fit a memory trend."
     )
+    recent_trend_s: float = Field(
+        300,
+        ge=0,
+        le=86400,
+        description="The trend is also fitted over the samples of this many seconds up to "
+        "the last (at least min_trend_samples), and the steeper of the two counts: growth "
+        "that sped up (more workers, the end of a stall) is underestimated by the window's "
+        "mean rate. 0: the window's fit alone.",
+    )
     cooldown_s: float = Field(
         600,
         ge=0,
@@ -66,7 +75,8 @@ class OomRiskOptimizer:
 
     A node is at risk when its latest memory use reaches ``risk_threshold`` of its
     request, or when a linear fit over its recent samples crosses the request within
-    ``horizon_s`` seconds of its last sample (not of the wall clock: samples may lag).
+    ``horizon_s`` seconds of its last sample (not of the wall clock: samples may lag);
+    the fit over the last ``recent_trend_s`` counts instead when it is steeper.
     It is migrated to ``margin`` x the largest of its
     request, its latest use and the predicted use at the horizon, at most the largest node.
     """
@@ -121,14 +131,15 @@ def _check_node(
 ) -> None:
     latest = samples[-1].memory_mib
     predicted = None
-    if len(samples) >= settings.min_trend_samples:
+    lines = [_trend(samples, settings)]
+    if settings.recent_trend_s > 0:
         last = samples[-1].ts
-        line = fit_line(
-            [seconds_since(last, s.ts) for s in samples], [s.memory_mib for s in samples]
-        )
-        if line is not None and line[0] > 0:
-            slope, intercept = line
-            predicted = intercept + slope * settings.horizon_s  # x = seconds after the last
+        recent = [s for s in samples if seconds_since(s.ts, last) <= settings.recent_trend_s]
+        lines.append(_trend(recent, settings))
+    rising = [line for line in lines if line is not None and line[0] > 0]
+    if rising:
+        slope, intercept = max(rising)
+        predicted = intercept + slope * settings.horizon_s  # x = seconds after the last
     by_threshold = latest >= settings.risk_threshold * node.memory_mib
     by_trend = predicted is not None and predicted >= node.memory_mib
     if not (by_threshold or by_trend):
@@ -166,3 +177,12 @@ def _check_node(
             threshold,
         )
     )
+
+
+def _trend(samples: list[NodeSample], settings: OomRiskSettings) -> tuple[float, float] | None:
+    """``(slope, intercept)`` of memory over seconds after the last sample, or None with
+    fewer than ``min_trend_samples`` samples."""
+    if len(samples) < settings.min_trend_samples:
+        return None
+    last = samples[-1].ts
+    return fit_line([seconds_since(last, s.ts) for s in samples], [s.memory_mib for s in samples])

@@ -85,3 +85,17 @@ def test_a_flat_window_is_no_rising_trend():
     idle = node("worker-0", "worker", cpu=4, memory_mib=200)
     ctx = context(Stage.running, nodes=[idle], samples=series("worker-0", memory_mib=[0, 698, 0]))
     assert OomRiskOptimizer().propose(ctx, SETTINGS).migrate == []
+
+
+def test_growth_that_sped_up_counts_at_its_recent_rate():
+    # Flat at 7000 MiB for 5 minutes (a stall), then +300 MiB a minute up to 8500 now
+    # (< 9000, under the threshold). Over the whole window the fit rises 2.5 MiB/s and
+    # predicts 9659 MiB in 600 s, under the 10000 request: no risk, and the node was
+    # killed before the next look. Over the last 300 s it rises 5 MiB/s: 8500 + 3000 =
+    # 11500 MiB in 600 s, so it moves now, to 11500 x 1.2 = 13800 MiB.
+    samples = series("worker-0", memory_mib=[7000] * 6 + [7300, 7600, 7900, 8200, 8500])
+    proposal = risk(samples)
+    assert [(c.name, c.memory_mib) for c in proposal.migrate] == [("worker-0", 13800)]
+    assert proposal.reasons[0].evidence["predicted_mib"] == 11500
+    # the window's fit alone (recent_trend_s 0) sees no risk
+    assert risk(samples, OomRiskSettings(recent_trend_s=0)).migrate == []

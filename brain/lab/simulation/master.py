@@ -377,9 +377,9 @@ class JobMaster:
                 for attr in ("cpu", "memory_mib", "gpu")
                 if getattr(change, attr) is not None
             }
-            self.job.relaunch(node, t, **size)
-            if change.memory_mib is not None:
+            if change.memory_mib is not None and change.memory_mib != node.memory_mib:
                 self._memory_by[node.name] = _chooser(plan, change.memory_mib)
+            self.job.relaunch(node, t, **size)
             self._register_node(node)
         return counts
 
