@@ -94,7 +94,8 @@ def build_parser(
         description="Print the effective configuration as JSON: every setting with its "
         "value from BRAIN_* environment variables or its default (for stage_optimizers, "
         "the pipelines the installed optimizers declare); passwords (also in "
-        "BRAIN_DATABASE_URL) and tokens are masked.",
+        "BRAIN_DATABASE_URL) and tokens are masked; `prices_in_effect` gives each price "
+        "Brain computes dollars at and where it came from (a BRAIN_PRICE_* or the defaults).",
     )
     config.set_defaults(handler=_config)
 
@@ -138,7 +139,10 @@ def build_parser(
 
 
 def _config(_args) -> int:
-    shown = Settings().masked()
+    settings = Settings()
+    shown = settings.masked()
+    # What money is computed at, and whether each price is the site's or the default's.
+    shown["prices_in_effect"] = settings.price_origins()
     if shown["stage_optimizers"] is None:  # unset: the optimizers' declared defaults run
         shown["stage_optimizers"] = load_registry().default_pipelines()
     print(json.dumps(shown, indent=2, sort_keys=True))

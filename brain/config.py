@@ -16,7 +16,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 from brain import bounds
-from brain.costs import Prices
+from brain.costs import (
+    DEFAULT_CORE_HOUR_USD,
+    DEFAULT_GIB_HOUR_USD,
+    DEFAULT_GPU_HOUR_USD_BY_TYPE,
+    DEFAULT_PRICE_SOURCE,
+    Prices,
+)
 from brain.data_dir import SHOWN_DEFAULT_URL, default_database_url
 from brain.domain import Resources, Stage
 from brain.durations import duration_s
@@ -564,25 +570,43 @@ class Settings(BaseSettings):
         "for /metrics (every worker reads the same database, so any one answers for all).",
     )
 
+    price_defaults: bool = Field(
+        True,
+        description="Price what no BRAIN_PRICE_* sets at the default table (Google Cloud's "
+        "on-demand list prices in us-central1, see docs/configuration.md); false: only the "
+        "prices set here count, and with none set Brain shows hours, no dollars.",
+    )
     price_core_hour_usd: float | None = Field(
         None,
         ge=0,
-        description="Dollars per core-hour of CPU requested; unset: CPU is not priced (no "
-        "price is set by default, and only priced resources show in dollars).",
+        description="Dollars per core-hour of CPU requested; unset: the default price "
+        "($0.031611); empty: CPU is not priced.",
     )
     price_gib_hour_usd: float | None = Field(
-        None, ge=0, description="Dollars per GiB-hour of memory requested; unset: not priced."
+        None,
+        ge=0,
+        description="Dollars per GiB-hour of memory requested; unset: the default price "
+        "($0.004237); empty: memory is not priced.",
     )
     price_gpu_hour_usd: float | None = Field(
         None,
         ge=0,
         description="Dollars per GPU-hour for GPU types not in BRAIN_PRICE_GPU_HOUR_USD_BY_TYPE "
-        "(and jobs without a type); unset: those GPUs are not priced.",
+        "(and jobs without a type); unset or empty: those GPUs are not priced.",
     )
     price_gpu_hour_usd_by_type: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict,
-        description='Dollars per GPU-hour by GPU type, a JSON object: {"a100": 2.9, "t4": 0.35}.',
+        description='Dollars per GPU-hour by GPU type (any case), a JSON object: {"a100": 2.9, '
+        '"t4": 0.35}; it replaces the default table (a100, t4, v100); {}: no type priced.',
     )
+
+    @field_validator(
+        "price_core_hour_usd", "price_gib_hour_usd", "price_gpu_hour_usd", mode="before"
+    )
+    @classmethod
+    def _empty_price_is_unpriced(cls, value: Any) -> Any:
+        # BRAIN_PRICE_CORE_HOUR_USD= (set, empty) turns that resource's default price off.
+        return None if isinstance(value, str) and value.strip() == "" else value
 
     collector: CollectorSettings = Field(
         default_factory=CollectorSettings,
@@ -639,12 +663,63 @@ class Settings(BaseSettings):
 
     @property
     def prices(self) -> Prices:
-        return Prices(
-            core_hour_usd=self.price_core_hour_usd,
-            gib_hour_usd=self.price_gib_hour_usd,
-            gpu_hour_usd=self.price_gpu_hour_usd,
-            gpu_hour_usd_by_type=tuple(sorted(self.price_gpu_hour_usd_by_type.items())),
+        """The prices in effect: each set BRAIN_PRICE_* (even empty), else its default
+        (unless BRAIN_PRICE_DEFAULTS=false)."""
+
+        def chosen(name: str, default: Any) -> tuple[Any, bool]:
+            if name in self.model_fields_set or not self.price_defaults:
+                return getattr(self, name), False
+            return default, True
+
+        core, core_default = chosen("price_core_hour_usd", DEFAULT_CORE_HOUR_USD)
+        gib, gib_default = chosen("price_gib_hour_usd", DEFAULT_GIB_HOUR_USD)
+        by_type, gpu_default = chosen(
+            "price_gpu_hour_usd_by_type", dict(DEFAULT_GPU_HOUR_USD_BY_TYPE)
         )
+        defaults = {"cpu": core_default, "memory": gib_default, "gpu": gpu_default}
+        return Prices(
+            core_hour_usd=core,
+            gib_hour_usd=gib,
+            gpu_hour_usd=self.price_gpu_hour_usd,
+            gpu_hour_usd_by_type=tuple(sorted(by_type.items())),
+            defaults=frozenset(r for r, is_default in defaults.items() if is_default),
+        )
+
+    def price_origins(self) -> dict[str, dict[str, Any]]:
+        """Each price in effect and where it came from, as `brain config` shows them."""
+        prices = self.prices
+        default = f"default ({DEFAULT_PRICE_SOURCE})"
+
+        def origin(name: str, resource: str | None) -> str:
+            variable = f"BRAIN_{name.upper()}"
+            if resource in prices.defaults:
+                return default
+            if name not in self.model_fields_set:
+                return (
+                    "not priced (no default)"
+                    if resource is None
+                    else ("not priced (BRAIN_PRICE_DEFAULTS=false)")
+                )
+            return variable if getattr(self, name) is not None else f"not priced ({variable} empty)"
+
+        return {
+            "core_hour_usd": {
+                "usd": prices.core_hour_usd,
+                "from": origin("price_core_hour_usd", "cpu"),
+            },
+            "gib_hour_usd": {
+                "usd": prices.gib_hour_usd,
+                "from": origin("price_gib_hour_usd", "memory"),
+            },
+            "gpu_hour_usd": {
+                "usd": prices.gpu_hour_usd,
+                "from": origin("price_gpu_hour_usd", None),
+            },
+            "gpu_hour_usd_by_type": {
+                "usd": dict(prices.gpu_hour_usd_by_type),
+                "from": origin("price_gpu_hour_usd_by_type", "gpu"),
+            },
+        }
 
     def masked(self) -> dict[str, Any]:
         """The configuration as plain data with every secret replaced by ``***``, flat as

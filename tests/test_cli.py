@@ -46,6 +46,25 @@ def test_config_masks_secrets(monkeypatch):
     assert json.loads(configured.stdout)["stage_optimizers"] == {"oom": []}
 
 
+def test_config_shows_each_price_in_effect_and_where_it_came_from(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "BRAIN_DATABASE_URL": f"sqlite:///{tmp_path / 'p.db'}"}
+    shown = json.loads(_run("config", env=env).stdout)["prices_in_effect"]
+    assert shown["core_hour_usd"]["usd"] == 0.031611
+    assert shown["core_hour_usd"]["from"].startswith("default (Google Cloud Compute Engine")
+    assert shown["gpu_hour_usd_by_type"]["usd"]["t4"] == 0.35
+    assert shown["gpu_hour_usd"] == {"usd": None, "from": "not priced (no default)"}
+    mine = _run("config", env={**env, "BRAIN_PRICE_CORE_HOUR_USD": "0.05"}).stdout
+    assert json.loads(mine)["prices_in_effect"]["core_hour_usd"] == {
+        "usd": 0.05,
+        "from": "BRAIN_PRICE_CORE_HOUR_USD",
+    }
+    off = _run("config", env={**env, "BRAIN_PRICE_DEFAULTS": "false"}).stdout
+    assert json.loads(off)["prices_in_effect"]["gib_hour_usd"] == {
+        "usd": None,
+        "from": "not priced (BRAIN_PRICE_DEFAULTS=false)",
+    }
+
+
 def test_db_upgrade_then_current_on_sqlite(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "BRAIN_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
     before = _run("db", "current", env=env)

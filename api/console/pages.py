@@ -101,7 +101,13 @@ def page(request: Request, template: str, principal: Principal | None, status: i
     return templates.TemplateResponse(
         request,
         template,
-        {"principal": principal, "open_access": _open(request), **ctx},
+        {
+            "principal": principal,
+            "open_access": _open(request),
+            # What dollars are computed at: the banner and each page's money name them.
+            "money": server_state(request.app).settings.prices,
+            **ctx,
+        },
         status_code=status,
         headers=SECURITY_HEADERS,
     )

@@ -252,7 +252,7 @@ def spend_of(
     since,
     namespace: str | None = None,
 ) -> dict[str | None, Cost]:
-    """Dollars per key (of ``namespace``'s jobs only, when given) where prices are set;
+    """Dollars per key (of ``namespace``'s jobs only, when given) where anything is priced;
     nothing (no query) where none is."""
     if not prices.configured:
         return {}

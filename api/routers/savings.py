@@ -37,7 +37,8 @@ def site_savings(
     GiB- and GPU-hours; what Brain's default pipeline would have allocated, replayed on
     each job's stored samples (create stage from the group's earlier runs, running stage
     every 5 minutes, OOM kills answered by the OOM stage), with the OOM kills of that
-    replay; what the applied plans saved; and each in dollars where prices are set. The
+    replay; what the applied plans saved; and each in dollars at the prices in effect
+    (`prices` names them: BRAIN_PRICE_*, else the default table). The
     replay is stored with each job's final summary (the summary refresher, `brain
     summarize`); jobs not replayed yet are replayed on this request. A
     namespace-restricted token sees only its namespaces' jobs."""
@@ -50,6 +51,7 @@ def site_savings(
         since=since,
         by=by,
         priced=report.priced,
+        prices=report.price_label,
         rows=[SavingsRowOut(**row.as_dict()) for row in report.rows],
         total=SavingsRowOut(**report.total.as_dict()),
     )

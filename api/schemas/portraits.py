@@ -103,7 +103,8 @@ class ResourceHours(BaseModel):
 
 
 class CostOut(BaseModel):
-    """Dollars at the configured prices (BRAIN_PRICE_*): only priced resources count."""
+    """Dollars at the prices in effect (BRAIN_PRICE_*, else the default table that `brain
+    config` and the console name): only priced resources count."""
 
     # Read from a brain.costs.Cost, field by field.
     model_config = ConfigDict(from_attributes=True)
@@ -112,7 +113,11 @@ class CostOut(BaseModel):
     waste_usd: float = Field(description="Requested − used, dollars.")
 
 
-COST_DESCRIPTION = "Dollars at the configured prices; null when no price is set (the default)."
+COST_DESCRIPTION = (
+    "Dollars at BRAIN_PRICE_*, else at the default prices (Google Cloud on-demand, "
+    "us-central1; see `brain config`); null when nothing is priced (BRAIN_PRICE_DEFAULTS=false "
+    "and no price set)."
+)
 
 
 def priced(prices: Prices | None, hours: Hours, gpu_type: str | None) -> CostOut | None:

@@ -49,8 +49,8 @@ class SavingsRowOut(BaseModel):
     plans_saved_gib_h: float = Field(description="Memory GiB-hours applied plans saved.")
     plans_saved_gpu_h: float = Field(description="GPU-hours applied plans saved.")
     requested_usd: float | None = Field(
-        description="Dollars of the requested hours at the site's prices (BRAIN_PRICE_*; "
-        "unpriced resources add nothing; null: no price is set)."
+        description="Dollars of the requested hours at the prices in effect (BRAIN_PRICE_*, "
+        "else the default table; unpriced resources add nothing; null: nothing priced)."
     )
     used_usd: float | None = Field(description="Dollars of the used hours (null: no price).")
     brain_usd: float | None = Field(
@@ -63,7 +63,15 @@ class SavingsRowOut(BaseModel):
 
 class SavingsOut(BaseModel):
     days: int
-    priced: bool = Field(description="Whether any price is set (the `*_usd` figures).")
+    priced: bool = Field(
+        description="Whether anything is priced (the `*_usd` figures): a BRAIN_PRICE_* or the "
+        "default table (off with BRAIN_PRICE_DEFAULTS=false)."
+    )
+    prices: str | None = Field(
+        None,
+        description='The prices the dollars are at: "the configured prices", "default prices '
+        '(source: ...)" or both (which resources are at the defaults); null: nothing priced.',
+    )
     since: datetime = Field(description="Jobs that ended at or after this time.")
     by: SavingsBy
     rows: list[SavingsRowOut]

@@ -64,7 +64,7 @@ class ReasonOut(BaseModel):
 
 
 class SuggestionCostOut(BaseModel):
-    """Dollars a day at the configured prices (BRAIN_PRICE_*)."""
+    """Dollars a day at the prices in effect (BRAIN_PRICE_*, else the default table)."""
 
     # Read from a RunSpend (what run_spend answers), field by field.
     model_config = ConfigDict(from_attributes=True)

@@ -47,10 +47,10 @@ def add_parser(commands) -> None:
         "stage from its group's earlier runs, running stage at --cadence-min, OOM kills "
         "answered by the OOM stage), with the replay's OOM kills per 1,000 node-hours; and "
         "what the applied plans saved (role totals before minus after each plan, to the "
-        "job's end); in dollars where prices are set (BRAIN_PRICE_*). Jobs whose replay is "
-        "stored with their summary (the summary refresher, `brain summarize`) are summed "
-        "from it; the others are replayed now, and all of them at a --cadence-min other "
-        "than 5. Run `brain summarize` first for jobs not yet summarized.",
+        "job's end); in dollars at BRAIN_PRICE_*, else at the default prices it names. Jobs "
+        "whose replay is stored with their summary (the summary refresher, `brain "
+        "summarize`) are summed from it; the others are replayed now, and all of them at "
+        "a --cadence-min other than 5. Run `brain summarize` first for jobs not yet summarized.",
     )
     parser.add_argument("--days", type=int, default=30, help="window in days (default 30)")
     parser.add_argument(
@@ -145,6 +145,7 @@ def to_json(report: Savings, days: int) -> dict:
         "since": report.since.isoformat(),
         "by": report.by,
         "priced": report.priced,
+        "prices": report.price_label,
         "roles_counted": ROLES_COUNTED,
         "rows": [row.as_dict() for row in report.rows],
         "total": report.total.as_dict(),
@@ -202,7 +203,7 @@ def to_table(report: Savings, days: int) -> str:
             out.append(f"Brain would save {100 * (1 - brain / requested):.1f}% of requested {what}")
     if report.priced:
         out.append(
-            f"At the site's prices: requested ${total.requested_usd:,.2f}, used "
+            f"At {report.price_label}: requested ${total.requested_usd:,.2f}, used "
             f"${total.used_usd:,.2f}, Brain ${total.brain_usd:,.2f}; applied plans saved "
             f"${total.plans_saved_usd:,.2f}"
         )

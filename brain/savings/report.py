@@ -76,7 +76,7 @@ class SavingsRow:
     plans_saved_core_h: float = 0.0
     plans_saved_gib_h: float = 0.0
     plans_saved_gpu_h: float = 0.0
-    # Dollars at the site's prices (None: no price set); unpriced resources add nothing.
+    # Dollars at the prices in effect (None: nothing priced); unpriced resources add nothing.
     requested_usd: float | None = None
     used_usd: float | None = None
     brain_usd: float | None = None
@@ -129,6 +129,8 @@ class Savings:
     rows: list[SavingsRow]
     total: SavingsRow
     priced: bool = False
+    # How the dollars' prices are named ("default prices (source: ...)"); None: unpriced.
+    price_label: str | None = None
 
 
 # Per (row key, GPU type): the sums money is computed from (GPU prices differ by type).
@@ -179,9 +181,11 @@ def _report(since: datetime, by: str, parts: Parts, prices: Prices) -> Savings:
         rows.values(), key=lambda r: (-(r.requested_gib_h + r.requested_core_h), r.key)
     )
     total = SavingsRow("total")
+    total.priced(prices, None)  # $0, not "no price", when no job ended in the window
     for row in ordered:
         total.add(row)
-    return Savings(since, by, ordered, total, priced=prices.configured)
+    label = prices.label if prices.configured else None
+    return Savings(since, by, ordered, total, priced=prices.configured, price_label=label)
 
 
 def _key_column(by: str):

@@ -206,7 +206,12 @@ def test_money_where_prices_are_set(settings, session, history):
     assert a.used_usd == approx(2 * 0.05 + 2 * 0.01)
     assert a.brain_usd == approx(a.brain_core_h * 0.05 + a.brain_gib_h * 0.01)
     assert a.plans_saved_usd == approx(4 * 0.05 + 4 * 0.01)
-    unpriced = _report(session, settings).total
+    # No price set: the default table, $0.031611 a core-hour and $0.004237 a GiB-hour.
+    default = {r.key: r for r in _report(session, settings).rows}["team-a"]
+    assert default.requested_usd == approx(32 * 0.031611 + 32 * 0.004237)  # $1.147136
+    assert default.plans_saved_usd == approx(4 * 0.031611 + 4 * 0.004237)
+    off = settings.model_copy(update={"price_defaults": False})
+    unpriced = _report(session, off).total
     assert (unpriced.requested_usd, unpriced.brain_usd, unpriced.plans_saved_usd) == (
         None,
         None,

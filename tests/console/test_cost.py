@@ -1,5 +1,8 @@
-"""Dollars: none by default; at the set prices in portraits, rankings, suggestions and the
-console. Prices: $0.05 a core-hour, $0.01 a GiB-hour, $2 a GPU-hour, $3 for an a100."""
+"""Dollars: at the default table (named wherever dollars show) unless prices are set; at the
+set prices in portraits, rankings, suggestions and the console; none where the defaults are
+off and nothing is set. Set prices: $0.05 a core-hour, $0.01 a GiB-hour, $2 a GPU-hour, $3
+for an a100. Defaults: $0.031611 a core-hour, $0.004237 a GiB-hour, $2.933908 for an a100,
+nothing for a GPU of no or another type."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from brain.costs import Prices
+from brain.config import Settings
+from brain.costs import DEFAULT_PRICE_SOURCE, Prices
 from brain.domain import RoleSpec
 from brain.summaries import summarize_job
 from brain.summaries.hours import Hours
@@ -41,10 +45,62 @@ def test_prices_price_each_resource_and_gpus_by_type():
     assert not Prices().configured and Prices().of(hours, None).requested_usd == 0
 
 
-def test_no_price_no_dollars(client, history):
-    assert client.get("/api/v1/portraits/jobs/hand-1").json()["summary"]["cost"] is None
-    assert client.get("/api/v1/portraits/users/alice").json()["totals"]["cost"] is None
-    assert "Wasted at the configured prices" not in client.get("/ui/users/alice").text
+def test_gpu_types_are_priced_whatever_their_case():
+    prices = Prices(gpu_hour_usd=2.0, gpu_hour_usd_by_type=(("a100", 3.0),))
+    assert (prices.gpu_price("A100"), prices.gpu_price("a100"), prices.gpu_price("T4")) == (
+        3.0,
+        3.0,
+        2.0,
+    )
+
+
+def test_unset_prices_are_the_default_table_and_pages_name_its_source(client, history):
+    # hand-1: 16 core-hours and 32 GiB-hours requested, 9.5 and 12 used, 1.5 GPU-hours of
+    # no type (no default price). 16 x 0.031611 + 32 x 0.004237 = 0.505776 + 0.135584 =
+    # $0.64136; used 9.5 x 0.031611 + 12 x 0.004237 = 0.3003045 + 0.050844 = $0.3511485.
+    job = client.get("/api/v1/portraits/jobs/hand-1").json()["summary"]["cost"]
+    assert job == approx({"requested_usd": 0.64136, "used_usd": 0.3511485, "waste_usd": 0.2902115})
+    page = unescape(client.get("/ui/jobs/hand-1").text)
+    assert f"Cost at default prices (source: {DEFAULT_PRICE_SOURCE}): requested $0.64" in page
+    assert 'data-banner="default-prices"' in page and "BRAIN_PRICE_*" in page
+    owner = unescape(client.get("/ui/users/alice").text)
+    assert f"Wasted at default prices (source: {DEFAULT_PRICE_SOURCE})" in owner
+
+
+def test_defaults_off_and_no_price_set_no_dollars(settings, history):
+    off = settings.model_copy(update={"price_defaults": False})
+    with TestClient(create_app(off)) as client:
+        assert client.get("/api/v1/portraits/jobs/hand-1").json()["summary"]["cost"] is None
+        assert client.get("/api/v1/portraits/users/alice").json()["totals"]["cost"] is None
+        page = client.get("/ui/users/alice").text
+        assert "Wasted at" not in page and 'data-banner="default-prices"' not in page
+
+
+def test_each_set_price_overrides_its_default_and_an_empty_one_prices_nothing():
+    # Only memory set; CPU set empty (not priced); GPUs left at the default table.
+    settings = Settings(price_gib_hour_usd=0.01, price_core_hour_usd="")
+    prices = settings.prices
+    assert (prices.core_hour_usd, prices.gib_hour_usd, prices.gpu_price("a100")) == (
+        None,
+        0.01,
+        2.933908,
+    )
+    assert prices.defaults == {"gpu"}
+    assert prices.label.endswith(f"default prices (source: {DEFAULT_PRICE_SOURCE}) for GPUs")
+    # 16 core-hours (unpriced) and 32 GiB-hours x 0.01 = $0.32; 2 a100-hours x 2.933908.
+    hours = Hours(16, 8, 32, 16, 2, 1)
+    assert prices.of(hours, "a100").requested_usd == approx(0.32 + 2 * 2.933908)
+    origins = settings.price_origins()
+    assert origins["core_hour_usd"]["from"] == "not priced (BRAIN_PRICE_CORE_HOUR_USD empty)"
+    assert origins["gib_hour_usd"] == {"usd": 0.01, "from": "BRAIN_PRICE_GIB_HOUR_USD"}
+    assert origins["gpu_hour_usd_by_type"]["from"] == f"default ({DEFAULT_PRICE_SOURCE})"
+    assert origins["gpu_hour_usd"]["from"] == "not priced (no default)"
+
+
+def test_every_price_set_no_banner_and_the_configured_prices_named(priced, history):
+    page = unescape(priced.get("/ui/jobs/hand-1").text)
+    assert "Cost at the configured prices:" in page
+    assert 'data-banner="default-prices"' not in page
 
 
 def test_job_and_user_portraits_in_dollars(priced, history):
