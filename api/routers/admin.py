@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
+from api.csv_text import ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
@@ -28,10 +29,16 @@ TokenName = Annotated[
 ]
 
 
-@router.get("/tokens", response_model=list[TokenOut], summary="List API tokens")
-def list_tokens(session: ReadSessionDep) -> list[TokenOut]:
+@router.get(
+    "/tokens", response_model=list[TokenOut], summary="List API tokens", responses=csv_responses()
+)
+def list_tokens(
+    session: ReadSessionDep,
+    format: Annotated[ListFormat | None, format_query("one token a row")] = None,
+):
     """Every token, revoked and expired ones included; never a secret."""
-    return [TokenOut.model_validate(token) for token in tokens.list_tokens(session)]
+    items = [TokenOut.model_validate(token) for token in tokens.list_tokens(session)]
+    return csv_of(TokenOut, items) if format == ListFormat.csv else items
 
 
 @router.post(

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Body, Query, Request
 
+from api.csv_text import ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobRefDep, job_responses
@@ -52,16 +53,23 @@ def post_events(
     return EventsIngestOut(accepted=result.accepted, duplicates=result.duplicates)
 
 
-@router.get("", response_model=list[EventOut], summary="List events, oldest first")
+@router.get(
+    "",
+    response_model=list[EventOut],
+    summary="List events, oldest first",
+    responses=csv_responses(),
+)
 def list_events(
     job_ref: JobRefDep,
     session: ReadSessionDep,
     kind: EventKind | None = None,
     node: Annotated[str | None, name_filter("Only events of this node.")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-) -> list[EventOut]:
+    format: Annotated[ListFormat | None, format_query("one event a row")] = None,
+):
     job = jobs.get_job(session, job_ref)
-    return [
+    items = [
         EventOut(id=e.id, ts=e.ts, kind=e.kind, node=e.node_name or None, detail=e.detail)
         for e in events.list_events(session, job, kind=kind, node=node, limit=limit)
     ]
+    return csv_of(EventOut, items) if format == ListFormat.csv else items

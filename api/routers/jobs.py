@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
 from api.auth import CurrentPrincipal
-from api.csv_text import CSV_MEDIA_TYPE, csv_text
+from api.csv_text import CSV_MEDIA_TYPE, ListFormat, csv_text
 from api.deps import ReadSessionDep, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobNamespace, JobRefDep, job_responses
@@ -131,11 +130,6 @@ def _summarize_if_finished(job, request: Request, background: BackgroundTasks) -
     slow or failing summary never fails the update (the refresher retries it)."""
     if JobStatus(job.status).finished:
         background.add_task(summarize_job_ids, server_state(request.app).session_factory, [job.id])
-
-
-class ListFormat(StrEnum):
-    json = "json"
-    csv = "csv"
 
 
 # A job's scalar fields, the CSV's columns (roles and limits are nested: read them as JSON).

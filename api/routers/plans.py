@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import CurrentPrincipal
+from api.csv_text import ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, RegistryDep, SessionDep, SettingsDep, SizingModelDep
 from api.dlrover.ps_hosts import ps_hosts_of
 from api.dlrover.scaleplan import scaleplan
@@ -32,10 +33,19 @@ router = APIRouter(tags=["plans"], responses=ERROR_RESPONSES, route_class=InputR
 JOB = "/api/v1/jobs/{uid}"
 
 
-@router.get("/api/v1/optimizers", response_model=list[OptimizerOut], summary="List optimizers")
-def list_optimizers(registry: RegistryDep) -> list[OptimizerOut]:
+@router.get(
+    "/api/v1/optimizers",
+    response_model=list[OptimizerOut],
+    summary="List optimizers",
+    responses=csv_responses(),
+)
+def list_optimizers(
+    registry: RegistryDep,
+    format: Annotated[ListFormat | None, format_query("one optimizer a row")] = None,
+):
     """Every loaded optimizer: its stages, what it does, and its settings (JSON Schema)."""
-    return [OptimizerOut(**vars(info)) for info in registry.info()]
+    items = [OptimizerOut(**vars(info)) for info in registry.info()]
+    return csv_of(OptimizerOut, items) if format == ListFormat.csv else items
 
 
 @router.post(
@@ -84,7 +94,7 @@ def optimize(
     f"{JOB}/plans",
     response_model=list[PlanOut],
     summary="List plans, newest first",
-    responses=job_responses(),
+    responses={**job_responses(), **csv_responses()},
 )
 def list_plans(
     job_ref: JobRefDep,
@@ -93,12 +103,16 @@ def list_plans(
     before: Annotated[
         int | None, Query(ge=1, le=INT32_MAX, description="Only plans with a smaller id (paging).")
     ] = None,
-) -> list[PlanOut]:
+    format: Annotated[
+        ListFormat | None, format_query("one plan a row (its roles and nodes as JSON cells)")
+    ] = None,
+):
     """Up to `limit` plans, fewer when more would make the answer over 1 MiB: page on
     with `before` set to the last id received."""
     job = jobs.get_job(session, job_ref)
     page = plans.list_plans(session, job, limit, before)
-    return within_page_bytes([PlanOut.of(p, job.uid) for p in page])
+    items = within_page_bytes([PlanOut.of(p, job.uid) for p in page])
+    return csv_of(PlanOut, items) if format == ListFormat.csv else items
 
 
 @router.get(

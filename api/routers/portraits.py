@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from api.auth import namespace_asked
+from api.csv_text import NEXT_OFFSET, ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobRefDep, job_responses
@@ -74,6 +75,7 @@ SortQuery = Annotated[
     response_model=RankingOut,
     summary="Rank users, datasets, groups or GPU types",
     dependencies=[Depends(namespace_asked)],
+    responses=csv_responses(),
 )
 def ranking(
     session: ReadSessionDep,
@@ -84,7 +86,10 @@ def ranking(
     top: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 20,
     offset: Offset = 0,
     namespace: NamespaceQuery = None,
-) -> RankingOut:
+    format: Annotated[
+        ListFormat | None, format_query("one key a row, its totals as columns", NEXT_OFFSET)
+    ] = None,
+):
     """The dashboard's first view: each key with its jobs, success rate, requested and
     used resource-hours, waste, efficiency and OOMs over the window, most waste first.
     With `namespace`, only that namespace's jobs (a token limited to namespaces must
@@ -95,16 +100,20 @@ def ranking(
     )
     keys = [key for key, _ in rows]
     spent = spend_of(session, settings.prices, by.value, keys, since, namespace)
+    items = [RankingRow(key=key, totals=TotalsOut.of(t, spent.get(key))) for key, t in rows]
+    next_offset = Page.next_of(offset, top, total)
+    if format == ListFormat.csv:
+        return csv_of(RankingRow, items, next_offset)
     return RankingOut(
         by=by,
         sort=sort,
         days=days,
         since=since,
-        items=[RankingRow(key=key, totals=TotalsOut.of(t, spent.get(key))) for key, t in rows],
+        items=items,
         total=total,
         limit=top,
         offset=offset,
-        next_offset=Page.next_of(offset, top, total),
+        next_offset=next_offset,
     )
 
 
@@ -138,25 +147,24 @@ def job_portrait(
     "/jobs/{uid}/nodes",
     response_model=NodePage,
     summary="A job's nodes, summarized",
-    responses=job_responses(),
+    responses={**job_responses(), **csv_responses()},
 )
 def job_nodes(
     job_ref: JobRefDep,
     session: ReadSessionDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size.")] = 100,
     offset: Offset = 0,
-) -> NodePage:
+    format: Annotated[ListFormat | None, format_query("one node a row", NEXT_OFFSET)] = None,
+):
     """Per node: request, usage statistics, run and sampled time, resource-hours; by role
     and name."""
     job = jobs.get_job(session, job_ref)
     nodes, total = portraits.node_page(session, job, limit, offset)
-    return NodePage(
-        items=[NodeSummaryOut.of(n) for n in nodes],
-        total=total,
-        limit=limit,
-        offset=offset,
-        next_offset=Page.next_of(offset, limit, total),
-    )
+    items = [NodeSummaryOut.of(n) for n in nodes]
+    next_offset = Page.next_of(offset, limit, total)
+    if format == ListFormat.csv:
+        return csv_of(NodeSummaryOut, items, next_offset)
+    return NodePage(items=items, total=total, limit=limit, offset=offset, next_offset=next_offset)
 
 
 @router.get(

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.auth import namespace_asked
+from api.csv_text import NEXT_OFFSET, ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routers.portraits import NamespaceQuery
@@ -32,6 +33,7 @@ router = APIRouter(
     response_model=PrioritiesOut,
     summary="Priority classes from utilization",
     dependencies=[Depends(namespace_asked)],
+    responses=csv_responses(),
 )
 def priorities(
     session: ReadSessionDep,
@@ -48,7 +50,11 @@ def priorities(
         int, Query(ge=0, le=1_000_000, description="Items to skip: `next_offset` of the last page.")
     ] = 0,
     namespace: NamespaceQuery = None,
-) -> PrioritiesOut:
+    format: Annotated[
+        ListFormat | None,
+        format_query("one owner a row, its priority and totals as columns", NEXT_OFFSET),
+    ] = None,
+):
     """A score per user or group from their portraits over the window (efficiency of
     CPU, memory and GPU resource-hours, less a penalty for OOM kills) and the priority
     class it suggests, so a scheduler can lower the priority of chronic over-askers.
@@ -65,21 +71,25 @@ def priorities(
     if namespace is not None:
         rows = [row for row in rows if row[0] == namespace]
     page = rows[offset : offset + limit]
+    items = [
+        PriorityRow(
+            namespace=namespace,
+            key=key,
+            priority=PriorityOut.model_validate(p),
+            totals=TotalsOut.of(t),
+        )
+        for namespace, key, t, p in page
+    ]
+    next_offset = Page.next_of(offset, limit, len(rows))
+    if format == ListFormat.csv:
+        return csv_of(PriorityRow, items, next_offset)
     return PrioritiesOut(
         by=by,
         days=days,
         since=since,
-        items=[
-            PriorityRow(
-                namespace=namespace,
-                key=key,
-                priority=PriorityOut.model_validate(p),
-                totals=TotalsOut.of(t),
-            )
-            for namespace, key, t, p in page
-        ],
+        items=items,
         total=len(rows),
         limit=limit,
         offset=offset,
-        next_offset=Page.next_of(offset, limit, len(rows)),
+        next_offset=next_offset,
     )

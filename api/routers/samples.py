@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from api.csv_text import ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, SessionDep, SettingsDep, TelemetryDep, after_commit
 from api.errors import ERROR_RESPONSES
 from api.job_ref import JobRefDep, job_responses
@@ -174,7 +175,16 @@ def put_node(
     return NodeOut.model_validate(node, from_attributes=True)
 
 
-@router.get("/nodes", response_model=list[NodeOut], summary="List a job's nodes")
-def list_nodes(job_ref: JobRefDep, session: ReadSessionDep) -> list[NodeOut]:
+@router.get(
+    "/nodes", response_model=list[NodeOut], summary="List a job's nodes", responses=csv_responses()
+)
+def list_nodes(
+    job_ref: JobRefDep,
+    session: ReadSessionDep,
+    format: Annotated[ListFormat | None, format_query("one node a row")] = None,
+):
     job = jobs.get_job(session, job_ref)
-    return [NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)]
+    items = [
+        NodeOut.model_validate(n, from_attributes=True) for n in nodes.list_nodes(session, job)
+    ]
+    return csv_of(NodeOut, items) if format == ListFormat.csv else items

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.auth import CurrentPrincipal
+from api.csv_text import ListFormat, csv_of, csv_responses, format_query
 from api.deps import ReadSessionDep, RegistryDep, SettingsDep
 from api.errors import ERROR_RESPONSES
 from api.routing import InputRoute
@@ -20,7 +21,12 @@ router = APIRouter(
 )
 
 
-@router.get("", response_model=SavingsOut, summary="What Brain would have saved, and did")
+@router.get(
+    "",
+    response_model=SavingsOut,
+    summary="What Brain would have saved, and did",
+    responses=csv_responses(),
+)
 def site_savings(
     session: ReadSessionDep,
     settings: SettingsDep,
@@ -32,7 +38,10 @@ def site_savings(
     by: Annotated[SavingsBy, Query(description="Group the rows by namespace or group key.")] = (
         SavingsBy.namespace
     ),
-) -> SavingsOut:
+    format: Annotated[
+        ListFormat | None, format_query("one namespace or group a row, then the `total` row")
+    ] = None,
+):
     """On the finished jobs of the window: the main role's requested and used core-,
     GiB- and GPU-hours; what Brain's default pipeline would have allocated, replayed on
     each job's stored samples (create stage from the group's earlier runs, running stage
@@ -46,12 +55,16 @@ def site_savings(
     report = savings(
         session, registry, settings, since, by=by.value, namespaces=principal.namespaces
     )
+    rows = [SavingsRowOut(**row.as_dict()) for row in report.rows]
+    total = SavingsRowOut(**report.total.as_dict())
+    if format == ListFormat.csv:
+        return csv_of(SavingsRowOut, [*rows, total])
     return SavingsOut(
         days=days,
         since=since,
         by=by,
         priced=report.priced,
         prices=report.price_label,
-        rows=[SavingsRowOut(**row.as_dict()) for row in report.rows],
-        total=SavingsRowOut(**report.total.as_dict()),
+        rows=rows,
+        total=total,
     )

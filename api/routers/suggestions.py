@@ -9,11 +9,12 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from api.auth import every_namespace
+from api.csv_text import csv_of
 from api.deps import RegistryDep, SettingsDep, SizingModelDep, UpgradableReadSessionDep
 from api.errors import ERROR_RESPONSES
 from api.params import name_filter
 from api.routing import InputRoute
-from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
+from api.schemas.suggestions import RoleSuggestionOut, SuggestionCostOut, SuggestionOut
 from brain.errors import InvalidInput
 from brain.portraits.spend import run_spend
 from brain.portraits.suggestions import SuggestionQuery, suggest
@@ -38,6 +39,7 @@ why:
 class Format(StrEnum):
     json = "json"
     text = "text"
+    csv = "csv"
 
 
 @router.get(
@@ -47,8 +49,12 @@ class Format(StrEnum):
     summary="What a new run should request, per role",
     responses={
         200: {
-            "content": {"text/plain": {"schema": {"type": "string"}, "example": TEXT_EXAMPLE}},
-            "description": "JSON, or with `format=text` / `Accept: text/plain` a table.",
+            "content": {
+                "text/plain": {"schema": {"type": "string"}, "example": TEXT_EXAMPLE},
+                "text/csv": {"schema": {"type": "string"}},
+            },
+            "description": "JSON, or with `format=text` / `Accept: text/plain` a table, or "
+            "with `format=csv` the roles as CSV (a header row and one role a row).",
         }
     },
 )
@@ -69,7 +75,13 @@ def get_suggestion(
     gpu_type: Annotated[
         str | None, name_filter("Only learn from runs on this GPU type.", 128)
     ] = None,
-    format: Annotated[Format | None, Query(description="`text` for a terminal table.")] = None,
+    format: Annotated[
+        Format | None,
+        Query(
+            description="`text` for a terminal table; `csv` for the roles as CSV, a header "
+            "row (also with no role) and one role a row."
+        ),
+    ] = None,
 ):
     """Runs the create-stage optimizers (startup sizing, GPU/CPU suggestion, then
     learned_margin's memory and CPU) on the succeeded runs related to the query (same
@@ -93,4 +105,6 @@ def get_suggestion(
     )
     if wants_text:
         return PlainTextResponse(out.to_text())
+    if format == Format.csv:
+        return csv_of(RoleSuggestionOut, out.roles)
     return out

@@ -83,7 +83,9 @@ class SuggestionOut(BaseModel):
     basis: BasisOut
     reasons: list[ReasonOut] = Field(description="Why, per optimizer.")
     cost: SuggestionCostOut | None = Field(
-        None, description="Dollars a day; null when no price is set (the default)."
+        None,
+        description="Dollars a day; null when nothing is priced (BRAIN_PRICE_DEFAULTS=false "
+        "and no price set).",
     )
 
     def to_text(self) -> str:
