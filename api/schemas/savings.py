@@ -48,6 +48,15 @@ class SavingsRowOut(BaseModel):
     )
     plans_saved_gib_h: float = Field(description="Memory GiB-hours applied plans saved.")
     plans_saved_gpu_h: float = Field(description="GPU-hours applied plans saved.")
+    all_roles_requested_core_h: float = Field(
+        description="Core-hours every role of the jobs requested, as the console and the "
+        "portraits count them (the fields above count each job's main role only)."
+    )
+    all_roles_used_core_h: float = Field(description="Core-hours every role used.")
+    all_roles_requested_gib_h: float = Field(description="Memory GiB-hours every role requested.")
+    all_roles_used_gib_h: float = Field(description="Memory GiB-hours every role used.")
+    all_roles_requested_gpu_h: float = Field(description="GPU-hours every role requested.")
+    all_roles_used_gpu_h: float = Field(description="GPU-hours every role used.")
     requested_usd: float | None = Field(
         description="Dollars of the requested hours at the prices in effect (BRAIN_PRICE_*, "
         "else the default table; unpriced resources add nothing; null: nothing priced)."
@@ -58,6 +67,12 @@ class SavingsRowOut(BaseModel):
     )
     plans_saved_usd: float | None = Field(
         description="Dollars applied plans saved (null: no price)."
+    )
+    all_roles_requested_usd: float | None = Field(
+        description="Dollars of every role's requested hours (null: no price)."
+    )
+    all_roles_used_usd: float | None = Field(
+        description="Dollars of every role's used hours (null: no price)."
     )
 
 

@@ -26,11 +26,13 @@ COLUMNS = (
     ("plan core-h", 11),
     ("plan GiB-h", 10),
 )
-# The report replays one role per job; said on every answer, since the console's and the
-# portraits' hours count every role and would otherwise seem to disagree.
+# The report replays one role per job; said on every answer, and every role's hours (as
+# the console and the portraits count them) are given apart, so the two never seem to
+# disagree.
 ROLES_COUNTED = (
     "each job's main role only (the role holding most of its requested GPU-hours, then "
-    "core-hours, then GiB-hours); the console and the portraits count every role"
+    "core-hours, then GiB-hours) in the requested, used and Brain columns; every role, as "
+    "the console and the portraits count them, in all_roles_* and the 'every role' line"
 )
 
 
@@ -201,10 +203,18 @@ def to_table(report: Savings, days: int) -> str:
     ):
         if requested > 0:
             out.append(f"Brain would save {100 * (1 - brain / requested):.1f}% of requested {what}")
+    out.append(
+        f"Every role (as the console shows): requested {total.all_roles_requested_core_h:,.1f} "
+        f"core-hours, used {total.all_roles_used_core_h:,.1f}; requested "
+        f"{total.all_roles_requested_gib_h:,.1f} GiB-hours, used "
+        f"{total.all_roles_used_gib_h:,.1f}; requested {total.all_roles_requested_gpu_h:,.1f} "
+        f"GPU-hours, used {total.all_roles_used_gpu_h:,.1f}"
+    )
     if report.priced:
         out.append(
             f"At {report.price_label}: requested ${total.requested_usd:,.2f}, used "
             f"${total.used_usd:,.2f}, Brain ${total.brain_usd:,.2f}; applied plans saved "
-            f"${total.plans_saved_usd:,.2f}"
+            f"${total.plans_saved_usd:,.2f}; every role requested "
+            f"${total.all_roles_requested_usd:,.2f}, used ${total.all_roles_used_usd:,.2f}"
         )
     return "\n".join(out)

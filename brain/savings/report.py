@@ -4,6 +4,8 @@ plans saved.
 For every finished job of the window (see ``brain.replay.site_runs``):
 
 - *requested* and *used*: the main role's resource-hours from its summary;
+- *every role's requested and used* (``all_roles_*``): the whole job's resource-hours from
+  its summary, as the console and the portraits count them;
 - *Brain*: the job's peak node replayed through Brain's default pipeline (create stage
   from the earlier runs of its group in its namespace, as its plans are sized unless
   ``BRAIN_HISTORY_ACROSS_NAMESPACES`` pools them; running stage every ``cadence_s``;
@@ -76,11 +78,20 @@ class SavingsRow:
     plans_saved_core_h: float = 0.0
     plans_saved_gib_h: float = 0.0
     plans_saved_gpu_h: float = 0.0
+    # Every role's hours (the job summary's, as the console shows), beside the main role's.
+    all_roles_requested_core_h: float = 0.0
+    all_roles_used_core_h: float = 0.0
+    all_roles_requested_gib_h: float = 0.0
+    all_roles_used_gib_h: float = 0.0
+    all_roles_requested_gpu_h: float = 0.0
+    all_roles_used_gpu_h: float = 0.0
     # Dollars at the prices in effect (None: nothing priced); unpriced resources add nothing.
     requested_usd: float | None = None
     used_usd: float | None = None
     brain_usd: float | None = None
     plans_saved_usd: float | None = None
+    all_roles_requested_usd: float | None = None
+    all_roles_used_usd: float | None = None
 
     @property
     def brain_ooms_per_1000h(self) -> float | None:
@@ -113,6 +124,18 @@ class SavingsRow:
                 self.plans_saved_core_h,
                 self.plans_saved_gib_h,
                 self.plans_saved_gpu_h,
+            ),
+            (
+                "all_roles_requested_usd",
+                self.all_roles_requested_core_h,
+                self.all_roles_requested_gib_h,
+                self.all_roles_requested_gpu_h,
+            ),
+            (
+                "all_roles_used_usd",
+                self.all_roles_used_core_h,
+                self.all_roles_used_gib_h,
+                self.all_roles_used_gpu_h,
             ),
         ):
             pairs = ((prices.core_hour_usd, core_h), (prices.gib_hour_usd, gib_h), (gpu, gpu_h))
@@ -161,6 +184,7 @@ def savings(
         _sum_stored(session, since, by, namespaces, parts)
     if not stored or _window_jobs(session, since, namespaces, replayed=False):
         _replay_now(session, registry, settings, since, by, namespaces, cadence_s, progress, parts)
+    _sum_all_roles(session, since, by, namespaces, parts)
     keys = _keys(session, since, by, namespaces)
     ended = _window_jobs(session, since, namespaces, replayed=None)
     for job_id, saved in _plan_savings(session, ended).items():
@@ -257,6 +281,31 @@ def _sum_stored(
         row.brain_jobs_with_oom = with_oom
         for field, value in zip(STORED, sums, strict=True):
             setattr(row, field, type(getattr(row, field))(value or 0))
+        parts.setdefault((row.key, gpu_type), SavingsRow(row.key)).add(row)
+
+
+# SavingsRow field -> the job summary's every-role column.
+ALL_ROLES = {
+    "all_roles_requested_core_h": JobSummaryRow.requested_core_hours,
+    "all_roles_used_core_h": JobSummaryRow.used_core_hours,
+    "all_roles_requested_gib_h": JobSummaryRow.requested_gib_hours,
+    "all_roles_used_gib_h": JobSummaryRow.used_gib_hours,
+    "all_roles_requested_gpu_h": JobSummaryRow.requested_gpu_hours,
+    "all_roles_used_gpu_h": JobSummaryRow.used_gpu_hours,
+}
+
+
+def _sum_all_roles(
+    session: ReadSession, since: datetime, by: str, namespaces: Sequence[str] | None, parts: Parts
+) -> None:
+    """Adds every role's hours of the window's jobs (stored or replayed now alike)."""
+    key = _key_column(by)
+    query = select(key, JobSummaryRow.gpu_type, *(func.sum(c) for c in ALL_ROLES.values()))
+    query = _in_window(query, since, namespaces).group_by(key, JobSummaryRow.gpu_type)
+    for name, gpu_type, *sums in session.execute(query):
+        row = SavingsRow(name or "-")
+        for field, value in zip(ALL_ROLES, sums, strict=True):
+            setattr(row, field, float(value or 0))
         parts.setdefault((row.key, gpu_type), SavingsRow(row.key)).add(row)
 
 

@@ -217,3 +217,42 @@ def test_money_where_prices_are_set(settings, session, history):
         None,
         None,
     )
+
+
+def test_every_roles_hours_are_given_beside_the_main_roles_as_the_console_counts(client, session):
+    # One PS and one worker, each asking 4 cores for 2 h: 8 core-hours each, 16 in all.
+    # The worker asks 8 GiB (16 GiB-hours), the PS 4 GiB (8): the worker is the main role.
+    # Used, from 25 samples over the 2 h: PS 1 core and 1 GiB, worker 2 cores and 2 GiB,
+    # so 2 + 4 = 6 core-hours and 2 + 4 = 6 GiB-hours.
+    start = recent_hour(3)
+    roles = {
+        "ps": RoleSpec(count=1, cpu=4, memory_mib=4096),
+        "worker": RoleSpec(count=1, cpu=4, memory_mib=8192),
+    }
+    job = make_job(session, "two", start=start, hours=2.0, namespace="ml", roles=roles)
+    for role, memory_mib, cpu_used in (("ps", 4096, 1.0), ("worker", 8192, 2.0)):
+        add_node(session, job, f"{role}-0", role, created_at=start, cpu=4, memory_mib=memory_mib)
+        points = [
+            {"ts": start + timedelta(minutes=5 * i), "cpu": cpu_used, "memory_mib": 1024 * cpu_used}
+            for i in range(25)
+        ]
+        add_points(session, job, f"{role}-0", role, points)
+    summarize_job(session, job)
+    session.commit()
+
+    [row] = client.get("/api/v1/savings").json()["rows"]
+    assert (row["requested_core_h"], row["used_core_h"]) == (approx(8.0), approx(4.0))
+    assert (row["all_roles_requested_core_h"], row["all_roles_used_core_h"]) == (
+        approx(16.0),
+        approx(6.0),
+    )
+    assert (row["all_roles_requested_gib_h"], row["all_roles_used_gib_h"]) == (
+        approx(24.0),
+        approx(6.0),
+    )
+    # The console's (the portrait's) hours of the same job are the every-role ones.
+    cpu = client.get("/api/v1/portraits/jobs/two").json()["summary"]["hours"]["cpu"]
+    assert cpu["requested_core_hours"] == approx(row["all_roles_requested_core_h"])
+    assert cpu["used_core_hours"] == approx(row["all_roles_used_core_h"])
+    # At the default prices: 16 x 0.031611 + 24 x 0.004237 = 0.505776 + 0.101688.
+    assert row["all_roles_requested_usd"] == approx(0.607464)
