@@ -233,10 +233,18 @@ def test_text_table(client, three_runs):
     ]
     assert lines[3].startswith("basis: confidence low: 3 past runs matched by group")
     assert "bert-3" in lines[3]
+    # Then the cost at the default prices (no BRAIN_PRICE_* set): an hour of ps 2 x (6 x
+    # 0.031611 + 7373 / 1024 x 0.004237) = 0.4403464, worker 4 x (8 x 0.031611 + 12 x
+    # 0.004237 + 1 a100 x 2.933908) = 12.950560; 13.3909064 x 24 = $321.38 a day.
+    answer = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"}).json()
+    saves = answer["cost"]["saves_usd_per_day"]
+    assert answer["cost"]["suggested_usd_per_day"] == pytest.approx(13.3909064 * 24)
+    assert (
+        lines[4] == f"cost: $321.38 a day; this run would save ${saves:,.2f} a day against bert-3"
+    )
     # Then every reason of the JSON answer, one a line, and a final newline.
-    reasons = client.get("/api/v1/suggestions", params={"user": "carol", "name": "bert"})
-    assert lines[4] == "why:"
-    assert lines[5:] == [f"  {r['optimizer']}: {r['message']}" for r in reasons.json()["reasons"]]
+    assert lines[5] == "why:"
+    assert lines[6:] == [f"  {r['optimizer']}: {r['message']}" for r in answer["reasons"]]
     assert by_param.text.endswith("\n")
     # The job has no GPU type in words, never Python's None.
     assert "None" not in by_param.text
