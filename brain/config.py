@@ -695,12 +695,12 @@ class Settings(BaseSettings):
             if resource in prices.defaults:
                 return default
             if name not in self.model_fields_set:
-                return (
-                    "not priced (no default)"
-                    if resource is None
-                    else ("not priced (BRAIN_PRICE_DEFAULTS=false)")
-                )
-            return variable if getattr(self, name) is not None else f"not priced ({variable} empty)"
+                # Unset and not at a default: GPUs of no listed type have none to fall to.
+                why = "no default" if resource is None else "BRAIN_PRICE_DEFAULTS=false"
+                return f"not priced ({why})"
+            if getattr(self, name) is None:
+                return f"not priced ({variable} empty)"
+            return variable
 
         return {
             "core_hour_usd": {
