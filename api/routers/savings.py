@@ -43,7 +43,8 @@ def site_savings(
     ] = None,
 ):
     """On the finished jobs of the window: the main role's requested and used core-,
-    GiB- and GPU-hours; what Brain's default pipeline would have allocated, replayed on
+    GiB- and GPU-hours, and apart every role's (`all_roles_*`, as the console and the
+    portraits count them); what Brain's default pipeline would have allocated, replayed on
     each job's stored samples (create stage from the group's earlier runs, running stage
     every 5 minutes, OOM kills answered by the OOM stage), with the OOM kills of that
     replay; what the applied plans saved; and each in dollars at the prices in effect

@@ -44,7 +44,8 @@ def add_parser(commands) -> None:
         "savings",
         help="what Brain's defaults would have allocated for finished jobs, and plans saved",
         description="On the finished, summarized jobs of the last --days (BRAIN_DATABASE_URL): "
-        "each job's main role's requested and used core-, GiB- and GPU-hours; what Brain's "
+        "each job's main role's requested and used core-, GiB- and GPU-hours, and every "
+        "role's (as the console shows them) apart; what Brain's "
         "default pipeline would have allocated, replayed on the job's stored samples (create "
         "stage from its group's earlier runs, running stage at --cadence-min, OOM kills "
         "answered by the OOM stage), with the replay's OOM kills per 1,000 node-hours; and "
