@@ -99,7 +99,9 @@ def ranking(
         session, by.value, since, sort.value, top, offset, _max_run_s(settings), namespace
     )
     keys = [key for key, _ in rows]
-    spent = spend_of(session, settings.prices, by.value, keys, since, namespace)
+    spent = spend_of(
+        session, settings.prices, by.value, keys, since, _max_run_s(settings), namespace
+    )
     items = [RankingRow(key=key, totals=TotalsOut.of(t, spent.get(key))) for key, t in rows]
     next_offset = Page.next_of(offset, top, total)
     if format == ListFormat.csv:
@@ -234,7 +236,7 @@ def owner_portrait_out(
         session, owner, key, since, sort.value, top, offset, _max_run_s(settings), namespace
     )
     prices = settings.prices
-    spent = spend_of(session, prices, owner, [key], since, namespace)
+    spent = spend_of(session, prices, owner, [key], since, _max_run_s(settings), namespace)
     return OwnerPortraitOut(
         owner=owner,
         key=key,
@@ -258,10 +260,12 @@ def spend_of(
     kind: str,
     keys: list[str | None],
     since,
+    max_run_s: float,
     namespace: str | None = None,
 ) -> dict[str | None, Cost]:
-    """Dollars per key (of ``namespace``'s jobs only, when given) where anything is priced;
-    nothing (no query) where none is."""
+    """Dollars per key (of ``namespace``'s jobs only, when given) where anything is priced,
+    of the same believed runs and window shares as the hours; nothing (no query) where
+    none is."""
     if not prices.configured:
         return {}
-    return spend_by(session, kind, keys, since, prices, namespace)
+    return spend_by(session, kind, keys, since, prices, namespace, max_run_s=max_run_s)

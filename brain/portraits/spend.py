@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from brain.costs import Cost, Prices
 from brain.db.engine import ReadSession
 from brain.db.models import JobRow, JobSummaryRow
+from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
 from brain.portraits.jobs import RANKING_KEYS, TOTALS_KEYS
 from brain.portraits.suggestions import Suggestion
 from brain.summaries.hours import Hours
@@ -28,10 +29,13 @@ def spend_by(
     prices: Prices,
     namespace: str | None = None,
     end: datetime | None = None,
+    max_run_s: float = DEFAULT_MAX_RUN_S,
 ) -> dict[str | None, Cost]:
     """The cost of the jobs ended since ``since`` (and before ``end`` when given) of each
     of ``keys`` (a None key: the jobs without one) of ``kind`` (user, group, namespace,
-    dataset, gpu_type); with ``namespace``, of that namespace's jobs only."""
+    dataset, gpu_type); with ``namespace``, of that namespace's jobs only. The hours
+    priced are those the portraits total: believed runs only (``max_run_s``), each its
+    share inside the window."""
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
@@ -43,11 +47,13 @@ def spend_by(
     narrowed = [] if namespace is None else [JobSummaryRow.namespace == namespace]
     if end is not None:
         narrowed.append(JobSummaryRow.ended_at < end)
-    sums = [func.coalesce(func.sum(getattr(JobSummaryRow, f)), 0).label(f) for f in _FIELDS]
+    share = window_share()
+    sums = [func.coalesce(func.sum(getattr(JobSummaryRow, f) * share), 0).label(f) for f in _FIELDS]
     rows = session.execute(
         select(column.label("key"), JobSummaryRow.gpu_type, *sums)
-        .where(JobSummaryRow.ended_at >= since, or_(*matches), *narrowed)
-        .group_by(column, JobSummaryRow.gpu_type)
+        .where(JobSummaryRow.ended_at >= since, or_(*matches), *narrowed, *believed())
+        .group_by(column, JobSummaryRow.gpu_type),
+        window_params(since, max_run_s),
     )
     spent: dict[str | None, Cost] = {k: Cost(0.0, 0.0) for k in wanted}
     for row in rows:
