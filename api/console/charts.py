@@ -41,9 +41,10 @@ class Chart:
     whole: bool = False  # counts: whole-number ticks
 
 
-def trend_charts(weeks: list[Week]) -> list[tuple[str, Markup]]:
+def trend_charts(weeks: list[Week], price_label: str) -> list[tuple[str, Markup]]:
     """Waste (GPU, CPU, memory hours: used and wasted, stacked to the request),
-    efficiency, OOM kills and, where prices are set, cost, per ISO week."""
+    efficiency, OOM kills and, where anything is priced, cost (titled with the prices'
+    ``price_label``), per ISO week."""
     priced = any(w.cost is not None for w in weeks)
     charts = [
         _hours_chart(weeks, "gpu", "GPU-hours", "requested_gpu_hours", "used_gpu_hours"),
@@ -71,7 +72,7 @@ def trend_charts(weeks: list[Week]) -> list[tuple[str, Markup]]:
         charts.append(
             Chart(
                 "cost",
-                "Cost at the configured prices: used and wasted",
+                f"Cost at {price_label}: used and wasted",
                 "US dollars",
                 [Series("used", "used", used), Series("wasted", "waste", wasted)],
             )

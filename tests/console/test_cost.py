@@ -65,6 +65,9 @@ def test_unset_prices_are_the_default_table_and_pages_name_its_source(client, hi
     assert 'data-banner="default-prices"' in page and "BRAIN_PRICE_*" in page
     owner = unescape(client.get("/ui/users/alice").text)
     assert f"Wasted at default prices (source: {DEFAULT_PRICE_SOURCE})" in owner
+    namespace = unescape(client.get("/ui/namespaces/ml", params={"days": 30}).text)
+    assert f"Wasted at default prices (source: {DEFAULT_PRICE_SOURCE})" in namespace
+    assert f"Cost at default prices (source: {DEFAULT_PRICE_SOURCE}): used and wasted" in namespace
 
 
 def test_defaults_off_and_no_price_set_no_dollars(settings, history):
