@@ -17,6 +17,8 @@ UNIT_TESTS = ROOT / "tests" / "fixtures" / "prometheus" / "brain-alerts-test.yml
 PROMETHEUS_RULE = ROOT / "deploy" / "kubernetes" / "base" / "prometheusrule.yaml"
 ALERTS = {
     "BrainNamespaceCpuWasteHigh",
+    "BrainNamespaceMemoryWasteHigh",
+    "BrainNamespaceGpuWasteHigh",
     "BrainOomKillsRising",
     "BrainCollectorFailing",
     "BrainPlansFailing",
@@ -41,7 +43,7 @@ def _alerts(groups: list[dict]) -> set[str]:
 def test_the_rules_and_the_config_that_loads_them_are_valid():
     checked = _promtool("check", "rules", str(RULES))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "4 rules found" in checked.stdout
+    assert "6 rules found" in checked.stdout
     config = _promtool("check", "config", str(ROOT / "deploy" / "prometheus.yml"))
     assert config.returncode == 0, config.stdout + config.stderr
     assert "1 rule files found" in config.stdout
@@ -61,6 +63,8 @@ def test_each_alert_fires_on_its_case_and_not_on_the_other():
     ("written", "changed"),
     [
         ("> 0.5", ">= 0.5"),  # the namespace wasting exactly half would fire
+        ("> 0.6", ">= 0.6"),  # so would the one wasting exactly 60 % of its memory
+        ("> 0.4", ">= 0.4"),  # and the one leaving exactly 40 % of its GPU-hours idle
         (
             "delta(brain_namespace_oom_kills[1h])) > 0",
             "delta(brain_namespace_oom_kills[1h])) != 0",
