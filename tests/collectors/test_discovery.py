@@ -10,17 +10,18 @@ from datetime import UTC, datetime, timedelta
 from statistics import mean
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from api.main import main as brain_main
 from brain.config import CollectorSettings
-from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeSampleRow
+from brain.db.models import EventRow, JobRow, JobSummaryRow, NodeSampleRow, RoleSummaryRow
 from brain.domain import JobStatus, RoleSpec
 from brain.progress import ProgressBar
 from brain.services.cluster import latest_cluster_state
 from brain.services.discovered_jobs import GONE_REASON
 from brain.services.jobs import JobInput, upsert_job
 from brain.services.master_reports import ensure_running_job
+from brain.summaries import summarize_job
 from brain.telemetry import Telemetry
 from collectors.client import PrometheusClient
 from collectors.discovery.backfill import backfill
@@ -208,6 +209,30 @@ def test_backfill_discovers_every_training_job_and_nothing_else(
     assert live.ok and (live.discovered_jobs, live.discovered_stopped) == (2, 0)
     running = {k for k, row in _jobs(session_factory).items() if row.status == "running"}
     assert running == {("ml-a", "ctr-train-20261121"), ("research", "rec-sys")}
+
+
+def test_a_kill_read_after_the_job_was_summarized_counts_in_its_summary(
+    discovery_settings, session_factory, fleet
+):
+    """wide-deep ended OOMKilled (worker 0, at f - 4 h). As if Prometheus had shown the
+    kill only after discovery had finished and summarized the job (no event, a summary
+    counting none), the next pass over the window stores the kill, the job's status
+    unchanged, and summarizes the job again."""
+    assert _backfill(discovery_settings, session_factory, fleet).ok
+    with session_factory() as session:
+        job = session.scalars(select(JobRow).where(JobRow.name == "wide-deep")).one()
+        session.execute(delete(EventRow).where(EventRow.job_id == job.id))
+        summarize_job(session, job)
+        session.commit()
+        assert session.get(JobSummaryRow, job.id).oom_count == 0
+
+    again = _backfill(discovery_settings, session_factory, fleet)
+
+    assert again.ok and (again.stored, again.discovered_new, again.events) == (0, 0, 1)
+    with session_factory() as session:
+        assert session.get(JobSummaryRow, job.id).oom_count == 1
+        roles = session.scalars(select(RoleSummaryRow).where(RoleSummaryRow.job_id == job.id))
+        assert {r.role: r.oom_count for r in roles} == {"ps": 0, "worker": 1}
 
 
 def test_a_cluster_selector_narrows_every_query(discovery_settings, session_factory, fleet):
