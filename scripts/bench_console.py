@@ -67,7 +67,7 @@ def console_workloads(rng, groups, uids: list[str], n: int) -> dict[str, list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv, description=__doc__)
     rng = np.random.default_rng(args.seed)
     with bench_database(args) as url:
         print("loading history (COPY)")

@@ -77,8 +77,11 @@ TARGET_RATIO = 3.0
 FLOOR = "floor: /healthz, no SQL"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def parse_args(argv: list[str] | None = None, description: str = __doc__) -> argparse.Namespace:
+    """The options; ``description`` heads --help (a script reusing them passes its own)."""
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawTextHelpFormatter
+    )
     p.add_argument("--host", default="127.0.0.1", help="PostgreSQL host (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=5432, help="PostgreSQL port (default 5432)")
     p.add_argument("--user", default="postgres", help="PostgreSQL user (default postgres)")
