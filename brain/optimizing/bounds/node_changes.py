@@ -39,7 +39,7 @@ def fit_node_changes(
     fitted_migrate = []
     for change in migrate:
         node = sizes.get(change.name or "")
-        current = {f: (getattr(node, f) if node else 0.0) for f in SIZE_FIELDS}
+        current = {f: (_before_migration(node, roles, f) if node else 0.0) for f in SIZE_FIELDS}
         fitted, used, why = _within_headroom(change, current, used, job.limits, "migrate")
         reasons += why
         if fitted is not None:
@@ -56,6 +56,15 @@ def fit_node_changes(
                 Reason(GUARD, f"dropped the launch of a {change.role}: it does not fit the limits")
             )
     return fitted_launch, fitted_migrate, reasons
+
+
+def _before_migration(node: NodeView, roles: dict[str, RoleSpec], field: str) -> float:
+    """What ``node`` runs with once ``roles`` apply, before its migration: the plan's size
+    of its role where the plan resizes the role (the master relaunches every node of it
+    at that size), else its own. A migration that carries a node's 7.2 cores while the
+    plan's role gives its PS 1.3 adds 5.9 cores, not nothing."""
+    planned = getattr(roles.get(node.role, RoleSpec()), field)
+    return getattr(node, field) if planned is None else planned
 
 
 def _within_headroom(

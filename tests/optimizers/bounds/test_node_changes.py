@@ -34,3 +34,20 @@ def test_shrinking_is_free():
     proposal = Proposal(migrate=[smaller])
     bounding = view(job(roles=ROLES, limits=Limits(cpu=16)), NODES)
     assert node_changes(proposal, bounding) == (proposal, [])
+
+
+def test_a_migration_is_measured_from_the_size_the_plans_role_gives_the_node():
+    # The plan takes the PS role from 1 PS of 8 cores to 3 of 2 (the master relaunches
+    # ps-0 at 2) and migrates ps-0's memory, carrying its 8 cores. Those are 6 cores over
+    # the 2 the role gives it: 3 x 2 + 2 x 4 = 14 of 16 cores leaves 2, so ps-0 gets 4.
+    # Measured from its 8 cores before the plan, the migration added nothing and kept 8:
+    # 8 + 2 x 2 + 2 x 4 = 20 cores once applied, over the 16-core limit.
+    proposal = Proposal(
+        roles={"ps": RoleSpec(count=3, cpu=2)},
+        migrate=[NodeChange(role="ps", name="ps-0", cpu=8, memory_mib=12000)],
+    )
+    bounded, reasons = node_changes(proposal, view(job(roles=ROLES, limits=Limits(cpu=16)), NODES))
+    assert bounded.migrate == [NodeChange(role="ps", name="ps-0", cpu=4, memory_mib=12000)]
+    assert [r.message for r in reasons] == [
+        "migrate ps-0: cpu 2 -> 8 would exceed the job's cpu limit 16 (14 requested): granted 4"
+    ]
