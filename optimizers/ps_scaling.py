@@ -294,6 +294,27 @@ class PsScalingOptimizer:
         return _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settings)
 
 
+def _workers_grown_recently(context: OptimizerContext, window_s: float) -> tuple[int, float] | None:
+    """The newest applied plan that raised the worker count above the applied plan before
+    it, with its age, when younger than ``window_s``: PS that exceed the limits make the
+    guard cut workers, and cutting those so soon reverses them (an oscillation)."""
+    counted = sorted(
+        (p.applied_at, p.id, p.roles[ROLE_WORKER].count)
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and p.roles.get(ROLE_WORKER) is not None
+        and p.roles[ROLE_WORKER].count is not None
+    )
+    if len(counted) < 2:
+        return None
+    (applied_at, plan_id, after), before = counted[-1], counted[-2][2]
+    elapsed = (context.now - applied_at).total_seconds()
+    if after <= before or elapsed >= window_s:
+        return None
+    return plan_id, elapsed
+
+
 def _count_cut_recently(context: OptimizerContext, window_s: float) -> Proposal | None:
     """No change while the newest applied plan that set the PS count cut it (below the
     count the applied plan before it set) less than ``window_s`` ago."""
@@ -331,6 +352,17 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
     ceiling = _ceiling(context)
     if ceiling is not None and count > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
+    grown = _workers_grown_recently(context, settings.reverse_after_s)
+    if grown is not None and over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
+        plan_id, elapsed = grown
+        return no_change(
+            NAME,
+            f"PS {now} -> {count} would exceed the job's limits, and the guard would cut the "
+            f"workers plan {plan_id} added {elapsed:.0f} s ago: not within "
+            f"{settings.reverse_after_s:.0f} s",
+            evidence | {"plan": plan_id, "seconds_since": round(elapsed)},
+            threshold | {"reverse_after_s": settings.reverse_after_s},
+        )
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     evidence = evidence | {
         "ps_count": now,
@@ -430,7 +462,7 @@ def _network_bound(
     for count in range(wanted, now, -1):
         load = total * skew * gain(count) / count
         cpu = min(max(ceil_to(load / settings.target_utilization, settings.cpu_step), 0.1), request)
-        roles = {ROLE_PS: RoleSpec(count=count, cpu=None if cpu == request else cpu)}
+        roles = {ROLE_PS: _resized(context, ps_nodes, count, None if cpu == request else cpu)}
         if not over_limits(context, roles):
             break
     else:
@@ -468,6 +500,17 @@ def _network_bound(
             )
         ],
     )
+
+
+def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:
+    """The PS role at ``count`` PS of ``cpu`` cores. A new CPU relaunches every PS at the
+    role's size, so the role also takes the most memory any PS has now (an OOM fix may
+    have raised one PS's alone): none loses what it needed."""
+    if cpu is None:
+        return RoleSpec(count=count)
+    role = current_role(ROLE_PS, context.job, context.nodes).memory_mib or 0.0
+    memory = max([role, *(n.memory_mib for n in ps_nodes)])
+    return RoleSpec(count=count, cpu=cpu, memory_mib=None if memory == role else memory)
 
 
 def _paid(context: OptimizerContext, settings: PsScalingSettings) -> bool:
@@ -594,7 +637,7 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
         "" if cpu_before is None else f", {cpu_before:g} cores each as before"
     )
     return Proposal(
-        roles={ROLE_PS: RoleSpec(count=before, cpu=cpu_before)},
+        roles={ROLE_PS: _resized(context, ps_nodes, before, cpu_before)},
         ps_hosts=hosts,
         reasons=[
             reason(

@@ -441,3 +441,32 @@ def test_network_bound_ps_are_added_only_once_the_last_were_judged_and_while_the
     )
     assert proposal.is_empty
     assert "one more PS is predicted to gain +13.2%, less than 15%" in proposal.reasons[0].message
+
+
+def test_no_ps_over_the_limit_soon_after_the_workers_grew():
+    # The saturated tier wants 4 PS: 4 x 4 + 4 workers x 4 = 32 cores over a 28-core limit,
+    # so the guard would cut workers; a plan took them from 2 to 4 300 s ago: not yet
+    fewer = plan(seconds_ago=1500, roles={"worker": RoleSpec(count=2)}, plan_id=1)
+    grown = plan(seconds_ago=300, roles={"worker": RoleSpec(count=4)}, plan_id=2)
+    proposal = propose(plans=[fewer, grown], limits=Limits(cpu=28))
+    assert proposal.is_empty
+    assert proposal.reasons[0].message == (
+        "PS 2 -> 4 would exceed the job's limits, and the guard would cut the workers plan 2 "
+        "added 300 s ago: not within 600 s"
+    )
+    # 600 s after, or within the limits, the PS come
+    later = plan(seconds_ago=600, roles={"worker": RoleSpec(count=4)}, plan_id=2)
+    assert propose(plans=[fewer, later], limits=Limits(cpu=28)).roles == {"ps": RoleSpec(count=4)}
+    assert propose(plans=[fewer, grown], limits=Limits(cpu=32)).roles == {"ps": RoleSpec(count=4)}
+
+
+def test_resized_ps_keep_the_most_memory_any_ps_has():
+    # ps-0 was moved to 12000 MiB by an OOM fix; the role asks 8192. The network-bound
+    # plan relaunches every PS at the role's size (1.0 core): 12000 MiB each, so ps-0 is
+    # not killed again
+    fixed = [
+        node("j-edljob-ps-0", "ps", cpu=4, memory_mib=12000, index=0),
+        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
+    ]
+    proposal = propose(samples(ps=(1.0, 1.0), worker=1.0), nodes=fixed + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=8, cpu=1.0, memory_mib=12000)}
