@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from statistics import median
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from pydantic import Field
 
@@ -18,6 +18,7 @@ from brain.optimizing import (
     Proposal,
 )
 from brain.optimizing.roles import current_role, planned_totals
+from brain.optimizing.speed_fit import Configuration, SpeedPoint
 from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe, stalled_since
 from optimizers._common import (
     PsChangeSettings,
@@ -513,23 +514,42 @@ def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:
     return RoleSpec(count=count, cpu=cpu, memory_mib=None if memory == role else memory)
 
 
-def _paid(context: OptimizerContext, settings: PsScalingSettings) -> bool:
-    """The speed at the same trainers rose by ``min_gain`` (two standard errors when more)
-    from the configuration before the current one, which had other PS cores: the last
-    PS change paid, measured on ``speed_samples`` samples each."""
+class _PsChangeSpeed(NamedTuple):
+    now: Configuration
+    after: SpeedPoint  # the current configuration's speed
+    earlier: SpeedPoint  # the previous configuration's speed
+    change: float  # relative speed change, after over earlier, minus 1
+    noise: float  # the change that counts as more than noise
+
+
+def _ps_change_speed(
+    context: OptimizerContext, settings: PsScalingSettings
+) -> _PsChangeSpeed | None:
+    """The speed at the same trainers against the configuration before the current one,
+    which had other PS cores; the noise is ``min_gain``, or two standard errors when more.
+    None until both configurations have ``speed_samples`` samples (stalls and restarts
+    left out)."""
     observed = observe(context, SETTLE_S, STALL_SHARE)
     now = observed.current
     previous = None if now is None else observed.before(now)
     if now is None or previous is None or previous.trainers != now.trainers:
-        return False
+        return None
     if now.ps_cpu == previous.ps_cpu:
-        return False
+        return None
     after, earlier = observed.point(now), observed.point(previous)
     if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
-        return False
-    gain = after.steps_per_sec / earlier.steps_per_sec - 1
+        return None
+    change = after.steps_per_sec / earlier.steps_per_sec - 1
     noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
-    return gain >= noise
+    return _PsChangeSpeed(now, after, earlier, change, noise)
+
+
+def _paid(context: OptimizerContext, settings: PsScalingSettings) -> bool:
+    """The speed at the same trainers rose by ``min_gain`` (two standard errors when more)
+    from the configuration before the current one, which had other PS cores: the last
+    PS change paid, measured on ``speed_samples`` samples each."""
+    measured = _ps_change_speed(context, settings)
+    return measured is not None and measured.change >= measured.noise
 
 
 def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:
@@ -606,18 +626,10 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     plan, before = added
     if (context.now - plan.applied_at).total_seconds() < settings.judge_after_s:
         return None
-    observed = observe(context, SETTLE_S, STALL_SHARE)
-    now = observed.current
-    previous = None if now is None else observed.before(now)
-    if now is None or previous is None or previous.trainers != now.trainers:
+    measured = _ps_change_speed(context, settings)
+    if measured is None:
         return None
-    if now.ps_cpu == previous.ps_cpu:
-        return None
-    after, earlier = observed.point(now), observed.point(previous)
-    if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
-        return None
-    gain = after.steps_per_sec / earlier.steps_per_sec - 1
-    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
+    now, after, earlier, gain, noise = measured
     if gain >= noise or before >= len(ps_nodes):
         return None
     cpu_before = next(
@@ -676,18 +688,10 @@ def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
         return None
     if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
         return None
-    observed = observe(context, SETTLE_S, STALL_SHARE)
-    now = observed.current
-    previous = None if now is None else observed.before(now)
-    if now is None or previous is None or previous.trainers != now.trainers:
+    measured = _ps_change_speed(context, settings)
+    if measured is None:
         return None
-    if now.ps_cpu == previous.ps_cpu:
-        return None
-    after, earlier = observed.point(now), observed.point(previous)
-    if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
-        return None
-    change = after.steps_per_sec / earlier.steps_per_sec - 1
-    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
+    now, after, earlier, change, noise = measured
     if change >= -noise:
         return None
     count, cpu = shrunk["count"], shrunk["cpu"]
