@@ -31,6 +31,8 @@ MAX_STEP_TIME_S = 3600.0
 DEFAULT_MIN_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
 # The longest run history believes by default (BRAIN_HISTORY_MAX_RUN_DAYS).
 DEFAULT_MAX_RUN_DAYS = 60.0
+# The longest it may be set to: no setting believes a longer run.
+LONGEST_MAX_RUN_DAYS = 3650.0
 
 
 @dataclass(frozen=True)

@@ -499,7 +499,7 @@ class Settings(BaseSettings):
     history_max_run_days: float = Field(
         bounds.DEFAULT_MAX_RUN_DAYS,
         gt=0,
-        le=3650,
+        le=bounds.LONGEST_MAX_RUN_DAYS,
         description="Runs longer than this, or whose samples span longer, are not believed: "
         "left out of related history, portraits, rankings and priorities (their own "
         "portrait says why), so one implausible record cannot size plans or move priorities.",

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, column, insert, select, table
 from sqlalchemy.exc import IntegrityError
 
 from brain.db import migrate
-from brain.db.engine import make_engine
+from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import (
     ApiToken,
     Base,
@@ -26,6 +26,7 @@ from brain.db.models import (
     EventRow,
     JobRow,
     JobSummaryRow,
+    JobUsageDayRow,
     MasterReportRow,
     NodeRow,
     NodeSampleRow,
@@ -36,6 +37,7 @@ from brain.db.models import (
 )
 from brain.domain import RoleBounds, RoleSpec
 from brain.optimizing.proposal import PlanBody
+from brain.summaries.usage_days import day_rows
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 URL_KINDS = ["postgresql", "sqlite"]
@@ -362,6 +364,9 @@ ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0013": _revision_0013,
     "0014": _revision_0014,
     "0015": _revision_0015,
+    # 0016's one row is the migration's own; 0017's rows are its summaries' days, which
+    # it writes itself (test_the_upgrade_splits_every_stored_summary_by_day).
+    "0016": lambda: [],
 }
 
 
@@ -477,5 +482,44 @@ def test_after_the_upgrade_a_uid_is_unique_per_namespace(new_database):
             ]
             # the rebuilt table kept what referenced it (SQLite copies it)
             assert len(conn.execute(select(NodeRow.id)).all()) == 2
+    finally:
+        engine.dispose()
+
+
+def test_the_upgrade_splits_every_stored_summary_by_day(new_database):
+    """0017 writes the day rows of the summaries stored before it, as a summary written
+    now gets them: j1 (08:01 to 09:00) keeps its 20 core-hours asked on 2026-03-01; j12,
+    8 hours from 20:00 to 04:00 the next day, holds 10 on each day, and the job itself
+    on the day it ended."""
+    url = new_database()
+    migrate.upgrade(url, "0016")
+    evening = _at(12 * 60)
+    across = _summary(
+        12,
+        "j12",
+        started_at=evening,
+        ended_at=evening + timedelta(hours=8),
+        run_seconds=8 * 3600.0,
+        namespace="ml",
+    )
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            _store(conn, [(JobRow, _job(1, "j1")), (JobSummaryRow, _summary(1, "j1"))])
+            _store(conn, [(JobRow, _job(12, "j12")), (JobSummaryRow, across)])
+        migrate.upgrade(url)
+        with make_session_factory(engine)() as session:
+            stored = session.scalars(
+                select(JobUsageDayRow).order_by(JobUsageDayRow.job_id, JobUsageDayRow.day)
+            ).all()
+            assert [(r.job_id, r.day.day, r.requested_core_hours, r.jobs) for r in stored] == [
+                (1, 1, 20.0, 1),
+                (12, 1, 10.0, 0),
+                (12, 2, 10.0, 1),
+            ]
+            summaries = session.scalars(select(JobSummaryRow).order_by(JobSummaryRow.job_id))
+            written_now = [row for summary in summaries for row in day_rows(summary)]
+            columns = [a.key for a in JobUsageDayRow.__mapper__.column_attrs]
+            assert [{c: getattr(r, c) for c in columns} for r in stored] == written_now
     finally:
         engine.dispose()

@@ -262,5 +262,6 @@ class JobDeleted(BaseModel):
     namespace: str | None
     deleted_rows: dict[str, int] = Field(
         description="Rows deleted with the job, per kind: node_samples, speed_samples, "
-        "plans, events, node_summaries, role_summaries, job_summaries, master_reports, nodes."
+        "plans, events, node_summaries, role_summaries, job_usage_days, job_summaries, "
+        "master_reports, nodes."
     )

@@ -360,6 +360,62 @@ class NodeSummaryRow(UsageStatsColumns, ResourceHoursColumns, Base):
     sampled_seconds: Mapped[float] = mapped_column(Double)
 
 
+class JobUsageDayRow(Base):
+    """A summarized run's hours on one UTC day: one row per day the run touched, from
+    its job summary and rewritten with it (``brain.summaries.usage_days``). Windows and
+    weeks of the console sum these instead of computing every run's share per request.
+
+    A run's hours are spread evenly over its run time (as a window's share counts them),
+    so a day holds the part of the run inside it; the day the run ended also holds the
+    job itself (``jobs`` and its status's count) and its OOM kills and failures, which
+    are not spread. The job's keys, end and how long it is believed to have run are
+    copied onto every row, so a window filters and groups without a join.
+    """
+
+    __tablename__ = "job_usage_days"
+    __table_args__ = (
+        Index(None, "ended_at"),
+        Index(None, "namespace", "ended_at"),
+        Index(None, "user_name", "ended_at"),
+        Index(None, "group_key", "ended_at"),
+        Index(None, "day"),
+    )
+
+    job_id: Mapped[int] = mapped_column(
+        ForeignKey("job_summaries.job_id", ondelete="CASCADE"), primary_key=True
+    )
+    day: Mapped[datetime] = mapped_column(primary_key=True)  # 00:00 UTC
+    namespace: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
+    user: Mapped[str] = mapped_column("user_name", String(128))
+    group_key: Mapped[str] = mapped_column(String(400))
+    dataset: Mapped[str | None] = mapped_column(String(K8S_NAME_MAX))
+    gpu_type: Mapped[str | None] = mapped_column(String(128))
+    # The run's end (its summary's ended_at) and the Monday of its ISO week: a job
+    # counts in the window and the week it ended in.
+    ended_at: Mapped[datetime]
+    end_week: Mapped[datetime]
+    # The longer of the run and its samples' span: believed while within the limit.
+    believable_seconds: Mapped[float] = mapped_column(Double)
+    # The part of the run on this day: from_at to to_at, run_seconds long.
+    from_at: Mapped[datetime]
+    to_at: Mapped[datetime]
+    run_seconds: Mapped[float] = mapped_column(Double)
+    requested_core_hours: Mapped[float] = mapped_column(Double)
+    used_core_hours: Mapped[float] = mapped_column(Double)
+    requested_gib_hours: Mapped[float] = mapped_column(Double)
+    used_gib_hours: Mapped[float] = mapped_column(Double)
+    requested_gpu_hours: Mapped[float] = mapped_column(Double)
+    used_gpu_hours: Mapped[float] = mapped_column(Double)
+    # 1 on the day the run ended (0 before): the job, by its status, and its events.
+    jobs: Mapped[int] = mapped_column(Integer)
+    running: Mapped[int] = mapped_column(Integer)
+    succeeded: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+    stopped: Mapped[int] = mapped_column(Integer)
+    oom_count: Mapped[int] = mapped_column(Integer)
+    failure_count: Mapped[int] = mapped_column(Integer)
+
+
 class ApiToken(Base):
     """A bearer token for the API. The secret is never stored, only its SHA-256."""
 

@@ -14,22 +14,23 @@ from sqlalchemy import ColumnElement, Integer, Select, bindparam, case, func, se
 from sqlalchemy.orm import Session
 
 from brain.db.engine import ReadSession
-from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRow
+from brain.db.models import (
+    JobRow,
+    JobSummaryRow,
+    JobUsageDayRow,
+    NodeSummaryRow,
+    RoleSummaryRow,
+)
 from brain.domain import JobStatus
 from brain.errors import job_not_found
 from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
 from brain.job_ref import JobRef, one_job
+from brain.portraits.usage import KEYS as USAGE_KEYS
+from brain.portraits.usage import sums, usage_params, window_rows
 from brain.summaries import series as series_
 from brain.summaries.compute import SummaryRows, compute_summary
 from brain.summaries.hours import RESOURCES, Hours
 
-# "by" of the ranking -> the summary column grouped on.
-RANKING_KEYS = {
-    "user": JobSummaryRow.user,
-    "dataset": JobSummaryRow.dataset,
-    "group": JobSummaryRow.group_key,
-    "gpu_type": JobSummaryRow.gpu_type,
-}
 # "sort": the resource whose waste ranks first; ties go to the others, GPUs first.
 SORT_ORDERS = {
     "gpu": ("gpu", "cpu", "memory"),
@@ -281,9 +282,13 @@ def ranking(
     """Keys of ``by`` (user, dataset, group, gpu_type) with their totals over the
     believed jobs ended since ``since`` (and before ``end`` when given; each its share
     inside the window), most waste first; and how many keys there are. With
-    ``namespace``, that namespace's jobs only."""
-    params = {"since": since, "end": end, "limit": limit, "offset": offset}
-    params |= window_params(since, max_run_s) | {"namespace": namespace}
+    ``namespace``, that namespace's jobs only. Summed from the runs' day rows
+    (``brain.portraits.usage``)."""
+    params = usage_params(since, end, max_run_s) | {
+        "limit": limit,
+        "offset": offset,
+        "namespace": namespace,
+    }
     by_namespace, bounded = namespace is not None, end is not None
     rows = session.execute(_ranking_page(by, sort, by_namespace, bounded), params).all()
     if rows:
@@ -297,14 +302,18 @@ def ranking(
 
 @cache
 def _ranking_page(by: str, sort: str, by_namespace: bool, bounded: bool) -> Select:
-    key = RANKING_KEYS[by]
+    rows = _ranking_rows(by, by_namespace, bounded)
+
+    def waste(resource: str) -> ColumnElement:
+        requested, used = _resource_columns(resource)
+        return func.sum(rows.c[requested] - rows.c[used])
+
     # The window counts the groups before LIMIT: the page and the number of keys in one
     # statement. Only a page past the end has no row to carry it.
     return (
-        select(key.label("key"), *aggregates(), func.count().over().label("key_count"))
-        .where(*_window_jobs(by_namespace, bounded))
-        .group_by(key)
-        .order_by(*[_total_waste(resource).desc() for resource in SORT_ORDERS[sort]], key)
+        select(rows.c.key, *sums(rows), func.count().over().label("key_count"))
+        .group_by(rows.c.key)
+        .order_by(*[waste(resource).desc() for resource in SORT_ORDERS[sort]], rows.c.key)
         .limit(bindparam("limit", type_=Integer))
         .offset(bindparam("offset", type_=Integer))
     )
@@ -312,20 +321,14 @@ def _ranking_page(by: str, sort: str, by_namespace: bool, bounded: bool) -> Sele
 
 @cache
 def _ranking_count(by: str, by_namespace: bool, bounded: bool) -> Select:
-    key = RANKING_KEYS[by]
-    keys = select(key).where(*_window_jobs(by_namespace, bounded)).group_by(key)
+    rows = _ranking_rows(by, by_namespace, bounded)
+    keys = select(rows.c.key).group_by(rows.c.key)
     return select(func.count()).select_from(keys.subquery())
 
 
-def _window_jobs(by_namespace: bool, bounded: bool) -> list[ColumnElement[bool]]:
-    """Believed jobs ended since ``:since`` (with ``bounded``, before ``:end``); with
-    ``by_namespace``, of ``:namespace`` only."""
-    conditions = [JobSummaryRow.ended_at >= bindparam("since"), *believed()]
-    if bounded:
-        conditions.append(JobSummaryRow.ended_at < bindparam("end"))
-    if by_namespace:
-        conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
-    return conditions
+def _ranking_rows(by: str, by_namespace: bool, bounded: bool):
+    conditions = [JobUsageDayRow.namespace == bindparam("namespace")] if by_namespace else []
+    return window_rows({"key": USAGE_KEYS[by]}, conditions, bounded)
 
 
 def aggregates(window: bool = False) -> list[ColumnElement]:
@@ -381,12 +384,6 @@ def _waste_order(sort: str) -> list[ColumnElement]:
 def _job_waste(resource: str) -> ColumnElement:
     requested, used = _resource_columns(resource)
     return (getattr(JobSummaryRow, requested) - getattr(JobSummaryRow, used)) * window_share()
-
-
-def _total_waste(resource: str) -> ColumnElement:
-    requested, used = _resource_columns(resource)
-    waste = getattr(JobSummaryRow, requested) - getattr(JobSummaryRow, used)
-    return func.sum(waste * window_share())
 
 
 def _resource_columns(resource: str) -> tuple[str, str]:

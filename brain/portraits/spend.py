@@ -7,18 +7,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from brain.costs import Cost, Prices
 from brain.db.engine import ReadSession
-from brain.db.models import JobRow, JobSummaryRow
-from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
-from brain.portraits.jobs import RANKING_KEYS, TOTALS_KEYS
+from brain.db.models import JobRow, JobUsageDayRow
+from brain.history.plausible import DEFAULT_MAX_RUN_S
 from brain.portraits.suggestions import Suggestion
+from brain.portraits.usage import KEYS, sums, usage_params, window_rows
 from brain.summaries.hours import Hours
-
-KEYS = {**RANKING_KEYS, **TOTALS_KEYS}
 
 
 def spend_by(
@@ -35,7 +33,7 @@ def spend_by(
     of ``keys`` (a None key: the jobs without one) of ``kind`` (user, group, namespace,
     dataset, gpu_type); with ``namespace``, of that namespace's jobs only. The hours
     priced are those the portraits total: believed runs only (``max_run_s``), each its
-    share inside the window."""
+    share inside the window, summed from the runs' day rows (``brain.portraits.usage``)."""
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
@@ -44,24 +42,20 @@ def spend_by(
     matches = [column.in_(named)] if named else []
     if None in wanted:
         matches.append(column.is_(None))
-    narrowed = [] if namespace is None else [JobSummaryRow.namespace == namespace]
-    if end is not None:
-        narrowed.append(JobSummaryRow.ended_at < end)
-    share = window_share()
-    sums = [func.coalesce(func.sum(getattr(JobSummaryRow, f) * share), 0).label(f) for f in _FIELDS]
-    rows = session.execute(
-        select(column.label("key"), JobSummaryRow.gpu_type, *sums)
-        .where(JobSummaryRow.ended_at >= since, or_(*matches), *narrowed, *believed())
-        .group_by(column, JobSummaryRow.gpu_type),
-        window_params(since, max_run_s),
+    narrowed = [or_(*matches)]
+    if namespace is not None:
+        narrowed.append(JobUsageDayRow.namespace == namespace)
+    rows = window_rows(
+        {"key": column, "gpu_type": JobUsageDayRow.gpu_type}, narrowed, end is not None
+    )
+    found = session.execute(
+        select(rows.c.key, rows.c.gpu_type, *sums(rows)).group_by(rows.c.key, rows.c.gpu_type),
+        usage_params(since, end, max_run_s),
     )
     spent: dict[str | None, Cost] = {k: Cost(0.0, 0.0) for k in wanted}
-    for row in rows:
+    for row in found:
         spent[row.key] = spent[row.key] + prices.of(Hours.of(row), row.gpu_type)
     return spent
-
-
-_FIELDS = list(Hours.__dataclass_fields__)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ Weeks are ISO weeks in UTC (Monday 00:00 to the next Monday). The jobs counted a
 the portraits' window totals count: believed runs that ended in the window, each its
 share inside the window (see ``brain.history.plausible``), so the weeks of a window add
 up to its totals (``window_sum``). They are summed in SQL per week and GPU type (GPUs
-cost what their type costs), so a page reads a few rows whatever the number of jobs.
+cost what their type costs) from the runs' day rows (``brain.portraits.usage``), so a
+page reads a few rows whatever the number of jobs, and no run's share is computed but on
+the window's first day.
 """
 
 from __future__ import annotations
@@ -14,25 +16,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 
-from sqlalchemy import ColumnElement, Double, Integer, Select, bindparam, select
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy import ColumnElement, Select, bindparam, select
 
 from brain.costs import Cost, Prices
 from brain.db.engine import ReadSession
-from brain.db.models import JobSummaryRow
+from brain.db.models import JobUsageDayRow
 from brain.domain import as_utc
-from brain.history.plausible import (
-    DEFAULT_MAX_RUN_S,
-    believed,
-    epoch_seconds,
-    window_params,
-)
-from brain.portraits.jobs import NO_TOTALS, OWNER_KEYS, Totals, aggregates, totals_of
+from brain.history.plausible import DEFAULT_MAX_RUN_S
+from brain.portraits.jobs import NO_TOTALS, Totals, totals_of
+from brain.portraits.usage import sums, usage_params, window_rows
 from brain.summaries.hours import Hours
 
 WEEK = timedelta(weeks=1)
-WEEK_S = WEEK.total_seconds()
 
 
 @dataclass(frozen=True)
@@ -89,10 +84,7 @@ def weekly_trend(
     first: the jobs of ``scope`` that ended from ``since`` to ``end`` (exclusive), with
     their hours, OOM kills and, with ``prices``, cost (a week without jobs as zeros)."""
     origin = week_start(since)
-    params = window_params(since, max_run_s) | {
-        "since": since,
-        "end": end,
-        "week_origin_s": origin.timestamp(),
+    params = usage_params(since, end, max_run_s) | {
         "namespace": scope.namespace,
         "key": scope.key,
     }
@@ -101,10 +93,11 @@ def weekly_trend(
     totals = [NO_TOTALS] * count
     costs = [Cost(0.0, 0.0)] * count
     for row in rows:
+        week = round((row.end_week - origin) / WEEK)
         found = totals_of(row)
-        totals[row.week] = totals[row.week] + found
+        totals[week] = totals[week] + found
         if prices is not None:
-            costs[row.week] = costs[row.week] + prices.of(found.hours, row.gpu_type)
+            costs[week] = costs[week] + prices.of(found.hours, row.gpu_type)
     return [
         Week(origin + i * WEEK, totals[i], costs[i] if prices is not None else None)
         for i in range(count)
@@ -120,43 +113,17 @@ def window_sum(weeks: list[Week]) -> tuple[Totals, Cost | None]:
 
 @cache
 def _weekly(owner: str | None, by_namespace: bool) -> Select:
-    week = whole_weeks(epoch_seconds(JobSummaryRow.ended_at) - _param("week_origin_s"))
-    conditions: list[ColumnElement[bool]] = [
-        JobSummaryRow.ended_at >= bindparam("since"),
-        JobSummaryRow.ended_at < bindparam("end"),
-        *believed(),
-    ]
+    conditions: list[ColumnElement[bool]] = []
     if owner is not None:
-        conditions.append(OWNER_KEYS[owner] == bindparam("key"))
+        conditions.append(OWNER_COLUMNS[owner] == bindparam("key"))
     if by_namespace:
-        conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
-    return (
-        select(week.label("week"), JobSummaryRow.gpu_type, *aggregates())
-        .where(*conditions)
-        .group_by(week, JobSummaryRow.gpu_type)
+        conditions.append(JobUsageDayRow.namespace == bindparam("namespace"))
+    keys = {"end_week": JobUsageDayRow.end_week, "gpu_type": JobUsageDayRow.gpu_type}
+    rows = window_rows(keys, conditions, bounded=True)
+    return select(rows.c.end_week, rows.c.gpu_type, *sums(rows)).group_by(
+        rows.c.end_week, rows.c.gpu_type
     )
 
 
-def _param(name: str):
-    return bindparam(name, type_=Double)
-
-
-class whole_weeks(FunctionElement):  # noqa: N801 (an SQL function's name)
-    """Whole weeks in a number of seconds not below zero (a time in the window less the
-    Monday the window's first week starts on), rounded down, in PostgreSQL and SQLite:
-    the week a job ended in, for GROUP BY."""
-
-    type = Integer()
-    inherit_cache = True
-
-
-@compiles(whole_weeks, "postgresql")
-def _whole_weeks_postgresql(element, compiler, **kw) -> str:
-    # PostgreSQL's CAST rounds to the nearest: FLOOR first.
-    return f"CAST(FLOOR(({compiler.process(element.clauses, **kw)}) / {WEEK_S}) AS INTEGER)"
-
-
-@compiles(whole_weeks, "sqlite")
-def _whole_weeks_sqlite(element, compiler, **kw) -> str:
-    # SQLite's CAST truncates: rounding down for the numbers this is given.
-    return f"CAST(({compiler.process(element.clauses, **kw)}) / {WEEK_S} AS INTEGER)"
+# Owner pages: the owner kind -> the day rows' column it matches.
+OWNER_COLUMNS = {"user": JobUsageDayRow.user, "group": JobUsageDayRow.group_key}

@@ -15,6 +15,7 @@ from brain.db.models import JobRow, JobSummaryRow, NodeSummaryRow, RoleSummaryRo
 from brain.domain import JobStatus, utcnow
 from brain.history.related import Related, RelatedQuery, find_related
 from brain.summaries.compute import SummaryRows, compute_summaries, copy_job_keys
+from brain.summaries.usage_days import clear_usage_days, write_usage_days
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,11 @@ def summarize_jobs(
         stored.append(rows.job)
         if rows.job.final:
             job.summarized_at = now
+    # The day rows follow the summaries, kept ones too (their keys and counts change).
+    clear_usage_days(session, [job.id for job in jobs])
     replace_summaries(session, replaced)
     session.flush()
+    write_usage_days(session, stored)
     return stored
 
 
