@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
@@ -38,6 +38,11 @@ PREDICTED = "predicted_steps_per_sec"
 RESUMES_ESTIMATE = "resumes_estimate"
 # A CPU sample at this share of the request or more is the worker held at its request.
 _AT_REQUEST = 0.99
+# Worker sizes a sure fit may trade count for, as shares of today's: smaller workers,
+# more of them, under the same limit.
+_TRADE_SIZES = (1.0, 0.75, 0.5, 0.33, 0.25)
+# Worker counts a sure jump tries past 10 are this factor apart.
+_COUNT_STEP = 1.1
 
 
 class WorkerTuningSettings(BaseModel):
@@ -162,6 +167,22 @@ class WorkerTuningSettings(BaseModel):
         description="Cores the CPU limit must leave free for the busiest PS to grow, as a "
         "share of its cores (hot_ps moves a hot PS to its use / 0.6: +67 %).",
     )
+    sure_within: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="A prediction whose plausible curves differ by at most this share of it "
+        "is sure: past explore_factor, and with every worker smaller or larger, the climb "
+        "goes in one plan to the configuration the fit predicts best per core (the chain of "
+        "min_core_elasticity), steps only where it is unsure.",
+    )
+    sure_points: int = Field(
+        3,
+        ge=2,
+        le=100,
+        description="Configurations the job must have measured before its fit counts as "
+        "sure anywhere it has not run.",
+    )
     cooldown_s: float = Field(
         600,
         ge=0,
@@ -185,7 +206,7 @@ class _Job:
     speed: SpeedPoint
 
     def configuration(self, workers: int, cpu: float) -> Configuration:
-        return Configuration(workers + self.chiefs, cpu, self.now.ps_cpu)
+        return Configuration(workers + self.chiefs, cpu, self.now.ps_cpu, self.now.ps_count)
 
     def predict(self, configuration: Configuration) -> Prediction:
         if self.fitted is None:
@@ -205,8 +226,11 @@ class WorkerTuningOptimizer:
     ``explore_factor`` times the most the job ran), more CPU per worker when they are
     CPU-bound, or one more worker with every worker a little smaller when one more of
     today's size does not fit. A step is taken when its optimistic prediction gains at
-    least ``min_core_elasticity`` times the cores it adds. Nothing grows while the
-    busiest PS is at ``ps_cpu_threshold`` or more.
+    least ``min_core_elasticity`` times the cores it adds. Where the fit is sure
+    (``sure_within``), any count and any worker size down to the smallest the job ran
+    is a candidate, judged by its prediction: one plan jumps there. No candidate counts
+    on more than the busiest PS serves, and nothing grows while it is at
+    ``ps_cpu_threshold`` or more.
 
     Once a change of its own is measured (after ``cooldown_s``), it is judged against
     the configuration before it: a change that did not gain ``min_core_elasticity``
@@ -237,7 +261,10 @@ class WorkerTuningOptimizer:
         cpu = current_role(ROLE_WORKER, context.job, context.nodes).cpu or 0.0
         latest = observed.current
         now = Configuration(
-            workers + chiefs, float(cpu), latest.ps_cpu if latest is not None else 0.0
+            workers + chiefs,
+            float(cpu),
+            latest.ps_cpu if latest is not None else 0.0,
+            latest.ps_count if latest is not None else 0,
         )
         point = observed.point(now)
         if point is None and latest is not None and not _reported(context, now.trainers):
@@ -263,6 +290,7 @@ class WorkerTuningOptimizer:
         if resumed is not None:
             return resumed
         ps_evidence: dict[str, object] = {}
+        utilization = None
         if context.nodes_of(ROLE_PS) or ROLE_PS in context.job.roles:
             ps_load = _busiest_ps(context, settings.ps_samples)
             if ps_load is None:
@@ -280,7 +308,7 @@ class WorkerTuningOptimizer:
                     ps_evidence,
                     {"ps_cpu_threshold": settings.ps_cpu_threshold},
                 )
-        return _climb(job, ps_evidence)
+        return _climb(job, ps_evidence, utilization)
 
 
 # Judging the last change ------------------------------------------------------------
@@ -416,17 +444,27 @@ class _Candidate:
     configuration: Configuration
     prediction: Prediction
     why: str
+    # Predicted within sure_within: judged by its prediction, not its optimistic high.
+    sure: bool = False
+
+    @property
+    def hoped(self) -> float:
+        """The speed the climb counts on: the prediction where the fit is sure, else its
+        optimistic high (bounded exploration)."""
+        return self.prediction.steps_per_sec if self.sure else self.prediction.high
 
 
-def _climb(job: _Job, ps_evidence: dict) -> Proposal:
+def _climb(job: _Job, ps_evidence: dict, utilization: float | None) -> Proposal:
     context, settings = job.context, job.settings
-    candidates = _more_workers(job) + _more_cpu(job)
+    # The busiest PS at today's cores serves at most today's speed over its utilization.
+    cap = job.speed.steps_per_sec / utilization if utilization else math.inf
+    candidates = [_capped(c, cap) for c in _more_workers(job) + _more_cpu(job) + _sure_jumps(job)]
     chosen = None
     base_speed, base_cores = job.speed.steps_per_sec, _cores(job.now)
-    for candidate in sorted(candidates, key=lambda c: _cores(c.configuration)):
+    for candidate in sorted(candidates, key=lambda c: (_cores(c.configuration), -c.hoped)):
         added = _cores(candidate.configuration) / base_cores - 1
         needed = max(settings.min_gain, settings.min_core_elasticity * added)
-        if candidate.prediction.high >= base_speed * (1 + needed):
+        if candidate.hoped >= base_speed * (1 + needed):
             chosen = candidate
             base_speed = max(candidate.prediction.steps_per_sec, base_speed)
             base_cores = _cores(candidate.configuration)
@@ -436,7 +474,9 @@ def _climb(job: _Job, ps_evidence: dict) -> Proposal:
         smaller = _smaller_to_fit(job, evidence) if full else None
         if smaller is not None:
             return smaller
-        return _stay(job, evidence, bool(candidates))
+        # Sure configurations with fewer cores that are not faster leave no growth unsaid.
+        growth = any(_cores(c.configuration) > _cores(job.now) for c in candidates)
+        return _stay(job, evidence, growth)
     p = chosen.prediction
     spec = RoleSpec(
         count=None if chosen.workers == job.workers else chosen.workers,
@@ -529,6 +569,83 @@ def _more_workers(job: _Job) -> list[_Candidate]:
             _Candidate(count, cpu, configuration, job.predict(configuration), "more workers")
         )
     return found
+
+
+def _capped(candidate: _Candidate, cap: float) -> _Candidate:
+    """``candidate`` with its predicted speeds at most ``cap``, the busiest PS's."""
+    p = candidate.prediction
+    if p.high <= cap:
+        return candidate
+    capped = Prediction(min(p.steps_per_sec, cap), min(p.low, cap), cap)
+    why = f"{candidate.why}; the busiest PS serves at most {cap:.2f} steps/s"
+    return replace(candidate, prediction=capped, why=why)
+
+
+def _sure_jumps(job: _Job) -> list[_Candidate]:
+    """Configurations the fit is sure of (within ``sure_within``, from ``sure_points``
+    measured ones or more), past the step's reach: any worker count the limits hold, at
+    today's worker size or smaller, down to the smallest the job ran (more, smaller
+    workers where the curve says their cores do more)."""
+    context, settings = job.context, job.settings
+    if job.fitted is None or len(job.fitted.points) < settings.sure_points:
+        return []
+    bounds = context.job.bounds_of(ROLE_WORKER)
+    low = bounds.min_count or 1
+    high = _ceiling(context.plans, TAKEN_BACK_TO)
+    if bounds.max_count is not None:
+        high = bounds.max_count if high is None else min(high, bounds.max_count)
+    # The curve's CPU part is only known between the sizes the job ran: a curve that
+    # needs no CPU part there says nothing of a smaller worker.
+    smallest = min(p.configuration.trainer_cpu for p in job.fitted.points)
+    sizes = {
+        round(math.floor(job.now.trainer_cpu * share / CPU_STEP + 1e-9) * CPU_STEP, 6)
+        for share in _TRADE_SIZES
+    } | {job.now.trainer_cpu}
+    found = []
+    for cpu in sorted(c for c in sizes if smallest - 1e-9 <= c <= job.now.trainer_cpu):
+        top = _most_that_fit(context, cpu, low, high)
+        for count in _count_grid(low, top):
+            configuration = job.configuration(count, cpu)
+            if configuration == job.now:
+                continue
+            p = job.predict(configuration)
+            if p.measured or p.steps_per_sec <= 0 or p.uncertainty > settings.sure_within:
+                continue
+            why = f"the fit is sure there (its curves within {p.uncertainty:.0%})"
+            found.append(_Candidate(count, cpu, configuration, p, why, sure=True))
+    return found
+
+
+def _most_that_fit(context: OptimizerContext, cpu: float, low: int, high: int | None) -> int:
+    """The most workers of ``cpu`` cores the limits hold (at least ``low``, at most
+    ``high``); ``low`` - 1 when not even ``low`` fit. Without a CPU limit or a bound, as
+    many as take the cores the job has now."""
+    if high is None:
+        limit = context.job.limits.cpu
+        cores = limit if limit is not None else planned_totals({}, context.job, context.nodes).cpu
+        high = max(low, math.floor(cores / cpu))
+    if _exceeds(context, {ROLE_WORKER: RoleSpec(count=low, cpu=cpu)}):
+        return low - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _exceeds(context, {ROLE_WORKER: RoleSpec(count=middle, cpu=cpu)}):
+            high = middle - 1
+        else:
+            low = middle
+    return low
+
+
+def _count_grid(low: int, top: int) -> list[int]:
+    """Worker counts from ``low`` to ``top``: every one up to 10, then about
+    ``_COUNT_STEP`` apart, and ``top``."""
+    counts = []
+    count = low
+    while count <= top:
+        counts.append(count)
+        count = max(count + 1, math.floor(count * _COUNT_STEP))
+    if top >= low and counts[-1] != top:
+        counts.append(top)
+    return counts
 
 
 def _more_cpu(job: _Job) -> list[_Candidate]:

@@ -4,14 +4,18 @@ sure the fit is where it has not been measured.
 The curve is Optimus's (Peng et al., EuroSys 2018) with a CPU term in the manner of
 DLRover-RM: the seconds one global step takes are a sum of non-negative parts,
 
-    1 / speed = t0 + t1 / w + t2 / (w c) + t3 w + t4 / p
+    1 / speed = t0 + t1 / w + t2 / (w c) + t3 w + t4 / p + t5 / n + t6 w / n^2
 
-with ``w`` trainers (workers and chief) of ``c`` cores each and ``p`` PS cores in all.
-``t0`` is the serial part of a step, ``t1 / w`` the work the trainers share whatever
-their CPU, ``t2 / (w c)`` the work their cores share, ``t3 w`` what each added trainer
-costs the others (synchronisation, contention) and ``t4 / p`` the PS's service time.
-Each part is linear in its parameter, so a fit is a non-negative least squares over
-the measured points, each weighted by how well its mean speed is known.
+with ``w`` trainers (workers and chief) of ``c`` cores each, ``p`` PS cores in all and
+``n`` PS. ``t0`` is the serial part of a step, ``t1 / w`` the work the trainers share
+whatever their CPU, ``t2 / (w c)`` the work their cores share, ``t3 w`` what each added
+trainer costs the others (synchronisation, contention), ``t4 / p`` the PS's service
+time, and ``t5 / n + t6 w / n^2`` the exchange with the PS over their links: each PS
+carries ``1 / n`` of the model to every trainer (Optimus's asynchronous form), and the
+``w / n`` trainers sharing a PS's link queue behind each other. The last two are what
+more PS (not more PS CPU) shorten: a network bound. Each part is linear in its
+parameter, so a fit is a non-negative least squares over the measured points, each
+weighted by how well its mean speed is known.
 
 A job has few points (one per configuration it ran, a handful an hour), too few for
 five parameters. So every subset of the parts is fitted (the exact non-negative
@@ -21,6 +25,12 @@ best explains the points with the fewest parts. Every subset within ``PLAUSIBLE_
 of the best still explains the points as well as the noise allows; where they disagree
 (one point, or a configuration far from the measured ones) the fit is uncertain, and
 ``Prediction.low`` and ``high`` span them.
+
+A job that never ran another PS count cannot tell ``t5 / n`` from the serial part, nor
+``t6 w / n^2`` from ``t3 w``: both kinds of curve are plausible, the simpler-named (no
+PS count) first. So what one more PS would gain (``SpeedFit.ps_outlook``) is 0 on the
+best curve and the band's high says how much it could be; once the count varied, the
+points decide.
 """
 
 from __future__ import annotations
@@ -33,7 +43,20 @@ from itertools import combinations
 import numpy as np
 
 # The parts of a step's time, in the order of the docstring's t0..t4.
-PARTS = ("serial", "per_trainer", "per_trainer_core", "per_added_trainer", "per_ps_core")
+PARTS = (
+    "serial",
+    "per_trainer",
+    "per_trainer_core",
+    "per_added_trainer",
+    "per_ps_core",
+    "per_ps",
+    "per_trainer_per_ps",
+)
+# The parts the trainers' own work makes up (their count and cores shorten them); the
+# rest of a step is waiting: on the serial part, on each other, on the PS.
+_COMPUTE = (1, 2)
+# The parts more PS shorten at the same cores per PS.
+_PS_PARTS = (4, 5, 6)
 # Subsets whose AIC is at most this above the best's are as plausible (Burnham and
 # Anderson's rule of thumb).
 PLAUSIBLE_AIC = 2.0
@@ -46,11 +69,13 @@ _NEGATIVE = -1e-12
 
 @dataclass(frozen=True)
 class Configuration:
-    """What a job ran with: trainers, cores per trainer, PS cores in all (0: no PS)."""
+    """What a job ran with: trainers, cores per trainer, PS cores in all (0: no PS) and
+    the PS count (0: no PS, or not known: the PS-count parts then play no part)."""
 
     trainers: int
     trainer_cpu: float
     ps_cpu: float = 0.0
+    ps_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,9 +114,37 @@ class _Model:
     coefficients: tuple[float, ...]
     aic: float
 
-    def seconds_per_step(self, configuration: Configuration) -> float:
+    def seconds_per_step(self, configuration: Configuration, parts=None) -> float:
+        """The seconds of a step at ``configuration``, of ``parts`` only when given."""
         x = features(configuration)
-        return float(sum(x[i] * c for i, c in zip(self.parts, self.coefficients, strict=True)))
+        return float(
+            sum(
+                x[i] * c
+                for i, c in zip(self.parts, self.coefficients, strict=True)
+                if parts is None or i in parts
+            )
+        )
+
+
+@dataclass(frozen=True)
+class PsOutlook:
+    """What the fit says of the PS tier at one configuration.
+
+    ``waiting_share``: the share of a step (best curve) the trainers do not compute in:
+    the serial part, each other (synchronisation) and the PS. Near 0, trainers that use
+    little of their CPU are sized above their use, not waiting on the network.
+    ``ps_share``: the share of a step in the PS parts (service, exchange): of the
+    waiting, what more PS can shorten (0 on the best curve until the PS count or CPU
+    varied). ``one_more_ps_gain``: the relative speed gain of one more PS with today's
+    cores per PS on the best curve; ``_low`` and ``_high`` the least and most of the
+    plausible curves (never below 0: no part grows with the PS).
+    """
+
+    waiting_share: float
+    ps_share: float
+    one_more_ps_gain: float
+    one_more_ps_low: float
+    one_more_ps_high: float
 
 
 @dataclass(frozen=True)
@@ -126,13 +179,54 @@ class SpeedFit:
         speeds = [_speed(m.seconds_per_step(configuration)) for m in self.models]
         return Prediction(speeds[0], min(speeds), max(speeds))
 
+    def ps_outlook(self, configuration: Configuration) -> PsOutlook | None:
+        """The trainers' wait and one more PS's gain at ``configuration`` (None without
+        PS, or with the PS count not known)."""
+        if not _runs(configuration) or configuration.ps_count <= 0:
+            return None
+        per_ps = configuration.ps_cpu / configuration.ps_count
+        more = Configuration(
+            configuration.trainers,
+            configuration.trainer_cpu,
+            configuration.ps_cpu + per_ps,
+            configuration.ps_count + 1,
+        )
+        gains = []
+        for model in self.models:
+            now = model.seconds_per_step(configuration)
+            gains.append(now / model.seconds_per_step(more) - 1 if now > 0 else 0.0)
+        best = self.models[0]
+        total = best.seconds_per_step(configuration)
+        if total <= 0:
+            return None
+        compute = best.seconds_per_step(configuration, _COMPUTE)
+        ps = best.seconds_per_step(configuration, _PS_PARTS)
+        return PsOutlook(
+            waiting_share=1 - compute / total,
+            ps_share=ps / total,
+            one_more_ps_gain=gains[0],
+            one_more_ps_low=min(gains),
+            one_more_ps_high=max(gains),
+        )
+
 
 def features(configuration: Configuration) -> np.ndarray:
     """The parts of a step's time per unit of their parameter (``PARTS``' order)."""
     w = configuration.trainers
     c = configuration.trainer_cpu
     p = configuration.ps_cpu
-    return np.array([1.0, 1 / w, 1 / (w * c), float(w), 1 / p if p > 0 else 0.0])
+    n = configuration.ps_count
+    return np.array(
+        [
+            1.0,
+            1 / w,
+            1 / (w * c),
+            float(w),
+            1 / p if p > 0 else 0.0,
+            1 / n if n > 0 else 0.0,
+            w / n**2 if n > 0 else 0.0,
+        ]
+    )
 
 
 def fit(points: Sequence[SpeedPoint]) -> SpeedFit | None:

@@ -130,6 +130,7 @@ def _configuration(
         trainers=sample.workers,
         trainer_cpu=float(worker_cpu or 0.0),
         ps_cpu=round(float(ps_total), 6),
+        ps_count=int(ps_count or 0),
     )
 
 

@@ -1,4 +1,5 @@
-"""speed_fit: a job's speed points fitted to 1 / speed = t0 + t1/w + t2/(w c) + t3 w + t4/p."""
+"""speed_fit: a job's speed points fitted to
+1 / speed = t0 + t1/w + t2/(w c) + t3 w + t4/p + t5/n + t6 w/n^2."""
 
 import math
 
@@ -21,6 +22,7 @@ def test_the_fit_recovers_the_parameters_of_a_known_curve():
     assert math.isclose(parameters["per_trainer"], 0.2, rel_tol=1e-6)
     assert math.isclose(parameters["per_added_trainer"], 0.001, rel_tol=1e-6)
     assert parameters["per_trainer_core"] == parameters["per_ps_core"] == 0.0
+    assert parameters["per_ps"] == parameters["per_trainer_per_ps"] == 0.0
     # at 32 trainers: 1 / (0.01 + 0.00625 + 0.032) = 20.7254 steps/s, and the points leave
     # no doubt about it
     predicted = fitted.predict(Configuration(32, 4.0, 8.0))
@@ -92,3 +94,53 @@ def test_an_amdahl_curve_is_within_the_band_and_exact_from_three_points(t0, t1, 
         # their noise (1 % per sample over 30 samples: a standard error of 0.18 %), or a
         # simpler curve explains them as well
         assert math.isclose(predicted.steps_per_sec, truth, rel_tol=0.004)
+
+
+def at(trainers, ps, seconds_per_step, ps_cpu=8.0):
+    return SpeedPoint(Configuration(trainers, 4.0, ps_cpu, ps), 1 / seconds_per_step, 30)
+
+
+def test_a_network_bound_is_the_ps_count_and_one_more_ps_is_predicted():
+    # 1 / speed = 0.01 + 0.2 / w + 0.05 / n: each step waits 0.05 / n s on the exchange with
+    # n PS (8 PS cores in all whatever their count), measured at (w, n) = (2, 1), (4, 1),
+    # (4, 2), (8, 4), (16, 2)
+    curve = lambda w, n: 0.01 + 0.2 / w + 0.05 / n  # noqa: E731
+    fitted = fit([at(w, n, curve(w, n)) for w, n in ((2, 1), (4, 1), (4, 2), (8, 4), (16, 2))])
+    parameters = fitted.parameters
+    assert math.isclose(parameters["per_ps"], 0.05, rel_tol=1e-6)
+    assert math.isclose(parameters["serial"], 0.01, rel_tol=1e-6)
+    # at 8 trainers and 2 PS: 0.01 + 0.025 + 0.025 = 0.06 s a step, 0.025 computing;
+    # one more PS (3 of 4 cores): 0.01 + 0.025 + 0.01667 = 0.05167 s, +16.1 %. A twin as
+    # plausible has PS cores (0.08 / 8) in place of the serial part: 0.025 + 0.08 / 12 +
+    # 0.01667 = 0.04833 s, +24.1 %
+    outlook = fitted.ps_outlook(Configuration(8, 4.0, 8.0, 2))
+    assert math.isclose(outlook.waiting_share, 0.035 / 0.06, rel_tol=1e-6)
+    assert math.isclose(outlook.ps_share, 0.025 / 0.06, rel_tol=1e-6)
+    assert math.isclose(outlook.one_more_ps_gain, 0.06 / (0.035 + 0.05 / 3) - 1, rel_tol=1e-6)
+    assert math.isclose(
+        outlook.one_more_ps_high, 0.06 / (0.025 + 0.08 / 12 + 0.05 / 3) - 1, rel_tol=1e-6
+    )
+
+
+def test_trainers_waiting_on_each_other_are_no_network_bound_once_the_ps_count_varied():
+    # 1 / speed = 0.2 / w + 0.002 w: the trainers wait on each other (synchronisation),
+    # 39 % of a step at 8 trainers (0.016 of 0.041 s). At one PS count it could as well be
+    # the PS links (0.008 w / n^2 at 2 PS): one more PS would then gain 0.041 /
+    # (0.025 + 0.008 x 8 / 9) - 1 = +27.7 %, the band's high; the best curve says 0.
+    curve = lambda w: 0.2 / w + 0.002 * w  # noqa: E731
+    fitted = fit([at(w, 2, curve(w)) for w in (2, 4, 8, 16)])
+    outlook = fitted.ps_outlook(Configuration(8, 4.0, 8.0, 2))
+    assert math.isclose(outlook.waiting_share, 0.016 / 0.041, rel_tol=1e-6)
+    assert outlook.ps_share == outlook.one_more_ps_gain == outlook.one_more_ps_low == 0.0
+    assert math.isclose(outlook.one_more_ps_high, 0.041 / (0.025 + 0.064 / 9) - 1, rel_tol=1e-6)
+    # Once the job ran 4 PS (of 4 cores each) at the same speed, no plausible curve
+    # has the PS in it: the wait is the trainers' own
+    points = [at(w, 2, curve(w)) for w in (2, 4, 8)] + [at(8, 4, curve(8), ps_cpu=16.0)]
+    outlook = fit(points).ps_outlook(Configuration(8, 4.0, 8.0, 2))
+    assert outlook.one_more_ps_high < 1e-9
+    assert math.isclose(outlook.waiting_share, 0.016 / 0.041, rel_tol=1e-6)
+
+
+def test_no_ps_count_no_outlook():
+    fitted = fit([at(w, 2, 0.2 / w) for w in (2, 4)])
+    assert fitted.ps_outlook(Configuration(4, 4.0, 8.0, 0)) is None

@@ -22,17 +22,17 @@ def observed(speed, plans=(), nodes=PS):
 
 def test_each_sample_counts_for_the_sizes_the_plans_before_it_set():
     # samples every 60 s from 540 s ago to NOW; the create plan (3600 s ago) set 2 cores
-    # per worker and 2 PS of 4; a plan 330 s ago set 3 cores per worker: 4 samples before
+    # per worker and 2 PS of 4 (8 PS cores, 2 PS); a plan 330 s ago set 3 cores per worker: 4 samples before
     # it, the one 300 s ago within 90 s of it (restarting, left out), 5 after
     created = plan(stage=Stage.create, roles=ROLES)
     bigger = plan(seconds_ago=330, roles={"worker": RoleSpec(count=4, cpu=3)}, plan_id=2)
     result = observed(speeds([(4, 10.0)] * 5 + [(4, 12.0)] * 5), plans=[created, bigger])
     assert [(p.configuration, p.steps_per_sec, p.samples) for p in result.points] == [
-        (Configuration(4, 2.0, 8.0), 10.0, 4),
-        (Configuration(4, 3.0, 8.0), 12.0, 5),
+        (Configuration(4, 2.0, 8.0, 2), 10.0, 4),
+        (Configuration(4, 3.0, 8.0, 2), 12.0, 5),
     ]
     assert (result.settling, result.stalled) == (1, 0)
-    assert result.before(Configuration(4, 3.0, 8.0)) == Configuration(4, 2.0, 8.0)
+    assert result.before(Configuration(4, 3.0, 8.0, 2)) == Configuration(4, 2.0, 8.0, 2)
 
 
 def test_stalls_are_left_out():
@@ -48,7 +48,7 @@ def test_samples_older_than_the_first_plan_that_set_a_size_measure_nothing_known
     resized = plan(seconds_ago=150, roles={"worker": RoleSpec(cpu=3)})
     result = observed(speeds([(4, 10.0)] * 6), plans=[resized])
     assert [(p.configuration, p.samples) for p in result.points] == [
-        (Configuration(4, 3.0, 8.0), 2)
+        (Configuration(4, 3.0, 8.0, 2), 2)
     ]
 
 
@@ -62,7 +62,7 @@ def test_a_migrated_ps_counts_at_its_own_size():
     )
     nodes = [node("j-edljob-ps-0", "ps", cpu=10, memory_mib=8192), PS[1]]
     result = observed(speeds([(4, 10.0)] * 3), plans=[created, moved], nodes=nodes)
-    assert [p.configuration for p in result.points] == [Configuration(4, 2.0, 14.0)]
+    assert [p.configuration for p in result.points] == [Configuration(4, 2.0, 14.0, 2)]
 
 
 def test_stalled_samples_since_a_time():

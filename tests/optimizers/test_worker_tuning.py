@@ -453,3 +453,82 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
     # CPU is the stall's, not a wait on the PS
     stalled = speeds([(11, 50.0)] * 3 + [(11, 0.0)] + [(11, 50.0)] * 2)
     assert give_back(1.6, 54, speed=stalled).is_empty
+
+
+def curve_points(trainers, curve, samples=3):
+    return [(t, curve(t)) for t in trainers for _ in range(samples)]
+
+
+def test_a_sure_fit_jumps_past_the_exploration_bound_in_one_plan():
+    # 1 / speed = 0.01 + 1 / w measured at 2, 4 and 8 trainers (1, 3, 7 workers and the
+    # chief; 4 cores each, PS 8 cores at 25 %). The plausible curves: 0.01 + 1/w and its
+    # twins (the PS parts stand in for the serial one, 1/(w c) for 1/w at one size), and
+    # 1.0199/w + 0.000955 w (AIC 5.07, within 2 of 4), which says less past 8 trainers.
+    # At 17 trainers they give 17 / 1.17 = 14.53 and 1 / (0.05999 + 0.01624) = 13.12
+    # steps/s, 9.7 % apart: sure (<= 10 %); at 18 they are more. Elasticity stays far
+    # above 0.1, so the climb goes 7 -> 16 workers in one plan, where the step's
+    # exploration stopped at 1.5 x 8 = 12 trainers (11 workers).
+    curve = lambda t: t / (0.01 * t + 1.0)  # noqa: E731
+    speed = speeds(curve_points((2, 4, 8), curve))
+    proposal = propose(tuning_context(7, speed, ps_samples=series("ps-0", cpu=[2, 2, 2])))
+    assert proposal.roles == {"worker": RoleSpec(count=16)}
+    evidence = proposal.reasons[0].evidence
+    assert math.isclose(evidence["predicted_steps_per_sec"], 17 / 1.17, abs_tol=1e-4)
+    assert math.isclose(evidence["predicted_low"], 13.117, abs_tol=1e-3)
+    assert "the fit is sure there" in proposal.reasons[0].message
+
+
+def test_a_sure_jump_stops_where_the_busiest_ps_saturates():
+    # As above with the PS at 75 % (6 of 8 cores) at 7.407 steps/s: it serves at most
+    # 7.407 / 0.75 = 9.877 steps/s. 11 trainers (10 workers) are predicted 11 / 1.11 =
+    # 9.910, capped to 9.877, +8.6 % over 10 trainers' 9.091; 12 trainers gain nothing past
+    # the cap (nor does exploring's optimistic 12 trainers): 7 -> 10 workers
+    curve = lambda t: t / (0.01 * t + 1.0)  # noqa: E731
+    speed = speeds(curve_points((2, 4, 8), curve))
+    proposal = propose(tuning_context(7, speed, ps_samples=series("ps-0", cpu=[6, 6, 6])))
+    assert proposal.roles == {"worker": RoleSpec(count=10)}
+    evidence = proposal.reasons[0].evidence
+    assert math.isclose(evidence["predicted_steps_per_sec"], curve(8) / 0.75, abs_tol=1e-4)
+    assert "the busiest PS serves at most 9.88 steps/s" in proposal.reasons[0].message
+
+
+def test_a_sure_fit_trades_worker_size_for_count():
+    # 1 / speed = 0.5 / w + 2 / (w c) + 0.0005 w (a part of each step on one thread, the
+    # rest on the worker's cores, a little synchronisation), measured at 4 x 2, 8 x 2 and
+    # 8 x 4 cores (no chief; one PS of 8 cores at 25 %; CPU limit 72). Three points, three
+    # parts: 0.006 + 0.484/w + 2/(w c) and 0.5/w + 2/(w c) + 0.0005 w both go through
+    # them exactly. At 21 workers x 3 cores (71 cores) they give 1 / (0.006 + 0.02305 +
+    # 0.03175) = 16.45 and 1 / (0.02381 + 0.03175 + 0.0105) = 15.14 steps/s, 8 % apart:
+    # sure; 32 x 2 is 17 % apart, 16 x 4 (what more workers of today's size reach) 14.81.
+    # So the workers get smaller and more: 8 x 4 -> 21 x 3 in one plan.
+    def truth(w, c):
+        return 1 / (0.5 / w + 2 / (w * c) + 0.0005 * w)
+
+    ran = [(4, 2)] * 6 + [(8, 2)] * 7 + [(8, 4)] * 7
+    speed = speeds([(w, truth(w, c)) for w, c in ran], every_s=180)
+    plans = [
+        created(4, 2),
+        plan(seconds_ago=2400, roles={"worker": RoleSpec(count=8)}, plan_id=2),
+        plan(seconds_ago=1200, roles={"worker": RoleSpec(cpu=4)}, plan_id=3),
+    ]
+    roles = {
+        "worker": RoleSpec(count=8, cpu=4, memory_mib=4096),
+        "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
+    }
+    nodes = [PS] + [
+        node(f"worker-{i}", "worker", cpu=4, memory_mib=4096, index=i) for i in range(8)
+    ]
+    the_job = job(roles=roles, limits=Limits(cpu=72))
+    ctx = context(
+        Stage.running,
+        the_job,
+        nodes=nodes,
+        samples=list(series("ps-0", cpu=[2, 2, 2])),
+        speed=speed,
+        plans=plans,
+    )
+    proposal = propose(ctx)
+    assert proposal.roles == {"worker": RoleSpec(count=21, cpu=3.0)}
+    assert math.isclose(
+        proposal.reasons[0].evidence["predicted_steps_per_sec"], 16.4491, abs_tol=1e-4
+    )
