@@ -172,9 +172,10 @@ class WorkerTuningSettings(BaseModel):
         ge=0.0,
         le=1.0,
         description="A prediction whose plausible curves differ by at most this share of it "
-        "is sure: past explore_factor, and with every worker smaller or larger, the climb "
+        "is sure: past explore_factor, and with smaller workers, the climb "
         "goes in one plan to the configuration the fit predicts best per core (the chain of "
-        "min_core_elasticity), steps only where it is unsure.",
+        "min_core_elasticity), steps only where it is unsure. Fewer cores than today's "
+        "must be predicted to gain at least this.",
     )
     sure_points: int = Field(
         3,
@@ -464,6 +465,10 @@ def _climb(job: _Job, ps_evidence: dict, utilization: float | None) -> Proposal:
     for candidate in sorted(candidates, key=lambda c: (_cores(c.configuration), -c.hoped)):
         added = _cores(candidate.configuration) / base_cores - 1
         needed = max(settings.min_gain, settings.min_core_elasticity * added)
+        if candidate.sure and added <= 0:
+            # Fewer cores for more speed rests on the curve's form alone: only a gain
+            # beyond what its curves disagree by is worth the cores' certain loss.
+            needed = max(needed, settings.sure_within)
         if candidate.hoped >= base_speed * (1 + needed):
             chosen = candidate
             base_speed = max(candidate.prediction.steps_per_sec, base_speed)
