@@ -22,8 +22,9 @@ def observed(speed, plans=(), nodes=PS):
 
 def test_each_sample_counts_for_the_sizes_the_plans_before_it_set():
     # samples every 60 s from 540 s ago to NOW; the create plan (3600 s ago) set 2 cores
-    # per worker and 2 PS of 4 (8 PS cores, 2 PS); a plan 330 s ago set 3 cores per worker: 4 samples before
-    # it, the one 300 s ago within 90 s of it (restarting, left out), 5 after
+    # per worker and 2 PS of 4 (8 PS cores, 2 PS); a plan 330 s ago set 3 cores per
+    # worker: 4 samples before it, the one 300 s ago within 90 s of it (restarting, left
+    # out), 5 after
     created = plan(stage=Stage.create, roles=ROLES)
     bigger = plan(seconds_ago=330, roles={"worker": RoleSpec(count=4, cpu=3)}, plan_id=2)
     result = observed(speeds([(4, 10.0)] * 5 + [(4, 12.0)] * 5), plans=[created, bigger])
