@@ -124,9 +124,15 @@ def _spans_every_namespace(
     narrowed to one of their namespaces (``?namespace=``) they are."""
     if principal.namespaces is None or namespace in principal.namespaces:
         return None
+    why = f"{what} spans every namespace unless ?namespace= names one of them."
+    return _not_for_token(request, principal, why)
+
+
+def _not_for_token(request: Request, principal: Principal, why: str) -> Response:
+    """The 403 page for a namespace-limited token: the namespaces it reads, and ``why``
+    this page is not among them."""
     message = (
-        f"Your token is limited to namespaces {', '.join(sorted(principal.namespaces))}; "
-        f"{what} spans every namespace unless ?namespace= names one of them."
+        f"Your token is limited to namespaces {', '.join(sorted(principal.namespaces))}; {why}"
     )
     return page(request, "error.html", principal, 403, title="Not for this token", message=message)
 
@@ -189,6 +195,26 @@ class WindowView:
     top: list[RankingRow]
     trend: list[Week]
 
+    def csv_tables(self, *names: str) -> dict[str, tables.Table]:
+        """The window's tables for CSV, in the page's order of ``names``."""
+        every = {
+            "week": tables.hours_table(self.week.hours, self.week.cost),
+            "wasters": tables.wasters_table(self.top),
+            "trend": tables.trend_table(self.trend),
+        }
+        return {name: every[name] for name in names}
+
+    def context(self, settings, window: PageWindow) -> dict:
+        """What the overview and namespace templates show of the window."""
+        return {
+            "week": self.week,
+            "top": self.top,
+            "trend": self.trend,
+            "charts": trend_charts(self.trend, settings.prices.label),
+            "window": window,
+            "window_days": WINDOW_DAYS,
+        }
+
 
 def _window_view(session, settings, window: PageWindow, namespace: str | None) -> WindowView:
     """Of every namespace, or of ``namespace``. The totals and cost are the weeks' added
@@ -244,26 +270,18 @@ def overview(
     if format == tables.CSV:
         if view is None:
             return refused
-        found = {
-            "week": tables.hours_table(view.week.hours, view.week.cost),
-            "wasters": tables.wasters_table(view.top),
-            "trend": tables.trend_table(view.trend),
-        }
+        found = view.csv_tables("week", "wasters", "trend")
         return tables.csv_response(found, table, f"overview-{namespace or 'all'}")
+    shown = view.context(settings, window) if view else {"window": window}
     return page(
         request,
         "overview.html",
         principal,
         counts=counts,
         cluster=latest_cluster_state(session) if principal.namespaces is None else None,
-        week=view.week if view else None,
-        top=view.top if view else None,
-        trend=view.trend if view else None,
-        charts=trend_charts(view.trend, settings.prices.label) if view else [],
-        window=window,
-        window_days=WINDOW_DAYS,
         namespace=namespace,
         own_namespaces=sorted(principal.namespaces or ()),
+        **shown,
     )
 
 
@@ -285,35 +303,16 @@ def namespace_page(
     if (wrong := tables.wrong_format(format)) is not None:
         return wrong
     if not principal.sees(namespace):
-        message = (
-            f"Your token is limited to namespaces {', '.join(sorted(principal.namespaces))}; "
-            f"namespace {namespace!r} is not one of them."
-        )
-        return page(
-            request, "error.html", principal, 403, title="Not for this token", message=message
-        )
+        return _not_for_token(request, principal, f"namespace {namespace!r} is not one of them.")
     window = _page_window(days, start, end, utcnow())
     if isinstance(window, str):
         return _window_refused(request, principal, window, format == tables.CSV)
     view = _window_view(session, settings, window, namespace)
     if format == tables.CSV:
-        found = {
-            "trend": tables.trend_table(view.trend),
-            "week": tables.hours_table(view.week.hours, view.week.cost),
-            "wasters": tables.wasters_table(view.top),
-        }
+        found = view.csv_tables("trend", "week", "wasters")
         return tables.csv_response(found, table, f"namespace-{namespace}")
     return page(
-        request,
-        "namespace.html",
-        principal,
-        week=view.week,
-        top=view.top,
-        trend=view.trend,
-        charts=trend_charts(view.trend, settings.prices.label),
-        window=window,
-        window_days=WINDOW_DAYS,
-        namespace=namespace,
+        request, "namespace.html", principal, namespace=namespace, **view.context(settings, window)
     )
 
 
