@@ -3,6 +3,7 @@ the JSON API. Read-only: the only forms sign in, sign out and ask for a suggesti
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -400,7 +401,17 @@ def job_list(
         problems=problems,
         prices=prices,
         window_days=WINDOW_DAYS,
+        namespace_page=_readable_namespace(principal, given.get("namespace")),
     )
+
+
+def _readable_namespace(principal: Principal, namespace: str | None) -> str | None:
+    """``namespace`` when it has a page this token may open (a valid name it reads),
+    else None: a filter naming another namespace links to nothing."""
+    if namespace is None or not principal.sees(namespace):
+        return None
+    valid = len(namespace) <= NAMESPACE_MAX and re.fullmatch(K8S_LABEL, namespace)
+    return namespace if valid else None
 
 
 @router.get("/jobs/{uid}", response_class=HTMLResponse)

@@ -123,3 +123,24 @@ def test_compose_provisions_the_dashboard_and_its_datasource():
     assert source["datasources"][0]["uid"] == "prometheus"
     assert source["datasources"][0]["url"] == "http://prometheus:9090"
     assert all(p.startswith("127.0.0.1:") for p in grafana["ports"])
+
+
+def test_namespace_panels_link_to_the_consoles_namespace_page(client, history):
+    dashboard = json.loads(DASHBOARD.read_text())
+    panels = [
+        panel
+        for panel in dashboard["panels"]
+        if panel.get("targets")
+        and all(t["expr"].startswith("brain_namespace_") for t in panel["targets"])
+    ]
+    # GPU-hours wasted, efficiency, core- and GiB-hours wasted, OOM kills.
+    assert len(panels) == 4
+    for panel in panels:
+        [link] = panel["fieldConfig"]["defaults"]["links"]
+        assert link["url"] == "${console_url}/ui/namespaces/${__field.labels.namespace}"
+        # As Grafana fills it in for the series of namespace ml: that namespace's page.
+        path = (
+            link["url"].replace("${console_url}", "").replace("${__field.labels.namespace}", "ml")
+        )
+        page = client.get(path)
+        assert page.status_code == 200 and "<h1>Namespace ml</h1>" in page.text, panel["title"]
