@@ -20,6 +20,7 @@ from api.console import tables
 from api.console.advice import advise, owner_advice
 from api.console.charts import trend_charts
 from api.console.embedding import script_json
+from api.console.owners import owner_window
 from api.console.prose import first_paragraph, format_prose, rest_paragraphs
 from api.console.session import (
     COOKIE,
@@ -39,10 +40,9 @@ from api.deps import (
 )
 from api.dlrover.scaleplan import scaleplans
 from api.job_ref import JobNamespace
-from api.routers.portraits import owner_portrait_out
 from api.routing import OffloadedRoute
 from api.schemas.plans import PlanOut
-from api.schemas.portraits import JobPortraitOut, RankingRow, TotalsOut, WasteSort
+from api.schemas.portraits import JobPortraitOut, RankingRow, TotalsOut
 from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import K8S_LABEL, NAMESPACE_MAX, JobStatus, utcnow
@@ -145,8 +145,8 @@ def _filled(**fields: str | None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PageWindow:
-    """The window of the overview and namespace pages: the last ``days`` (to now), or a
-    custom ``since``–``end``."""
+    """The window of the overview, namespace, user and group pages: the last ``days`` (to
+    now), or a custom ``since``–``end``."""
 
     since: datetime
     end: datetime
@@ -156,12 +156,16 @@ class PageWindow:
 
 
 def _page_window(
-    days: str | None, start: str | None, end: str | None, now: datetime
+    days: str | None,
+    start: str | None,
+    end: str | None,
+    now: datetime,
+    default_days: int = OVERVIEW_DAYS,
 ) -> PageWindow | str:
-    """The window asked for (default the last OVERVIEW_DAYS), or the problem with it."""
+    """The window asked for (default the last ``default_days``), or the problem with it."""
     fields = _filled(days=days, start=start, end=end)
     if not fields:
-        fields["days"] = str(OVERVIEW_DAYS)
+        fields["days"] = str(default_days)
     window = window_of(fields.get("days"), fields.get("start"), fields.get("end"), now)
     if window.problems:
         return window.problems[0]
@@ -499,6 +503,32 @@ def pod_page(
     return RedirectResponse(target, status_code=303)
 
 
+@dataclass(frozen=True)
+class OwnerView:
+    """What an owner page was asked for besides whose it is."""
+
+    namespace: str | None
+    days: str | None
+    start: str | None
+    end: str | None
+    format: str | None
+    table: str | None
+
+
+def _owner_view(
+    namespace: NamespaceFilter = None,
+    days: Days = None,
+    start: WindowFrom = None,
+    end: WindowTo = None,
+    format: Format = None,
+    table: TableName = None,
+) -> OwnerView:
+    return OwnerView(namespace, days, start, end, format, table)
+
+
+OwnerViewDep = Annotated[OwnerView, Depends(_owner_view)]
+
+
 @router.get("/users/{user}", response_class=HTMLResponse)
 def user_page(
     user: str,
@@ -508,14 +538,8 @@ def user_page(
     registry: RegistryDep,
     sizing_model: SizingModelDep,
     principal: Signed,
-    namespace: NamespaceFilter = None,
-    days: Days = None,
-    format: Format = None,
-    table: TableName = None,
+    view: OwnerViewDep,
 ) -> Response:
-    if (wrong := tables.wrong_format(format)) is not None:
-        return wrong
-    view = OwnerView(namespace, days, format == tables.CSV, table)
     advisers = (registry, sizing_model)
     return _owner_page(request, session, settings, advisers, principal, "user", user, view)
 
@@ -529,70 +553,54 @@ def group_page(
     registry: RegistryDep,
     sizing_model: SizingModelDep,
     principal: Signed,
-    namespace: NamespaceFilter = None,
-    days: Days = None,
-    format: Format = None,
-    table: TableName = None,
+    view: OwnerViewDep,
 ) -> Response:
-    if (wrong := tables.wrong_format(format)) is not None:
-        return wrong
-    view = OwnerView(namespace, days, format == tables.CSV, table)
     advisers = (registry, sizing_model)
     return _owner_page(request, session, settings, advisers, principal, "group", group, view)
-
-
-@dataclass(frozen=True)
-class OwnerView:
-    """What an owner page was asked for besides whose it is."""
-
-    namespace: str | None
-    days: str | None  # one of WINDOW_DAYS; None: OWNER_DAYS
-    csv: bool
-    table: str | None
 
 
 def _owner_page(
     request, session, settings, advisers, principal: Principal, owner: str, key: str, view
 ):
+    """A user's or group's totals, priority, most wasteful jobs, advice and weeks in the
+    window: the last ``days`` (OWNER_DAYS by default), or ``from``–``to``."""
+    if (wrong := tables.wrong_format(view.format)) is not None:
+        return wrong
     namespace = view.namespace
     refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait", namespace)
     if refused is not None:
         return refused
-    window = window_of(view.days, None, None, utcnow())
-    if window.problems:
-        message = f"{window.problems[0]}."
-        return page(request, "error.html", principal, 400, title="No such window", message=message)
-    days = int(view.days) if view.days else OWNER_DAYS
-    out = owner_portrait_out(session, settings, owner, key, days, WasteSort.gpu, 10, 0, namespace)
-    prices = settings.prices if settings.prices.configured else None
-    scope = TrendScope(namespace, owner, key)
-    trend = weekly_trend(session, out.since, utcnow(), scope, prices)
+    csv = view.format == tables.CSV
+    window = _page_window(view.days, view.start, view.end, utcnow(), OWNER_DAYS)
+    if isinstance(window, str):
+        return _window_refused(request, principal, window, csv)
+    found = owner_window(session, settings, owner, key, window.since, window.end, namespace)
     advice = []
     if _may_suggest(principal):
         registry, sizing_model = advisers
-        uids = [j.uid for j in out.wasteful_jobs.items]
+        uids = [j.uid for j in found.wasteful]
         user, group = (key, None) if owner == "user" else (None, key)
         advice = owner_advice(
             session, registry, settings, sizing_model, uids, user, group, namespace
         )
-    table = view.table
-    if view.csv:
-        found = {
-            "wasteful": tables.wasteful_table(out.wasteful_jobs.items),
-            "trend": tables.trend_table(trend),
+    if csv:
+        csv_tables = {
+            "wasteful": tables.wasteful_table(found.wasteful),
+            "trend": tables.trend_table(found.trend),
             "advice": tables.advice_table(advice),
         }
-        return tables.csv_response(found, table, f"{owner}-{key}")
+        return tables.csv_response(csv_tables, view.table, f"{owner}-{key}")
     return page(
         request,
         "owner.html",
         principal,
-        portrait=out,
-        trend=trend,
-        charts=trend_charts(trend, settings.prices.label),
+        portrait=found,
+        trend=found.trend,
+        charts=trend_charts(found.trend, settings.prices.label),
         namespace=namespace,
         advice=advice,
         advice_withheld=not _may_suggest(principal),
+        window=window,
         window_days=WINDOW_DAYS,
     )
 

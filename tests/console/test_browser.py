@@ -423,4 +423,12 @@ def test_trends_are_drawn_by_the_server_and_follow_the_window(watched, live, ses
         page.locator('section[aria-labelledby="trends"]').screenshot(
             path=f"{SCREENSHOTS}/console-trends.png"
         )
+    # A user's page takes the same window: from/to typed in its form, the namespace kept.
+    page.get_by_label("from", exact=True).fill(first.isoformat())
+    page.get_by_label("to", exact=True).fill((utcnow() - timedelta(days=2)).date().isoformat())
+    with page.expect_navigation():
+        page.get_by_label("to", exact=True).press("Enter")
+    assert "namespace=vision" in page.url and f"from={first.isoformat()}" in page.url
+    assert page.locator('[data-metric="jobs"]').inner_text() == "3"
+    assert sum(int(t) for t in rows.locator("td:nth-child(2)").all_inner_texts()) == 3
     watched.check_clean()
