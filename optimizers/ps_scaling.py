@@ -39,6 +39,10 @@ PS_CPU_BEFORE = "ps_cpu_before"
 # Evidence keys: a shrink's PS count and CPU before it; a take-back of a shrink.
 SHRUNK_FROM = "shrunk_from"
 SHRINK_UNDONE = "shrink_undone"
+# Evidence keys: a trade's configuration before it (PS count and CPU, workers and their
+# CPU); a take-back of a trade.
+TRADED_FROM = "traded_from"
+TRADE_UNDONE = "trade_undone"
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -165,6 +169,15 @@ class PsScalingSettings(PsChangeSettings):
         description="Relative speed gain added PS must bring (two standard errors of the "
         "measured difference when more).",
     )
+    trade_min_gain: float = Field(
+        0.1,
+        ge=0.0,
+        le=4.0,
+        description="A PS that holds the speed and cannot grow (the CPU limit leaves no room, "
+        "or it was moved to a larger size and is still busy) is relieved by a trade: more, "
+        "smaller PS and, when they do not fit beside the workers, fewer workers, in one plan; "
+        "made when it is predicted to gain at least this much speed.",
+    )
     ps_port: int = Field(
         2222, ge=1, le=65535, description="Port of the PS services in `ps_hosts` (DLRover: 2222)."
     )
@@ -236,6 +249,9 @@ class PsScalingOptimizer:
                 {"nodes_without_enough_samples": short},
                 threshold,
             )
+        traded = _trade_did_not_help(context, ps_nodes, settings)
+        if traded is not None:
+            return traded
         no_help = _did_not_help(context, ps_nodes, settings)
         if no_help is not None:
             return no_help
@@ -275,6 +291,9 @@ class PsScalingOptimizer:
             )
         hot = _hot_alone(ps_util, settings.relative_factor)
         if hot is not None:
+            traded = _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, settings)
+            if traded is not None:
+                return traded
             return no_change(
                 NAME,
                 f"{hot} is hot relative to the other PS: moving it (hot_ps) helps, not more PS",
@@ -364,6 +383,20 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
             evidence | {"plan": plan_id, "seconds_since": round(elapsed)},
             threshold | {"reverse_after_s": settings.reverse_after_s},
         )
+    if over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
+        # The guard would cut the workers to fit, whatever the PS then serve: trade
+        # workers for smaller PS instead, or nothing.
+        traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings)
+        if traded is not None:
+            return traded
+        return no_change(
+            NAME,
+            f"PS {now} -> {count} of {request:g} cores would exceed the job's limits, and no "
+            f"trade of workers for more, smaller PS is predicted to gain "
+            f"{settings.trade_min_gain:.0%}",
+            evidence,
+            threshold | {"trade_min_gain": settings.trade_min_gain},
+        )
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     evidence = evidence | {
         "ps_count": now,
@@ -410,6 +443,9 @@ def _network_bound(
     utilization = evidence["ps_utilization"]
     hot = _hot_alone(utilization, settings.relative_factor)
     if hot is not None and utilization[hot] >= settings.saturation:
+        traded = _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, settings)
+        if traded is not None:
+            return traded
         return no_change(
             NAME,
             f"{waiting}, but {hot} is at {utilization[hot]:.0%}, hot relative to the other "
@@ -757,6 +793,7 @@ def _last_addition(context) -> tuple[PlanView, int] | None:
             r.optimizer == NAME
             and TAKEN_BACK_TO not in r.evidence
             and SHRINK_UNDONE not in r.evidence
+            and TRADED_FROM not in r.evidence
             and isinstance(before, int)
             and newest.roles[ROLE_PS].count > before
         ):
@@ -949,3 +986,221 @@ def _ps_hosts(
     names = names[:count]  # fewer PS: the highest ranks go
     domain = f".{context.job.namespace}.svc" if context.job.namespace else ""
     return [f"{name}{domain}:{port}" for name in names], []
+
+
+def _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, settings):
+    """The trade for a hot PS the trainers wait on, when it cannot grow: the CPU limit
+    leaves it no room for the trainers' full pace, it is at the largest node, or it was
+    moved to a larger size already and is still hot (CPU past its knee buys little).
+    None otherwise (hot_ps moves it)."""
+    if trainer_util > settings.worker_wait:
+        return None
+    node = next(n for n in ps_nodes if n.name == hot)
+    role_cpu = current_role(ROLE_PS, context.job, context.nodes).cpu or node.cpu
+    room = None
+    if context.job.limits.cpu is not None:
+        room = context.job.limits.cpu - planned_totals({}, context.job, context.nodes).cpu
+    wanted = node.cpu * (1 / max(trainer_util, 0.05) - 1)
+    if not (
+        node.cpu > role_cpu + 1e-9
+        or node.cpu >= context.node_max.cpu
+        or (room is not None and room < wanted)
+    ):
+        return None
+    stall = _stall(context, settings)
+    if isinstance(stall, Proposal):
+        return stall
+    return _trade(context, ps_nodes, recent, trainer_util, evidence | stall, settings)
+
+
+def _cost_per_step(context, ps_nodes, today: float) -> float:
+    """PS core-seconds per global step at the tier's most efficient: the median of the
+    four lowest ratios of the tier's CPU use to the speed at the same time in the sample
+    window (stalls left out), at most ``today``'s. A PS past its knee burns more cores
+    per step than one below it, which a split into smaller PS wins back."""
+    names = {n.name for n in ps_nodes}
+    use: dict = {}
+    for s in context.samples:
+        if s.node in names:
+            use[s.ts] = use.get(s.ts, 0.0) + s.cpu
+    speeds = [s for s in context.speed if s.steps_per_sec > 0]
+    if not speeds:
+        return today
+    typical = median(s.steps_per_sec for s in speeds)
+    by_ts = {s.ts: s.steps_per_sec for s in speeds if s.steps_per_sec >= STALL_SHARE * typical}
+    ratios = sorted(cpu / by_ts[ts] for ts, cpu in use.items() if ts in by_ts)
+    if len(ratios) < 4:
+        return today
+    return min(median(ratios[:4]), today)
+
+
+def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Proposal | None:
+    """More, smaller PS and, when they do not fit beside the workers within the limits,
+    fewer workers, in one plan: the PS tier holds the speed and cannot grow.
+
+    The trainers at their full pace run ``speed / trainer utilization`` (linear in their
+    count, which is no more than a sublinear curve promises for fewer); ``k`` PS of ``c``
+    cores serve ``c x max_busy / (cost x share)`` steps/s, where cost is the tier's CPU per
+    step at its most efficient and share the busiest PS's part of the traffic (a hot shard
+    stays on its PS: ``hot + (1 - hot) / k``, the hot part read from today's loads). For
+    one or ``step`` more PS, the most workers that fit beside PS sized for their speed;
+    the best predicted speed is taken when it gains ``trade_min_gain``."""
+    now = len(ps_nodes)
+    ceiling = _ceiling(context)
+    if _trade_undone(context) or "steps_per_sec" not in evidence:
+        return None
+    speed = evidence["steps_per_sec"]
+    ps_role = current_role(ROLE_PS, context.job, context.nodes)
+    workers = current_role(ROLE_WORKER, context.job, context.nodes)
+    chiefs = current_role(ROLE_CHIEF, context.job, context.nodes).count or 0
+    if not workers.count or not workers.cpu or speed <= 0:
+        return None
+    used = {n.name: mean([s.cpu for s in recent[n.name]]) for n in ps_nodes}
+    total = sum(used.values())
+    busiest = max(used.values())
+    hot = 0.0
+    if now > 1 and total > 0:
+        hot = max((busiest - (total - busiest) / (now - 1)) / total, 0.0)
+    cost = _cost_per_step(context, ps_nodes, total / speed)
+    pace = speed / max(trainer_util, 0.05) / (workers.count + chiefs)
+    best = None
+    for k in range(now + 1, now + settings.step + 1):
+        if ceiling is not None and k > ceiling:
+            break
+        share = hot + (1 - hot) / k
+        for n in range(workers.count, 0, -1):
+            wanted = pace * (n + chiefs)
+            cpu = ceil_to(cost * wanted * share / settings.max_busy, settings.cpu_step)
+            cpu = min(max(cpu, settings.cpu_step), context.node_max.cpu)
+            predicted = min(wanted, cpu * settings.max_busy / (cost * share))
+            roles = {ROLE_PS: _resized(context, ps_nodes, k, cpu)}
+            if over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}):
+                continue
+            if best is None or predicted > best[0] * 1.01:
+                best = (predicted, k, n, cpu, roles)
+            break
+    if best is None or best[0] / speed - 1 < settings.trade_min_gain:
+        return None
+    predicted, k, n, cpu, roles = best
+    hosts, unnamed = _ps_hosts(context, ps_nodes, k, settings.ps_port)
+    evidence = evidence | {
+        "ps_count": now,
+        "ps_cpu_used": round(total, 3),
+        "ps_cpu_per_step": round(cost, 6),
+        "hot_share": round(hot, 3),
+        "predicted_steps_per_sec": round(predicted, 3),
+        TRADED_FROM: {
+            "ps_count": now,
+            "ps_cpu": ps_role.cpu,
+            "workers": workers.count,
+            "worker_cpu": workers.cpu,
+        },
+    }
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    # The workers' part is the guard's: it cuts the workers (elastic ones first) to what
+    # fits beside these PS, here n. ps_scaling sets the PS group alone, so a master that
+    # applies the PS group and the worker group at separate stages gets both halves.
+    fewer = (
+        ""
+        if n == workers.count
+        else f"; the guard fits the workers to the limits beside them: {workers.count} -> {n}"
+    )
+    return Proposal(
+        roles=roles,
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"the PS hold the speed ({speed:.2f} steps/s, the trainers use "
+                f"{trainer_util:.0%} of their CPU) and cannot grow: at full pace "
+                f"{n + chiefs} trainers run {pace * (n + chiefs):.2f} steps/s, and {k} PS of "
+                f"{cpu:g} cores serve it at most {settings.max_busy:.0%} busy ({cost:.4f} "
+                f"PS core-s per step at the tier's most efficient, the busiest PS "
+                f"{hot + (1 - hot) / k:.0%} of the traffic): predicted {predicted:.2f} "
+                f"steps/s ({predicted / speed - 1:+.0%}). PS {now} -> {k}, "
+                f"{ps_role.cpu:g} -> {cpu:g} cores each{fewer}",
+                evidence,
+                {
+                    "trade_min_gain": settings.trade_min_gain,
+                    "max_busy": settings.max_busy,
+                    "step": settings.step,
+                    "worker_wait": settings.worker_wait,
+                },
+            )
+        ],
+    )
+
+
+def _trade_undone(context) -> bool:
+    """A trade of ps_scaling's was taken back: the job is not traded again."""
+    return any(
+        r.optimizer == NAME and TRADE_UNDONE in r.evidence
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        for r in p.reasons
+    )
+
+
+def _trade_did_not_help(context, ps_nodes, settings) -> Proposal | None:
+    """Back to the configuration before ps_scaling's last trade (PS count and CPU,
+    workers and their CPU), when the speed after it did not rise by ``min_gain`` (two
+    standard errors when more) over the speed before it, judged ``judge_after_s`` after."""
+    applied = [
+        p
+        for p in context.plans
+        if p.status == PlanStatus.applied and p.applied_at is not None and ROLE_PS in p.roles
+    ]
+    if not applied:
+        return None
+    newest = max(applied, key=lambda p: p.applied_at)
+    before = next(
+        (
+            r.evidence[TRADED_FROM]
+            for r in newest.reasons
+            if r.optimizer == NAME and isinstance(r.evidence.get(TRADED_FROM), dict)
+        ),
+        None,
+    )
+    if before is None or (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
+        return None
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    now = observed.current
+    earlier = next((c for s, c in reversed(observed.measured) if s.ts < newest.applied_at), None)
+    if now is None or earlier is None or now == earlier:
+        return None
+    after, previous = observed.point(now), observed.point(earlier)
+    if after.samples < settings.speed_samples or previous.samples < settings.speed_samples:
+        return None
+    change = after.steps_per_sec / previous.steps_per_sec - 1
+    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, previous.relative_stderr))
+    if change >= noise:
+        return None
+    count, cpu = before["ps_count"], before["ps_cpu"]
+    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
+    evidence = {
+        "ps_count": len(ps_nodes),
+        TAKEN_BACK_TO: count,
+        TRADE_UNDONE: before,
+        "steps_per_sec": round(after.steps_per_sec, 4),
+        "previous_steps_per_sec": round(previous.steps_per_sec, 4),
+        "speed_gain": round(change, 4),
+    }
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    return Proposal(
+        roles={ROLE_PS: _resized(context, ps_nodes, count, cpu)},
+        ps_hosts=hosts,
+        reasons=[
+            reason(
+                NAME,
+                f"trading workers for PS (plan {newest.id}) changed the speed "
+                f"{previous.steps_per_sec:.2f} -> {after.steps_per_sec:.2f} steps/s "
+                f"({change:+.1%}, less than {noise:.1%}): it did not help, back to {count} PS of "
+                f"{cpu:g} cores, and no more trades (the workers, {before['workers']} of "
+                f"{before['worker_cpu']:g} cores before it, are worker_tuning's to grow again)",
+                evidence,
+                {"min_gain": settings.min_gain, "judge_after_s": settings.judge_after_s},
+            )
+        ],
+    )

@@ -454,9 +454,16 @@ def test_no_ps_over_the_limit_soon_after_the_workers_grew():
         "PS 2 -> 4 would exceed the job's limits, and the guard would cut the workers plan 2 "
         "added 300 s ago: not within 600 s"
     )
-    # 600 s after, or within the limits, the PS come
+    # 600 s after, the workers are traded for smaller PS, the guard cutting the workers to
+    # what fits beside them rather than whatever PS of 4 cores leave: 7.0 / 20 = 0.35 PS
+    # core-s per step, ps-0 3.6 against 3.4 holds a hot part of 0.2 / 7 = 2.9 %; 3
+    # trainers at 10 steps/s each beside 3 PS, the busiest 35.2 % of the traffic:
+    # 0.35 x 30 x 0.352 / 0.85 = 4.4 cores each, 13.2 + 12 = 25.2 cores
     later = plan(seconds_ago=600, roles={"worker": RoleSpec(count=4)}, plan_id=2)
-    assert propose(plans=[fewer, later], limits=Limits(cpu=28)).roles == {"ps": RoleSpec(count=4)}
+    assert propose(plans=[fewer, later], limits=Limits(cpu=28)).roles == {
+        "ps": RoleSpec(count=3, cpu=4.4)
+    }
+    # within the limits, the PS come
     assert propose(plans=[fewer, grown], limits=Limits(cpu=32)).roles == {"ps": RoleSpec(count=4)}
 
 
@@ -470,3 +477,106 @@ def test_resized_ps_keep_the_most_memory_any_ps_has():
     ]
     proposal = propose(samples(ps=(1.0, 1.0), worker=1.0), nodes=fixed + WORKERS)
     assert proposal.roles == {"ps": RoleSpec(count=8, cpu=1.0, memory_mib=12000)}
+
+
+def test_a_ps_that_cannot_grow_trades_workers_for_more_smaller_ps():
+    # 1 PS of 4 cores at 100 % and 4 workers of 4 at 50 %, speed 20.0, a 20-core limit
+    # the job fills. Two or three PS of 4 cores do not fit beside the workers (the guard
+    # would cut workers whatever the PS then serve), so: PS core-s per step 4 / 20 = 0.2;
+    # the trainers at full pace run 20 / 0.5 / 4 = 10 steps/s each. 2 PS (half the
+    # traffic each) for 4 workers: 0.2 x 40 x 0.5 / 0.85 = 4.8 cores each, 25.6 cores in
+    # all; for 3 workers 3.6 each, 7.2 + 12 = 19.2 cores: 30 steps/s (3.6 x 0.85 / 0.1
+    # = 30.6 served), +50 %. Three PS for 3 workers (2.4 cores each) predict no more.
+    lone = [node("j-edljob-ps-0", "ps", cpu=4, memory_mib=8192, index=0)]
+    points = series(lone[0].name, cpu=[4.0] * 8)
+    points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    roles = ROLES | {"ps": RoleSpec(count=1, cpu=4, memory_mib=8192)}
+    ctx = context(
+        Stage.running,
+        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+        nodes=lone + WORKERS,
+        samples=points,
+        speed=STALLED,
+    )
+    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=3.6)}
+    assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(2)]
+    message = proposal.reasons[0].message
+    assert "predicted 30.00 steps/s (+50%)" in message
+    assert (
+        "PS 1 -> 2, 4 -> 3.6 cores each; the guard fits the workers to the limits beside "
+        "them: 4 -> 3" in message
+    )
+    assert proposal.reasons[0].evidence["traded_from"] == {
+        "ps_count": 1,
+        "ps_cpu": 4,
+        "workers": 4,
+        "worker_cpu": 4,
+    }
+    # a trade predicted to gain less than trade_min_gain is not made, nor is the guard
+    # left to cut the workers
+    proposal = PsScalingOptimizer().propose(ctx, PsScalingSettings(trade_min_gain=0.6))
+    assert proposal.is_empty
+    assert "no trade of workers for more, smaller PS is predicted to gain 60%" in (
+        proposal.reasons[0].message
+    )
+
+
+def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it():
+    # The trade above, applied 630 s ago: 4 trainers at 20.0 steps/s before, 3 at 20.1
+    # after (+0.5 %, less than 2 %): back to 1 PS of 4 cores, and no trade again
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=1, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    traded = plan(
+        seconds_ago=630,
+        roles={"ps": RoleSpec(count=2, cpu=3.6), "worker": RoleSpec(count=3)},
+        reasons=(
+            Reason(
+                "ps_scaling",
+                "trade",
+                {
+                    "ps_count": 1,
+                    "traded_from": {"ps_count": 1, "ps_cpu": 4, "workers": 4, "worker_cpu": 4},
+                },
+            ),
+        ),
+        plan_id=2,
+    )
+    two = [node(f"j-edljob-ps-{i}", "ps", cpu=3.6, memory_mib=8192, index=i) for i in range(2)]
+    three = WORKERS[:3]
+    points = [s for n in two for s in series(n.name, cpu=[2.0] * 8)]
+    points += [s for n in three for s in series(n.name, cpu=[3.0] * 8)]
+    speed = speeds([(4, 20.0)] * 10 + [(3, 20.1)] * 10)
+    roles = {
+        "ps": RoleSpec(count=2, cpu=3.6, memory_mib=8192),
+        "worker": RoleSpec(count=3, cpu=4, memory_mib=8192),
+    }
+    ctx = context(
+        Stage.running,
+        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+        nodes=two + three,
+        samples=points,
+        speed=speed,
+        plans=[created, traded],
+    )
+    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles == {"ps": RoleSpec(count=1, cpu=4)}
+    assert proposal.reasons[0].message.endswith(
+        "20.00 -> 20.10 steps/s (+0.5%, less than 2.0%): it did not help, back to 1 PS of 4 "
+        "cores, and no more trades (the workers, 4 of 4 cores before it, are worker_tuning's "
+        "to grow again)"
+    )
+    # at +10 % it stays
+    faster = speeds([(4, 20.0)] * 10 + [(3, 22.0)] * 10)
+    ctx = context(
+        Stage.running,
+        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+        nodes=two + three,
+        samples=points,
+        speed=faster,
+        plans=[created, traded],
+    )
+    assert not PsScalingOptimizer().propose(ctx, SETTINGS).roles
