@@ -9,6 +9,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Stage
 from brain.optimizing import Changes, ContextInput, OptimizerContext, Proposal
+from brain.optimizing.roles import current_role
 from optimizers._common import (
     CpuStepSettings,
     PsChangeSettings,
@@ -55,6 +56,14 @@ class HotPsSettings(CpuStepSettings, PsChangeSettings):
         description="Trainers (workers and chief) using at most this share of their CPU over "
         "the hot PS's samples wait on it: its use is capped by its request, and at the "
         "trainers' full pace it would need use / their share; it is sized for that.",
+    )
+    give_back_below: float = Field(
+        0.75,
+        ge=0.1,
+        le=1.0,
+        description="A PS moved to a larger size that is no longer hot goes back to its peak "
+        "use / target_utilization cores (at least the role's size) when that is at most this "
+        "share of what it has: the cores it no longer uses serve the workers.",
     )
     max_growth: float = Field(
         4.0,
@@ -112,6 +121,9 @@ class HotPsOptimizer:
         ]
         evidence = {"utilization": {k: round(v, 3) for k, v in utilization.items()}}
         if not hot:
+            given = _give_back(context, ps_nodes, recent, settings, threshold)
+            if given is not None:
+                return given
             return no_change(
                 NAME,
                 f"no PS at >= {settings.hot_threshold:.0%} CPU in each of its last "
@@ -190,3 +202,38 @@ def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal:
             threshold | {"node_max_cpu": cap},
         )
     )
+
+
+def _give_back(context, ps_nodes, recent, settings: HotPsSettings, threshold) -> Proposal | None:
+    """PS moved to more cores than the role's that are no longer hot, back to their peak
+    use over ``target_utilization`` (at least the role's size, and at most
+    ``give_back_below`` of what they have); None when there are none, or within the PS
+    tier's cooldown."""
+    role_cpu = current_role(ROLE_PS, context.job, context.nodes).cpu
+    if role_cpu is None:
+        return None
+    proposal = Proposal()
+    for ps in ps_nodes:
+        if ps.cpu <= role_cpu + 1e-9:
+            continue
+        peak = max(s.cpu for s in recent[ps.name])
+        cpu = max(ceil_to(peak / settings.target_utilization, settings.cpu_step), role_cpu)
+        if cpu > settings.give_back_below * ps.cpu:
+            continue
+        proposal.migrate.append(resized(ps, cpu=cpu))
+        proposal.reasons.append(
+            reason(
+                NAME,
+                f"{ps.name}, moved to {ps.cpu:g} cores, is no longer hot: its peak use "
+                f"{peak:.2f} / {settings.target_utilization} = {cpu:g} cores (at least the "
+                f"role's {role_cpu:g}), {peak / cpu:.0%} busy at its peak: migrate to {cpu:g} "
+                f"cores, the rest back to the job",
+                {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in recent[ps.name]]}
+                | {"new_cpu": cpu},
+                threshold | {"give_back_below": settings.give_back_below},
+            )
+        )
+    if not proposal.migrate:
+        return None
+    interval = ps_changed_recently(NAME, context, settings.ps_change_interval_s)
+    return interval if interval is not None else proposal

@@ -1,7 +1,7 @@
-from brain.domain import Resources, Stage
+from brain.domain import Resources, RoleSpec, Stage
 from brain.optimizing import NodeChange
 from optimizers.hot_ps import HotPsOptimizer, HotPsSettings
-from tests.builders.views import context, node, plan, series
+from tests.builders.views import context, job, node, plan, series
 
 # hot at >= 80 % in each of the last 3 samples and 1.5 x the others' median, sized for 60 %
 SETTINGS = HotPsSettings(hot_samples=3)
@@ -101,3 +101,29 @@ def test_a_hot_ps_the_trainers_wait_on_is_sized_for_their_full_pace():
     assert [(c.name, c.cpu) for c in migrated(0.4).migrate] == [("ps-0", 50.7)]
     # at 3.2 of 4 (80 %) they keep their pace: peak / 0.6 = 12.7 as before
     assert [(c.name, c.cpu) for c in migrated(3.2).migrate] == [("ps-0", 12.7)]
+
+
+def test_a_moved_ps_no_longer_hot_gives_its_cpu_back():
+    # The role runs PS of 4 cores; ps-0 was moved to 12. At a peak of 3.0 it needs
+    # 3.0 / 0.6 = 5 cores (60 % busy at its peak, under 85 %), at most 0.75 x 12 = 9:
+    # back to 5. ps-1 at the role's size is left alone
+    def give_back(ps0_used, plans=()):
+        nodes = [
+            node("ps-0", "ps", cpu=12, memory_mib=16384, index=0),
+            node("ps-1", "ps", cpu=4, memory_mib=16384, index=1),
+        ]
+        samples = series("ps-0", cpu=ps0_used) + series("ps-1", cpu=[1.0, 1.0, 1.0])
+        the_job = job(roles={"ps": RoleSpec(count=2, cpu=4, memory_mib=16384)})
+        ctx = context(Stage.running, the_job, nodes=nodes, samples=samples, plans=plans)
+        return HotPsOptimizer().propose(ctx, SETTINGS)
+
+    proposal = give_back([2.8, 3.0, 2.9])
+    assert proposal.migrate == [NodeChange(role="ps", name="ps-0", cpu=5, memory_mib=16384)]
+    assert "no longer hot" in proposal.reasons[0].message
+    # at a peak of 0.5 it goes back to the role's 4 cores
+    assert [(c.name, c.cpu) for c in give_back([0.4, 0.5, 0.5]).migrate] == [("ps-0", 4)]
+    # at a peak of 5.6 (9.4 cores) it keeps its 12
+    assert give_back([5.0, 5.6, 5.2]).is_empty
+    # not within the PS tier's cooldown
+    moved = plan(seconds_ago=100, migrate=(NodeChange(role="ps", name="ps-0", cpu=12),))
+    assert give_back([2.8, 3.0, 2.9], plans=[moved]).is_empty
