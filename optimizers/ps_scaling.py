@@ -43,6 +43,11 @@ SHRINK_UNDONE = "shrink_undone"
 # CPU); a take-back of a trade.
 TRADED_FROM = "traded_from"
 TRADE_UNDONE = "trade_undone"
+# Every PS of a role gets the same size, the busiest one's: a trade whose PS would serve
+# on average less than 1 / this of the busiest one's load (a hot part that stays on one
+# PS) buys cores the other PS leave idle, which the workers need. hot_ps moves the hot PS
+# alone instead.
+TRADE_MAX_SPREAD = 2.0
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -1044,7 +1049,9 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
     step at its most efficient and share the busiest PS's part of the traffic (a hot shard
     stays on its PS: ``hot + (1 - hot) / k``, the hot part read from today's loads). For
     one or ``step`` more PS, the most workers that fit beside PS sized for their speed;
-    the best predicted speed is taken when it gains ``trade_min_gain``."""
+    the best predicted speed is taken when it gains ``trade_min_gain``. No trade where
+    the PS, all of the busiest one's size, would on average serve less than half its load
+    (``TRADE_MAX_SPREAD``)."""
     now = len(ps_nodes)
     ceiling = _ceiling(context)
     if _trade_undone(context) or "steps_per_sec" not in evidence:
@@ -1068,6 +1075,8 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
         if ceiling is not None and k > ceiling:
             break
         share = hot + (1 - hot) / k
+        if k * share > TRADE_MAX_SPREAD:
+            continue
         for n in range(workers.count, 0, -1):
             wanted = pace * (n + chiefs)
             cpu = ceil_to(cost * wanted * share / settings.max_busy, settings.cpu_step)
