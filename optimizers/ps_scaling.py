@@ -254,7 +254,7 @@ class PsScalingOptimizer:
                 {"nodes_without_enough_samples": short},
                 threshold,
             )
-        traded = _trade_did_not_help(context, ps_nodes, settings)
+        traded = _trade_did_not_help(context, ps_nodes, trainers, recent, settings)
         if traded is not None:
             return traded
         no_help = _did_not_help(context, ps_nodes, settings)
@@ -1151,10 +1151,11 @@ def _trade_undone(context) -> bool:
     )
 
 
-def _trade_did_not_help(context, ps_nodes, settings) -> Proposal | None:
+def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Proposal | None:
     """Back to the configuration before ps_scaling's last trade (PS count and CPU,
     workers and their CPU), when the speed after it did not rise by ``min_gain`` (two
-    standard errors when more) over the speed before it, judged ``judge_after_s`` after."""
+    standard errors when more) over the speed before it, judged ``judge_after_s`` after.
+    When it did, the PS are right-sized (``_right_size``)."""
     applied = [
         p
         for p in context.plans
@@ -1184,7 +1185,7 @@ def _trade_did_not_help(context, ps_nodes, settings) -> Proposal | None:
     change = after.steps_per_sec / previous.steps_per_sec - 1
     noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, previous.relative_stderr))
     if change >= noise:
-        return None
+        return _right_size(context, ps_nodes, trainers, recent, settings)
     count, cpu = before["ps_count"], before["ps_cpu"]
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     evidence = {
@@ -1210,6 +1211,45 @@ def _trade_did_not_help(context, ps_nodes, settings) -> Proposal | None:
                 f"{before['worker_cpu']:g} cores before it, are worker_tuning's to grow again)",
                 evidence,
                 {"min_gain": settings.min_gain, "judge_after_s": settings.judge_after_s},
+            )
+        ],
+    )
+
+
+def _right_size(context, ps_nodes, trainers, recent, settings) -> Proposal | None:
+    """The PS of a trade that paid, to the busiest one's peak use over ``max_busy``, when
+    that is at most 3/4 of their cores and the trainers do not wait (over
+    ``worker_wait`` of their CPU). A trade sizes its PS from the tier's CPU per step in the
+    window, which a PS past its knee inflates; below it they use less, and the cores they
+    leave serve more workers. Taken back like a shrink when the job got slower."""
+    trainer_util = mean([mean([s.cpu for s in recent[n.name]]) / n.cpu for n in trainers])
+    if trainer_util <= settings.worker_wait:
+        return None
+    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
+    if any(n.cpu != request for n in ps_nodes):
+        return None
+    peak = max(max(s.cpu for s in recent[n.name]) for n in ps_nodes)
+    cpu = max(ceil_to(peak / settings.max_busy, settings.cpu_step), settings.cpu_step)
+    if cpu > 0.75 * request:
+        return None
+    now = len(ps_nodes)
+    return Proposal(
+        roles={ROLE_PS: RoleSpec(cpu=cpu)},
+        reasons=[
+            reason(
+                NAME,
+                f"the trade paid and the trainers keep their pace ({trainer_util:.0%} of their "
+                f"CPU); the busiest PS peaks at {peak:.2f} of {request:g} cores: "
+                f"{peak:.2f} / {settings.max_busy} = {cpu:g} cores each, PS CPU {request:g} "
+                f"-> {cpu:g}, the rest for the workers",
+                {
+                    "ps_count": now,
+                    "ps_cpu_peak": round(peak, 3),
+                    "trainer_utilization": round(trainer_util, 3),
+                    "new_cpu": cpu,
+                    SHRUNK_FROM: {"count": now, "cpu": request},
+                },
+                {"max_busy": settings.max_busy, "worker_wait": settings.worker_wait},
             )
         ],
     )

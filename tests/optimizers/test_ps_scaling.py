@@ -569,17 +569,28 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
         "cores, and no more trades (the workers, 4 of 4 cores before it, are worker_tuning's "
         "to grow again)"
     )
-    # at +10 % it stays
-    faster = speeds([(4, 20.0)] * 10 + [(3, 22.0)] * 10)
-    ctx = context(
-        Stage.running,
-        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
-        nodes=two + three,
-        samples=points,
-        speed=faster,
-        plans=[created, traded],
-    )
-    assert not PsScalingOptimizer().propose(ctx, SETTINGS).roles
+
+    # at +10 % it stays, and the PS, peaking at 2.0 of 3.6 cores while the workers keep
+    # their pace (75 % of their CPU), get 2.0 / 0.85 = 2.4 cores (at most 3/4 of 3.6)
+    def after(ps_used):
+        used = [s for n in two for s in series(n.name, cpu=[ps_used] * 8)]
+        used += [s for n in three for s in series(n.name, cpu=[3.0] * 8)]
+        ctx = context(
+            Stage.running,
+            job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+            nodes=two + three,
+            samples=used,
+            speed=speeds([(4, 20.0)] * 10 + [(3, 22.0)] * 10),
+            plans=[created, traded],
+        )
+        return PsScalingOptimizer().propose(ctx, SETTINGS)
+
+    sized = after(2.0)
+    assert sized.roles == {"ps": RoleSpec(cpu=2.4)}
+    assert "2.00 / 0.85 = 2.4 cores each, PS CPU 3.6 -> 2.4" in sized.reasons[0].message
+    assert sized.reasons[0].evidence["shrunk_from"] == {"count": 2, "cpu": 3.6}
+    # at a peak of 2.5 (3.0 cores, over 2.7) they keep their size
+    assert not after(2.5).roles
 
 
 def test_no_trade_where_a_hot_part_leaves_the_other_ps_idle():
