@@ -10,6 +10,7 @@ from pydantic import Field
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Stage
 from brain.optimizing import Changes, ContextInput, OptimizerContext, Proposal
 from brain.optimizing.roles import current_role
+from brain.optimizing.speed_points import STALL_SHARE, stalled_since
 from optimizers._common import (
     CpuStepSettings,
     PsChangeSettings,
@@ -207,10 +208,15 @@ def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal:
 def _give_back(context, ps_nodes, recent, settings: HotPsSettings, threshold) -> Proposal | None:
     """PS moved to more cores than the role's that are no longer hot, back to their peak
     use over ``target_utilization`` (at least the role's size, and at most
-    ``give_back_below`` of what they have); None when there are none, or within the PS
-    tier's cooldown."""
+    ``give_back_below`` of what they have); None when there are none, while the speed
+    stalls, or within the PS tier's cooldown."""
     role_cpu = current_role(ROLE_PS, context.job, context.nodes).cpu
     if role_cpu is None:
+        return None
+    since = min(s.ts for samples in recent.values() for s in samples)
+    if stalled_since(context, since, STALL_SHARE):
+        # Training stalled (data loading, a checkpoint, a PS down): the PS idle with it,
+        # and their use says nothing of what they need once it resumes.
         return None
     proposal = Proposal()
     for ps in ps_nodes:

@@ -1,7 +1,7 @@
 from brain.domain import Resources, RoleSpec, Stage
 from brain.optimizing import NodeChange
 from optimizers.hot_ps import HotPsOptimizer, HotPsSettings
-from tests.builders.views import context, job, node, plan, series
+from tests.builders.views import context, job, node, plan, series, speeds
 
 # hot at >= 80 % in each of the last 3 samples and 1.5 x the others' median, sized for 60 %
 SETTINGS = HotPsSettings(hot_samples=3)
@@ -127,3 +127,21 @@ def test_a_moved_ps_no_longer_hot_gives_its_cpu_back():
     # not within the PS tier's cooldown
     moved = plan(seconds_ago=100, migrate=(NodeChange(role="ps", name="ps-0", cpu=12),))
     assert give_back([2.8, 3.0, 2.9], plans=[moved]).is_empty
+
+
+def test_a_moved_ps_keeps_its_cpu_while_the_speed_stalls():
+    # ps-0, moved to 12 cores, peaks at 3.0 while the job trains at 0 steps/s (a
+    # checkpoint): its use says nothing of its need once training resumes
+    nodes = [
+        node("ps-0", "ps", cpu=12, memory_mib=16384, index=0),
+        node("ps-1", "ps", cpu=4, memory_mib=16384, index=1),
+    ]
+    samples = series("ps-0", cpu=[2.8, 3.0, 2.9]) + series("ps-1", cpu=[1.0, 1.0, 1.0])
+    the_job = job(roles={"ps": RoleSpec(count=2, cpu=4, memory_mib=16384)})
+
+    def propose(speed):
+        ctx = context(Stage.running, the_job, nodes=nodes, samples=samples, speed=speed)
+        return HotPsOptimizer().propose(ctx, SETTINGS)
+
+    assert propose(speeds([(4, 0.0), (4, 0.0), (4, 0.0)])).is_empty
+    assert [(c.name, c.cpu) for c in propose(speeds([(4, 20.0)] * 3)).migrate] == [("ps-0", 5)]
