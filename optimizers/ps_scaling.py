@@ -47,7 +47,7 @@ TRADE_UNDONE = "trade_undone"
 # on average less than 1 / this of the busiest one's load (a hot part that stays on one
 # PS) buys cores the other PS leave idle, which the workers need. hot_ps moves the hot PS
 # alone instead.
-TRADE_MAX_SPREAD = 2.0
+TRADE_MAX_SPREAD = 1.5
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -1050,8 +1050,8 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
     stays on its PS: ``hot + (1 - hot) / k``, the hot part read from today's loads). For
     one or ``step`` more PS, the most workers that fit beside PS sized for their speed;
     the best predicted speed is taken when it gains ``trade_min_gain``. No trade where
-    the PS, all of the busiest one's size, would on average serve less than half its load
-    (``TRADE_MAX_SPREAD``)."""
+    the PS, all of the busiest one's size, would on average serve less than two thirds of
+    its load (``TRADE_MAX_SPREAD``)."""
     now = len(ps_nodes)
     ceiling = _ceiling(context)
     if _trade_undone(context) or "steps_per_sec" not in evidence:

@@ -597,8 +597,8 @@ def test_no_trade_where_a_hot_part_leaves_the_other_ps_idle():
     # 2 PS of 2 cores, ps-0 at 2.0 (hot), ps-1 at 0.4; workers at 0.8 of 4 (20 %), no room
     # under a 20-core limit. ps-0 holds (2.0 - 0.4) / 2.4 = 2/3 of the traffic as its own
     # part: over 3 PS it still serves 2/3 + 1/9 = 78 %, and 3 PS of its size would serve
-    # on average 1 / (3 x 0.78) = 43 % of its load, 4 PS 33 %: cores the other PS leave
-    # idle. No trade: moving ps-0 alone is hot_ps's
+    # on average 1 / (3 x 0.78) = 43 % of its load, 4 PS 33 %, less than 2/3: cores the
+    # other PS leave idle. No trade: moving ps-0 alone is hot_ps's
     two = [node(f"j-edljob-ps-{i}", "ps", cpu=2, memory_mib=8192, index=i) for i in range(2)]
     points = series(two[0].name, cpu=[2.0] * 8) + series(two[1].name, cpu=[0.4] * 8)
     points += [s for n in WORKERS for s in series(n.name, cpu=[0.8] * 8)]
