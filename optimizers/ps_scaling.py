@@ -17,7 +17,7 @@ from brain.optimizing import (
     PlanView,
     Proposal,
 )
-from brain.optimizing.roles import current_role, planned_totals
+from brain.optimizing.roles import current_role, effective_roles, planned_totals, role_totals
 from brain.optimizing.speed_fit import Configuration, SpeedPoint
 from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe, stalled_since
 from optimizers._common import (
@@ -378,7 +378,7 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
     if ceiling is not None and count > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
     grown = _workers_grown_recently(context, settings.reverse_after_s)
-    if grown is not None and over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
+    if grown is not None and _over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
         plan_id, elapsed = grown
         return no_change(
             NAME,
@@ -388,7 +388,7 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
             evidence | {"plan": plan_id, "seconds_since": round(elapsed)},
             threshold | {"reverse_after_s": settings.reverse_after_s},
         )
-    if over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
+    if _over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
         # The guard would cut the workers to fit, whatever the PS then serve: trade
         # workers for smaller PS instead, or nothing.
         traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings)
@@ -505,7 +505,7 @@ def _network_bound(
         load = total * skew * gain(count) / count
         cpu = min(max(ceil_to(load / settings.target_utilization, settings.cpu_step), 0.1), request)
         roles = {ROLE_PS: _resized(context, ps_nodes, count, None if cpu == request else cpu)}
-        if not over_limits(context, roles):
+        if not _over_limits(context, roles):
             break
     else:
         return no_change(
@@ -633,7 +633,7 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
     top = min(max(wanted, now + 1), now + settings.step, ceiling or now + settings.step)
     for count in range(top, now, -1):
         roles = {ROLE_PS: RoleSpec(count=count)}
-        if not over_limits(context, roles):
+        if not _over_limits(context, roles):
             break
     else:
         return no_change(
@@ -895,7 +895,7 @@ def _fewer_ps(context, ps_nodes, recent, role, count, total, skew, evidence, thr
         ceil_mib(peak * now / count * settings.memory_margin),
     )
     roles = {ROLE_PS: RoleSpec(count=count, memory_mib=memory)}
-    if over_limits(context, roles):
+    if _over_limits(context, roles):
         return None
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     if unnamed:
@@ -1083,7 +1083,7 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
             cpu = min(max(cpu, settings.cpu_step), context.node_max.cpu)
             predicted = min(wanted, cpu * settings.max_busy / (cost * share))
             roles = {ROLE_PS: _resized(context, ps_nodes, k, cpu)}
-            if over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}):
+            if _over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}):
                 continue
             if best is None or predicted > best[0] * 1.01:
                 best = (predicted, k, n, cpu, roles)
@@ -1091,6 +1091,9 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
     if best is None or best[0] / speed - 1 < settings.trade_min_gain:
         return None
     predicted, k, n, cpu, roles = best
+    if n < workers.count and _workers_grown_recently(context, settings.reverse_after_s):
+        # The guard would cut workers a plan added within reverse_after_s: an oscillation.
+        return None
     hosts, unnamed = _ps_hosts(context, ps_nodes, k, settings.ps_port)
     evidence = evidence | {
         "ps_count": now,
@@ -1253,3 +1256,25 @@ def _right_size(context, ps_nodes, trainers, recent, settings) -> Proposal | Non
             )
         ],
     )
+
+
+def _over_limits(context, roles: dict[str, RoleSpec]) -> dict[str, tuple[float, float]]:
+    """``over_limits``, with each PS moved to more cores than the role's (hot_ps) counted
+    at its own size where ``roles`` keep the PS size (a new one relaunches them all at
+    it): the guard counts them so, and cuts workers for what the role's size hides."""
+    exceeded = dict(over_limits(context, roles))
+    limit = context.job.limits.cpu
+    ps = roles.get(ROLE_PS, RoleSpec())
+    if limit is None or "cpu" in exceeded or ps.cpu is not None:
+        return exceeded
+    role = current_role(ROLE_PS, context.job, context.nodes)
+    count = role.count if ps.count is None else ps.count
+    extra = sum(
+        max(n.cpu - (role.cpu or n.cpu), 0.0)
+        for n in context.nodes_of(ROLE_PS)
+        if n.index < (count or 0)
+    )
+    planned = role_totals(effective_roles(roles, context.job, context.nodes)).cpu + extra
+    if extra > 0 and planned > limit + 1e-9:
+        exceeded["cpu"] = (planned, limit)
+    return exceeded

@@ -615,3 +615,21 @@ def test_no_trade_where_a_hot_part_leaves_the_other_ps_idle():
     assert "hot relative to the other PS: moving it (hot_ps) helps first" in (
         proposal.reasons[0].message
     )
+
+
+def test_a_ps_moved_to_more_cores_counts_at_its_size_against_the_limit():
+    # The tier at 87.5 % makes room for workers: a third PS of 4 cores fits a 28-core
+    # limit (12 + 16), unless ps-0 runs moved to 5 cores: 29, and the guard would cut a
+    # worker for it
+    moved = [
+        node("j-edljob-ps-0", "ps", cpu=5, memory_mib=8192, index=0),
+        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
+    ]
+    points = series(moved[0].name, cpu=[4.5] * 8) + series(moved[1].name, cpu=[3.4] * 8)
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    proposal = propose(points, nodes=moved + WORKERS, limits=Limits(cpu=28))
+    assert proposal.is_empty
+    assert "one more PS would exceed the job's limits" in proposal.reasons[0].message
+    assert propose(points, nodes=moved + WORKERS, limits=Limits(cpu=29)).roles == {
+        "ps": RoleSpec(count=3)
+    }
