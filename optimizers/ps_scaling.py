@@ -1192,8 +1192,9 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     count, cpu = before["ps_count"], before["ps_cpu"]
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     evidence = {
+        # Not TAKEN_BACK_TO: a trade that did not pay (fewer workers beside the PS) does
+        # not show that more PS would not, and a ceiling would hold a growing load back.
         "ps_count": len(ps_nodes),
-        TAKEN_BACK_TO: count,
         TRADE_UNDONE: before,
         "steps_per_sec": round(after.steps_per_sec, 4),
         "previous_steps_per_sec": round(previous.steps_per_sec, 4),

@@ -569,6 +569,8 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
         "cores, and no more trades (the workers, 4 of 4 cores before it, are worker_tuning's "
         "to grow again)"
     )
+    # no ceiling on the PS count: fewer workers beside more PS is no evidence on more PS
+    assert "taken_back_to" not in proposal.reasons[0].evidence
 
     # at +10 % it stays, and the PS, peaking at 2.0 of 3.6 cores while the workers keep
     # their pace (75 % of their CPU), get 2.0 / 0.85 = 2.4 cores (at most 3/4 of 3.6)
