@@ -32,8 +32,17 @@ class OomRecoverySettings(BaseModel):
         2.0,
         ge=1.1,
         le=10.0,
-        description="The least a fix gives: the killed size x this factor (all it can go "
-        "by when the node left no sample).",
+        description="The least a fix gives: the killed size x this factor.",
+    )
+    unseen_factor: float = Field(
+        3.0,
+        ge=1.1,
+        le=10.0,
+        description="The fix when no node of the role left a sample before the kill: the "
+        "killed size x this factor. A pod killed before its first sample held more than its "
+        "size from the start, by an amount nothing measured; the estimate re-sizes it from "
+        "its measured peak minutes later, so a fix too large costs little and one too small "
+        "another kill.",
     )
     growth_horizon_s: float = Field(
         3600,
@@ -72,8 +81,10 @@ class OomRecoveryOptimizer:
     The need is measured, not guessed: the most the node held and, when its memory grew
     steadily over its last samples (most steps between them rising, so that a spike is no
     trend), that growth projected ``growth_horizon_s`` ahead, times
-    ``growth_margin``; never less than the killed size x ``memory_factor`` (a node killed
-    before its first sample left nothing else), capped per step and by the largest node.
+    ``growth_margin``; never less than the killed size x ``memory_factor``, capped per
+    step and by the largest node. When no node of the role left a sample (killed before
+    its first one, and its peers too), the killed size is all the kill tells: the fix is
+    that x ``unseen_factor``.
     A worker or chief holds a whole replica, so what killed one kills the others: a role
     of several such nodes is resized as one (every node, by one plan), sized by the most
     any of them held and the fastest growth. A PS holds its own shard: it is migrated
@@ -152,6 +163,7 @@ class OomRecoveryOptimizer:
             },
             {
                 "memory_factor": settings.memory_factor,
+                "unseen_factor": settings.unseen_factor,
                 "growth_horizon_s": settings.growth_horizon_s,
                 "growth_margin": settings.growth_margin,
                 "max_step_mib": settings.max_step_mib,
@@ -226,7 +238,10 @@ def _need(
             growth = max(growth, _steady_growth(samples))
     level = max(node.memory_mib, peak)
     projected = (level + growth * settings.growth_horizon_s) * settings.growth_margin
-    wanted = max(node.memory_mib * settings.memory_factor, projected)
+    # Nothing measured: the pod passed its size before the first sample, by an unknown
+    # amount (x 2 left workers asking 4096 of 10240 MiB killed twice).
+    factor = settings.memory_factor if peak else settings.unseen_factor
+    wanted = max(node.memory_mib * factor, projected)
     return _Need(peak, growth, wanted, from_peers=measured is not group)
 
 
@@ -267,6 +282,7 @@ def _message(
         f"{node.name} OOM-killed (event {event.id}, {kills} so far) at {node.memory_mib:.0f} "
         f"MiB; {seen}: {target} {node.memory_mib:.0f} -> {memory:.0f} MiB (the need "
         f"{settings.growth_horizon_s:.0f} s ahead x{settings.growth_margin}, at least "
-        f"x{settings.memory_factor} of the killed size; at most +{settings.max_step_mib:.0f} "
-        f"MiB and {cap:.0f} MiB)"
+        f"x{settings.memory_factor if need.peak_mib else settings.unseen_factor} of the killed "
+        f"size{'' if need.peak_mib else ', as nothing was measured'}; at most "
+        f"+{settings.max_step_mib:.0f} MiB and {cap:.0f} MiB)"
     )

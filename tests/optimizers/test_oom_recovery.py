@@ -20,11 +20,30 @@ def oom_context(events, plans=(), the_node=WORKER, node_max=None):
 
 
 def test_oom_doubles_memory_and_names_the_event():
-    proposal = OomRecoveryOptimizer().propose(oom_context([oom(7, "worker-1")]), SETTINGS)
-    # 4096 x 2 = 8192, under +32768 and the node max
+    # worker-1 held 3900 MiB before the kill at 4096: x 2 = 8192 is more than the peak
+    # (3900 x 1.2 = 4680), under +32768 and the node max
+    samples = series("worker-1", memory_mib=[3900.0] * 2)
+    ctx = context(
+        Stage.oom, nodes=[WORKER], node="worker-1", events=[oom(7, "worker-1")], samples=samples
+    )
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
     assert proposal.migrate == [NodeChange(role="worker", name="worker-1", cpu=4, memory_mib=8192)]
     assert proposal.source_event_id == 7
     assert proposal.reasons[0].threshold["memory_factor"] == 2.0
+
+
+def test_a_role_killed_before_any_sample_gets_three_times_the_killed_size():
+    # The oom-storm job: 4 workers ask 4096 MiB and use 10240 from the start, each killed
+    # before its first sample. The kill tells only that 4096 was too small: x 2 (8192) was
+    # killed again; x 3 = 12288 holds in one fix.
+    workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=4096, index=i) for i in range(4)]
+    ctx = context(Stage.oom, nodes=workers, node="worker-0", events=[oom(1, "worker-0")])
+    proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles == {"worker": RoleSpec(memory_mib=12288)}
+    assert proposal.reasons[0].threshold["unseen_factor"] == 3.0
+    assert "at least x3.0 of the killed size, as nothing was measured" in (
+        proposal.reasons[0].message
+    )
 
 
 def test_replayed_oom_event_is_not_answered_twice():
@@ -60,7 +79,7 @@ def test_growth_capped_per_step():
 def test_growth_capped_at_node_max():
     ctx = oom_context([oom(1, "worker-1")], node_max=Resources(cpu=64, memory_mib=6000, gpu=0))
     proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
-    # 4096 x 2 = 8192 > node max 6000
+    # 4096 x 3 (no sample) = 12288 > node max 6000
     assert proposal.migrate[0].memory_mib == 6000
 
 
@@ -84,7 +103,7 @@ def test_gives_up_after_n_ooms_of_the_same_node():
     grown = OomRecoveryOptimizer().propose(
         oom_context(events, plans=answered), OomRecoverySettings(give_up_after_ooms=4)
     )
-    assert grown.migrate[0].memory_mib == 8192
+    assert grown.migrate[0].memory_mib == 12288
 
 
 def test_unknown_node_is_an_empty_proposal():
@@ -137,10 +156,10 @@ def test_identical_workers_are_fixed_by_one_plan_for_the_role():
     workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=4096, index=i) for i in range(3)]
     ctx = context(Stage.oom, nodes=workers, node="worker-1", events=[oom(4, "worker-1")])
     proposal = OomRecoveryOptimizer().propose(ctx, SETTINGS)
-    # no sample before the kill: x2 of 4096, for every worker at once
-    assert proposal.roles == {"worker": RoleSpec(memory_mib=8192)}
+    # no sample before the kill: x3 of 4096, for every worker at once
+    assert proposal.roles == {"worker": RoleSpec(memory_mib=12288)}
     assert proposal.migrate == []
-    assert "every worker (3) 4096 -> 8192 MiB" in proposal.reasons[0].message
+    assert "every worker (3) 4096 -> 12288 MiB" in proposal.reasons[0].message
 
 
 def test_a_kill_the_roles_fix_already_covers_gets_no_second_plan():
@@ -161,7 +180,7 @@ def test_a_kill_the_roles_fix_already_covers_gets_no_second_plan():
     earlier = plan(source_event_id=4, seconds_ago=600, roles={"worker": RoleSpec(memory_mib=8192)})
     ctx = context(Stage.oom, nodes=workers, node="worker-2", events=events, plans=[earlier])
     assert OomRecoveryOptimizer().propose(ctx, SETTINGS).roles == {
-        "worker": RoleSpec(memory_mib=16384)
+        "worker": RoleSpec(memory_mib=24576)
     }
 
 
