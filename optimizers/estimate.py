@@ -40,6 +40,9 @@ NAME = "estimate"
 # one more trainer is squeezed in: speed, and so PS load, grows slower than the trainers
 # (beta 0.13 at 3 trainers: 0.8 of linear).
 _SQUEEZE_FLOOR = 0.8
+# The least spread of the PS's shares of the model (largest - smallest) from which their
+# memory tells each PS's own part from its shard: below it the line through them is noise.
+_SPLIT_SPREAD = 0.1
 
 
 class EstimateSettings(CpuStepSettings):
@@ -146,8 +149,10 @@ class ResourceEstimateOptimizer:
     is sized ``growth_horizon_s`` ahead at the current speed). Each PS gets at least the
     most one PS held plus its share of that growth (its own fitted rate over the
     tier's), x factor: a PS holds a fixed part of its own besides its shard, which
-    splitting the model over more PS does not shrink. If the plan exceeds the job's CPU,
-    memory or GPU limits, workers are reduced first.
+    splitting the model over more PS does not shrink. PS whose memory grew at different
+    rates tell that part from their shards: more PS then each get their own part plus
+    the largest one's share of the model (``_PsSplit``), x factor. If the plan exceeds
+    the job's CPU, memory or GPU limits, workers are reduced first.
     """
 
     name: ClassVar[str] = NAME
@@ -233,6 +238,30 @@ class _Size:
     # below it without knowing that fixed part.
     ps_memory_floor_mib: float
     ps_memory_reason: Reason
+    # Each PS's own part and the model's shares, when the data tell them apart (None:
+    # they do not, and every PS keeps at least the most one PS holds).
+    ps_split: _PsSplit | None = None
+
+
+@dataclass(frozen=True)
+class _PsSplit:
+    """The PS tier's memory told apart: what each PS holds of its own (runtime, buffers)
+    and what it holds of the model, from PS that hold different shares of it."""
+
+    overhead_mib: float  # the most any PS holds of its own
+    model_mib: float  # the model, all PS together, at the size the tier is sized for
+    largest_share: float  # the largest PS's share of the model now
+    smallest_share: float
+    count: int  # PS measured
+
+    def share_at(self, ps_count: int) -> float:
+        """The largest PS's share of the model over ``ps_count`` PS: the part that a
+        hot PS holds beyond the others stays on one PS, the rest splits evenly."""
+        hot = self.largest_share - self.smallest_share
+        return hot + self.smallest_share * self.count / ps_count
+
+    def need_at(self, ps_count: int) -> float:
+        return self.overhead_mib + self.share_at(ps_count) * self.model_mib
 
 
 def _measure(
@@ -310,7 +339,48 @@ def _size(context: OptimizerContext, use: _Use, settings: EstimateSettings) -> _
         for name, peak in use.ps_memory_peaks_mib.items()
     )
     return _Size(
-        worker, margin, workers, squeeze_ps, ps_memory_total, ps_memory_floor, ps_memory_reason
+        worker,
+        margin,
+        workers,
+        squeeze_ps,
+        ps_memory_total,
+        ps_memory_floor,
+        ps_memory_reason,
+        _ps_split(use, growing, ps_memory_total),
+    )
+
+
+def _ps_split(use: _Use, growing: _PsMemoryFit | None, total_mib: float) -> _PsSplit | None:
+    """Each PS's own part, from PS whose memory grew at different rates: a PS grows with
+    its shard of the model (its share: its rate over the tier's), and its own part does
+    not grow. With peaks ``m_i = own + share_i x model``, the line through the PS gives
+    the model (its slope) and each PS's own part (``m_i - share_i x model``; the most of
+    them is kept). None when one PS or PS of equal shares cannot tell them apart, or
+    memory does not grow: CPU shares would be no guide to memory (a PS past its CPU knee
+    uses more than its traffic share, and a share off by 0.01 moves the own part by 1 %
+    of the model)."""
+    peaks = use.ps_memory_peaks_mib
+    if growing is None or len(peaks) < 2:
+        return None
+    rates = {name: growing.growth_shares.get(name, 0.0) for name in peaks}
+    total_rate = sum(rates.values())
+    if total_rate <= 0:
+        return None
+    shares = {name: rate / total_rate for name, rate in rates.items()}
+    if max(shares.values()) - min(shares.values()) < _SPLIT_SPREAD:
+        return None
+    x = np.array([shares[n] for n in peaks])
+    y = np.array([peaks[n] for n in peaks])
+    model = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    if model <= 0:
+        return None
+    own = min(max(float((y - x * model).max()), 0.0), float(y.min()))
+    return _PsSplit(
+        overhead_mib=own,
+        model_mib=max(total_mib, float(y.sum())) - own * len(peaks),
+        largest_share=float(x.max()),
+        smallest_share=float(x.min()),
+        count=len(peaks),
     )
 
 
@@ -327,11 +397,7 @@ def _plan_for(
     ps_cpu = use.ps_request_cpu
     if not use.ps_bound:
         ps_cpu = min(ceil_to(ps_cpu_total / ps_count, settings.cpu_step), use.ps_request_cpu)
-    # Each PS its share of the tier's total, never less than one PS holds now: a PS's own
-    # overhead does not shrink when the model is split over more of them.
-    ps_memory = ceil_mib(
-        max(size.ps_memory_total_mib / ps_count, size.ps_memory_floor_mib) * settings.factor
-    )
+    ps_memory = ceil_mib(_ps_memory_need(size, ps_count) * settings.factor)
     # The chief trains like a worker: it is sized like one.
     trainers = (
         {
@@ -342,6 +408,21 @@ def _plan_for(
         else {ROLE_WORKER: replace(size.worker, count=workers)}
     )
     return trainers | {ROLE_PS: RoleSpec(count=ps_count, cpu=ps_cpu, memory_mib=ps_memory)}
+
+
+def _ps_memory_need(size: _Size, ps_count: int) -> float:
+    """What each of ``ps_count`` PS needs, before the margin. Each PS its share of the
+    tier's total, never less than one PS holds now (a PS's own part does not shrink when
+    the model is split over more of them), unless the tier told its own part from its
+    shards: then more PS each need their own part plus their share of the model, and
+    fewer PS at least that."""
+    kept = max(size.ps_memory_total_mib / ps_count, size.ps_memory_floor_mib)
+    split = size.ps_split
+    if split is None:
+        return kept
+    if ps_count > split.count:
+        return split.need_at(ps_count)
+    return max(kept, split.need_at(ps_count))
 
 
 def _fit(
@@ -408,7 +489,13 @@ def _explain(
             f"{', busy PS keep their request' if use.ps_bound else ''}) and "
             f"{roles[ROLE_PS].memory_mib:.0f} MiB ({_ps_memory_basis(size, ps_count)} "
             f"x{settings.factor})",
-            evidence | {"ps_memory_floor_mib": round(size.ps_memory_floor_mib, 1)},
+            evidence
+            | {
+                "ps_memory_floor_mib": round(size.ps_memory_floor_mib, 1),
+                "ps_own_memory_mib": None
+                if size.ps_split is None
+                else round(size.ps_split.overhead_mib, 1),
+            },
             {
                 "factor": settings.factor,
                 "cpu_bound_at": settings.cpu_bound_at,
@@ -431,6 +518,14 @@ def _explain(
 
 def _ps_memory_basis(size: _Size, ps_count: int) -> str:
     share = size.ps_memory_total_mib / ps_count
+    split = size.ps_split
+    if split is not None and _ps_memory_need(size, ps_count) == split.need_at(ps_count):
+        return (
+            f"each PS's own {split.overhead_mib:.0f} MiB and the largest PS's share of the "
+            f"{split.model_mib:.0f} MiB model, {split.share_at(ps_count):.2f} over {ps_count} "
+            f"PS (shares {split.smallest_share:.2f}-{split.largest_share:.2f} of "
+            f"{split.count} PS, by their growth): {split.need_at(ps_count):.0f} MiB"
+        )
     if share >= size.ps_memory_floor_mib:
         return f"the tier's {size.ps_memory_total_mib:.0f} MiB over {ps_count} PS"
     return (
