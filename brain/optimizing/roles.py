@@ -120,13 +120,16 @@ def node_level_totals(
     totals = dict.fromkeys(SIZE_FIELDS, 0.0)
     for role, spec in effective_roles(roles, job, nodes).items():
         planned = roles.get(role, RoleSpec())
+        now = current_role(role, job, nodes)
         existing = sorted((n for n in nodes if n.role == role), key=lambda n: n.index)
         count = spec.count or 0
         kept = existing[:count]
         missing = max(count - len(kept), 0)
         for f in SIZE_FIELDS:
             role_size = getattr(spec, f) or 0.0
-            resized = getattr(planned, f) is not None
+            # A plan that repeats the role's size resizes nothing: a master relaunches
+            # nodes only when the size changes, so a node migrated to its own size keeps it.
+            resized = getattr(planned, f) not in (None, getattr(now, f))
             own = sum(role_size if resized else (getattr(n, f) or role_size) for n in kept)
             back = [] if resized else [getattr(n, f) for n in failed if n.role == role]
             returning = [max(size, role_size) for size in sorted(back, reverse=True)[:missing]]

@@ -53,3 +53,27 @@ def test_a_failed_node_coming_back_counts_at_its_own_size():
     # A failed node smaller than its role counts at the role's size: a new node would be.
     small = [node("ps-0", "ps", 2, 8192, index=0)]
     assert worker_count(proposal, view(limited, running, failed_nodes=small)) == (proposal, [])
+
+
+def test_a_plan_repeating_the_role_size_keeps_a_migrated_node_at_its_own_size():
+    # The slow-worker scenario's shape: workers of 3.9 cores, worker 0 moved to a fresh
+    # node at 4.3, one PS of 8.9. A plan asking 10 workers and repeating cpu=3.9 resizes
+    # nothing, so worker 0 stays at 4.3: 8.9 + 4.3 + 9 x 3.9 = 48.3 > 48, and only 9
+    # workers fit (8.9 + 4.3 + 8 x 3.9 = 44.4). Counted as if the plan resized worker 0
+    # to 3.9 the 10 workers made 47.9 and passed, and the job ran at 48.3.
+    roles = {
+        "worker": RoleSpec(count=9, cpu=3.9, memory_mib=4096),
+        "ps": RoleSpec(count=1, cpu=8.9, memory_mib=8192),
+    }
+    nodes = [node("ps-0", "ps", 8.9, 8192, index=0), node("worker-0", "worker", 4.3, 4096)]
+    nodes += [node(f"worker-{i}", "worker", 3.9, 4096, index=i) for i in range(1, 9)]
+    proposal = Proposal(roles={"worker": RoleSpec(count=10, cpu=3.9, memory_mib=4096)})
+    limited = job(roles=roles, limits=Limits(cpu=48))
+    bounded, reasons = worker_count(proposal, view(limited, nodes))
+    # Back to the 9 workers it runs: no count in the plan, the sizes as asked.
+    assert bounded.roles == {"worker": RoleSpec(cpu=3.9, memory_mib=4096)}
+    assert reasons[0].evidence == {"workers_before": 10, "workers_after": 9}
+    # A plan that does resize the workers relaunches every one at the new size, worker 0
+    # included: 8.9 + 10 x 3.8 = 46.9 fits.
+    resized = Proposal(roles={"worker": RoleSpec(count=10, cpu=3.8, memory_mib=4096)})
+    assert worker_count(resized, view(limited, nodes)) == (resized, [])
