@@ -553,17 +553,26 @@ def _stay(job: _Job, evidence: dict, had_candidates: bool) -> Proposal:
     return no_change(NAME, f"{here}; one more worker would exceed the job's limits", evidence, {})
 
 
-def _more_workers(job: _Job) -> list[_Candidate]:
-    context, settings = job.context, job.settings
+def _reach(job: _Job) -> int:
+    """The most workers one plan may grow to where the fit is unsure: ``explore_factor``
+    x the most trainers the job ran (at least ``step`` more), within the job's
+    ``max_count`` and any ceiling a take-back left."""
+    settings = job.settings
     most_run = max(p.configuration.trainers for p in job.observed.points)
-    reach = max(most_run + settings.step, math.floor(most_run * settings.explore_factor))
-    top = reach - job.chiefs
-    ceiling = _ceiling(context.plans, TAKEN_BACK_TO)
-    if ceiling is not None:
-        top = min(top, ceiling)
-    maximum = context.job.bounds_of(ROLE_WORKER).max_count
-    if maximum is not None:
-        top = min(top, maximum)
+    top = max(most_run + settings.step, math.floor(most_run * settings.explore_factor))
+    top -= job.chiefs
+    for bound in (
+        _ceiling(job.context.plans, TAKEN_BACK_TO),
+        job.context.job.bounds_of(ROLE_WORKER).max_count,
+    ):
+        if bound is not None:
+            top = min(top, int(bound))
+    return top
+
+
+def _more_workers(job: _Job) -> list[_Candidate]:
+    context = job.context
+    top = _reach(job)
     found = []
     cpu = job.now.trainer_cpu
     for count in range(job.workers + 1, top + 1):
@@ -747,34 +756,44 @@ def _give_back(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
 
 
 def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
-    """One more worker, every worker made smaller so that they fit the CPU limit, when
-    that adds at least ``min_cpu_in_use_gain`` to the CPU the workers use (a worker that
-    uses less than its request loses nothing); else None."""
+    """More workers, every worker made smaller so that they fit the CPU limit, when that
+    adds at least ``min_cpu_in_use_gain`` to the CPU the workers use (a worker that uses
+    less than its request loses nothing): as many as fit with each still given what a
+    worker uses, within the step's reach (``explore_factor``), the busiest PS's
+    ``ps_room`` left free when the workers wait; one more when even one more takes some
+    of what they use. Else None."""
     context, settings = job.context, job.settings
     workers = job.workers
     now = current_role(ROLE_WORKER, context.job, context.nodes)
     limit = context.job.limits.cpu
     used = _worker_cpu_used(context, settings.worker_samples)
-    maximum = context.job.bounds_of(ROLE_WORKER).max_count
-    ceiling = _ceiling(context.plans, TAKEN_BACK_TO)
-    if (
-        limit is None
-        or not now.cpu
-        or used is None
-        or used <= 0
-        or (maximum is not None and workers + 1 > maximum)
-        or (ceiling is not None and workers + 1 > ceiling)
-    ):
+    top = _reach(job)
+    if limit is None or not now.cpu or used is None or used <= 0 or top <= workers:
         return None
     # The other roles at their nodes' own size: a PS migrated to more CPU counts as such.
     others = planned_totals({ROLE_WORKER: RoleSpec(count=0)}, context.job, context.nodes).cpu
-    cpu = math.floor((limit - others) / (workers + 1) / CPU_STEP + 1e-9) * CPU_STEP
-    cpu = round(min(cpu, now.cpu), 6)
-    gain = (workers + 1) * min(cpu, used) / (workers * used) - 1
-    roles = {ROLE_WORKER: RoleSpec(count=workers + 1, cpu=cpu)}
-    predicted = job.predict(job.configuration(workers + 1, cpu))
+
+    # Workers that wait (at most trim_wait of their CPU used) may wait on the PS: more
+    # than one more leaves the busiest PS its ps_room to grow, or the PS rules' next
+    # move would cut them again.
+    ps_cpu = max((n.cpu for n in context.nodes_of(ROLE_PS)), default=0.0)
+    reserve = settings.ps_room * ps_cpu if used <= settings.trim_wait * now.cpu else 0.0
+
+    def size(count: int) -> float:
+        room = limit - others - (reserve if count > workers + 1 else 0.0)
+        cpu = math.floor(room / count / CPU_STEP + 1e-9) * CPU_STEP
+        return round(min(cpu, now.cpu), 6)
+
+    # Workers given less than they use wait on their own cores: the count stops where
+    # each would get less than its use, unless that is at the first worker added.
+    count = next((c for c in range(top, workers + 1, -1) if size(c) >= used - 1e-9), workers + 1)
+    cpu = size(count)
+    gain = count * min(cpu, used) / (workers * used) - 1
+    roles = {ROLE_WORKER: RoleSpec(count=count, cpu=cpu)}
+    predicted = job.predict(job.configuration(count, cpu))
     if (
-        gain < settings.min_cpu_in_use_gain
+        cpu < CPU_STEP
+        or gain < settings.min_cpu_in_use_gain
         or predicted.high < job.speed.steps_per_sec * (1 + settings.min_gain)
         or exceeded_limits(planned_totals(roles, context.job, context.nodes), context.job.limits)
     ):
@@ -787,11 +806,11 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
                 f"{_describe(job.now)} at {job.speed.steps_per_sec:.2f} steps/s; one more "
                 f"worker of {now.cpu:g} cores would exceed the CPU limit {limit:g}, so the "
                 f"workers, using {used:.2f} cores each, get {cpu:g}: workers {workers} -> "
-                f"{workers + 1}, {gain:+.0%} CPU in use",
+                f"{count}, {gain:+.0%} CPU in use",
                 evidence
                 | {
                     "worker_count": workers,
-                    "added": 1,
+                    "added": count - workers,
                     "worker_cpu_used": round(used, 3),
                     COUNT_BEFORE: workers,
                     CPU_BEFORE: now.cpu,
