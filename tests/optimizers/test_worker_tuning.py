@@ -187,7 +187,8 @@ def test_one_more_worker_fits_when_every_worker_gets_a_little_less():
 
 def test_as_many_more_workers_as_fit_with_what_each_uses():
     # Workers using 4 of their 9 cores (44 %, at most trim_wait 0.7: they wait, maybe on
-    # the PS, so its node's 4 cores keep ps_room 0.67 x 4 = 2.68 free): (30 - 4 - 2.68) / 4 = 5.83 -> 5.8 cores each still covers the 4 they use, and 4 workers are
+    # the PS, so its node's 4 cores keep ps_room 0.67 x 4 = 2.68 free): (30 - 4 - 2.68)
+    # / 4 = 5.83 -> 5.8 cores each still covers the 4 they use, and 4 workers are
     # the step's reach (2 trainers run, +2): 4 x 4 / (2 x 4) = +100 % CPU in use, where
     # one more worker at a time gave 3 x 8.6 (+50 %)
     proposal = propose(sized_context(4.0, 30))
