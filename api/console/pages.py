@@ -47,6 +47,7 @@ from api.schemas.suggestions import SuggestionCostOut, SuggestionOut
 from api.state import server_state
 from brain.domain import K8S_LABEL, NAMESPACE_MAX, JobStatus, utcnow
 from brain.errors import Conflict, NotFound, Unauthorized
+from brain.history.plausible import SECONDS_PER_DAY
 from brain.job_ref import JobRef
 from brain.portraits import jobs as portraits
 from brain.portraits.job_table import SORTS, JobTableFilters, job_table
@@ -226,13 +227,17 @@ def _window_view(session, settings, window: PageWindow, namespace: str | None) -
     up: one read of the window's jobs for both."""
     since, end = window.since, window.end
     prices = settings.prices if settings.prices.configured else None
-    trend = weekly_trend(session, since, end, TrendScope(namespace), prices)
+    # Runs are believed as long as the setting allows, as on the owner pages.
+    max_run_s = settings.history_max_run_days * SECONDS_PER_DAY
+    trend = weekly_trend(session, since, end, TrendScope(namespace), prices, max_run_s)
     totals, cost = window_sum(trend)
-    rows, _ = portraits.ranking(session, "user", since, "gpu", 5, 0, namespace=namespace, end=end)
+    rows, _ = portraits.ranking(
+        session, "user", since, "gpu", 5, 0, max_run_s, namespace=namespace, end=end
+    )
     keys = [k for k, _ in rows]
     spent = {}
     if prices is not None:
-        spent = spend_by(session, "user", keys, since, prices, namespace, end)
+        spent = spend_by(session, "user", keys, since, prices, namespace, end, max_run_s)
     # Ranked by waste, most first: a key that wasted nothing (a user whose jobs have
     # only just started) is no waster, and can only trail the list.
     top = [

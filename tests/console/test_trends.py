@@ -294,3 +294,28 @@ def test_namespace_b_trends_are_unchanged_by_namespace_a_and_hidden_from_it(
         plain = client.get("/ui/").text
         assert 'data-table="trend"' not in plain
         assert 'href="/ui/namespaces/team-a"' in plain and "team-b" not in plain
+
+
+@pytest.mark.parametrize("path", ["/ui/", "/ui/namespaces/ml"])
+def test_the_overview_and_namespace_believe_runs_as_long_as_the_setting_allows(
+    settings, session, path
+):
+    # alice's 30-hour run (past a one-day BRAIN_HISTORY_MAX_RUN_DAYS, within the default
+    # 60) and her 1-hour run, both ended in the last 7 days.
+    start = utcnow() - timedelta(days=3)
+    long = flat_job(session, "long", start=start, cpu_request=4, cpu_used=1, hours=30)
+    short = flat_job(session, "short", start=start, cpu_request=2, cpu_used=1)
+    for job in (long, short):
+        job.namespace = "ml"
+        summarize_job(session, job)
+    session.commit()
+    # Wasted at $0.05 a core-hour and $0.01 a GiB-hour: the short run 1 core-hour and
+    # 0.5 GiB-hour, $0.055; the long one 3 × 30 = 90 core-hours and 15 GiB-hours, $4.65.
+    for days, jobs, waste_usd in ((60, 2, 0.055 + 4.65), (1, 1, 0.055)):
+        update = {"history_max_run_days": days, **PRICES}
+        with TestClient(create_app(settings.model_copy(update=update))) as client:
+            trend = csv_rows(client, path, table="trend")
+            assert sum(int(r["jobs"]) for r in trend) == jobs, days
+            (waster,) = csv_rows(client, path, table="wasters")
+            assert (waster["user"], int(waster["jobs"])) == ("alice", jobs)
+            assert float(waster["waste_usd"]) == approx(waste_usd), days
