@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-from sqlalchemy import ColumnElement, Integer, Select, bindparam, case, func, select
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from brain.db.engine import ReadSession
@@ -21,7 +21,6 @@ from brain.db.models import (
     NodeSummaryRow,
     RoleSummaryRow,
 )
-from brain.domain import JobStatus
 from brain.errors import job_not_found
 from brain.history.plausible import DEFAULT_MAX_RUN_S, believed, window_params, window_share
 from brain.job_ref import JobRef, one_job
@@ -184,24 +183,29 @@ def owner_portrait(
 ) -> tuple[Totals, list[JobSummaryRow]]:
     """Totals over the believed jobs of a user or group (``owner``) ended since
     ``since`` (each counting its share inside the window, see brain.history.plausible),
-    and a page of those jobs, most waste first."""
+    summed from their day rows (``brain.portraits.usage``), and a page of those jobs,
+    most waste first."""
+    by_namespace = namespace is not None
+    usage = usage_params(since, None, max_run_s) | {"value": value, "namespace": namespace}
+    totals = session.execute(_owner_totals(owner, by_namespace), usage).one()
     params = {"value": value, "since": since, "limit": limit, "offset": offset}
     params |= window_params(since, max_run_s) | {"namespace": namespace}
-    by_namespace = namespace is not None
-    rows = session.execute(_owner_page(owner, sort, by_namespace), params).all()
-    if not rows:
-        totals = session.execute(_owner_totals(owner, by_namespace), params).one()
-        return totals_of(totals), []
-    return totals_of(rows[0]), [row[0] for row in rows]
+    page = session.scalars(_owner_page(owner, sort, by_namespace), params)
+    return totals_of(totals), list(page)
 
 
 @cache
 def _owner_page(owner: str, sort: str, by_namespace: bool) -> Select:
-    # Window aggregates see every matching job before LIMIT: the totals come with each
-    # row of the page, one statement. Only an empty page needs them on their own.
+    conditions = [
+        OWNER_KEYS[owner] == bindparam("value"),
+        JobSummaryRow.ended_at >= bindparam("since"),
+        *believed(),
+    ]
+    if by_namespace:
+        conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
     return (
-        select(JobSummaryRow, *aggregates(window=True))
-        .where(*_owner_jobs(owner, by_namespace))
+        select(JobSummaryRow)
+        .where(*conditions)
         .order_by(*_waste_order(sort), JobSummaryRow.job_id)
         .limit(bindparam("limit", type_=Integer))
         .offset(bindparam("offset", type_=Integer))
@@ -210,62 +214,48 @@ def _owner_page(owner: str, sort: str, by_namespace: bool) -> Select:
 
 @cache
 def _owner_totals(owner: str, by_namespace: bool) -> Select:
-    return select(*aggregates()).where(*_owner_jobs(owner, by_namespace))
-
-
-def _owner_jobs(owner: str, by_namespace: bool) -> list[ColumnElement[bool]]:
-    conditions = [
-        OWNER_KEYS[owner] == bindparam("value"),
-        JobSummaryRow.ended_at >= bindparam("since"),
-        *believed(),
-    ]
+    conditions = [USAGE_KEYS[owner] == bindparam("value")]
     if by_namespace:
-        conditions.append(JobSummaryRow.namespace == bindparam("namespace"))
-    return conditions
+        conditions.append(JobUsageDayRow.namespace == bindparam("namespace"))
+    return select(*sums(window_rows({}, conditions, bounded=False)))
 
 
 def owner_totals(
     session: ReadSession, owner: str, since: datetime, max_run_s: float = DEFAULT_MAX_RUN_S
 ) -> list[tuple[str | None, str, Totals]]:
     """Every user or group (``owner``) of each namespace with believed jobs ended since
-    ``since``, with its totals: (namespace, key, totals). An owner is one per namespace:
-    alice of team-a and alice of team-b are scored apart, so one namespace's runs cannot
-    move another's priorities (owners without a key are left out)."""
-    key = OWNER_KEYS[owner]
-    rows = session.execute(
-        select(JobSummaryRow.namespace, key.label("key"), *aggregates())
-        .where(JobSummaryRow.ended_at >= bindparam("since"), key.is_not(None), *believed())
-        .group_by(JobSummaryRow.namespace, key)
-        .order_by(JobSummaryRow.namespace, key),
-        {"since": since} | window_params(since, max_run_s),
-    )
+    ``since``, with its totals (summed from their day rows): (namespace, key, totals).
+    An owner is one per namespace: alice of team-a and alice of team-b are scored apart,
+    so one namespace's runs cannot move another's priorities (owners without a key are
+    left out)."""
+    params = usage_params(since, None, max_run_s)
+    rows = session.execute(_owner_totals_by_namespace(owner), params)
     return [(row.namespace, row.key, totals_of(row)) for row in rows]
 
 
-# Keys ``totals_by`` groups on.
-TOTALS_KEYS = {
-    "namespace": JobSummaryRow.namespace,
-    "user": JobSummaryRow.user,
-    "group": JobSummaryRow.group_key,
-}
+@cache
+def _owner_totals_by_namespace(owner: str) -> Select:
+    key = USAGE_KEYS[owner]
+    keys = {"namespace": JobUsageDayRow.namespace, "key": key}
+    rows = window_rows(keys, [key.is_not(None)], bounded=False)
+    return (
+        select(rows.c.namespace, rows.c.key, *sums(rows))
+        .group_by(rows.c.namespace, rows.c.key)
+        .order_by(rows.c.namespace, rows.c.key)
+    )
 
 
 def totals_by(session: Session, kind: str, since: datetime) -> list[tuple[str | None, Totals]]:
     """Every namespace, user or group (``kind``) with jobs ended since ``since``, with
-    its totals (jobs without a namespace under None)."""
-    params = {"since": since} | window_params(since, DEFAULT_MAX_RUN_S)
+    its totals summed from their day rows (jobs without a namespace under None)."""
+    params = usage_params(since, None, DEFAULT_MAX_RUN_S)
     return [(row.key, totals_of(row)) for row in session.execute(_totals_by(kind), params)]
 
 
 @cache
 def _totals_by(kind: str) -> Select:
-    key = TOTALS_KEYS[kind]
-    return (
-        select(key.label("key"), *aggregates())
-        .where(JobSummaryRow.ended_at >= bindparam("since"), *believed())
-        .group_by(key)
-        .order_by(key)
-    )
+    rows = window_rows({"key": USAGE_KEYS[kind]}, [], bounded=False)
+    return select(rows.c.key, *sums(rows)).group_by(rows.c.key).order_by(rows.c.key)
 
 
 def ranking(
@@ -329,36 +319,6 @@ def _ranking_count(by: str, by_namespace: bool, bounded: bool) -> Select:
 def _ranking_rows(by: str, by_namespace: bool, bounded: bool):
     conditions = [JobUsageDayRow.namespace == bindparam("namespace")] if by_namespace else []
     return window_rows({"key": USAGE_KEYS[by]}, conditions, bounded)
-
-
-def aggregates(window: bool = False) -> list[ColumnElement]:
-    """The columns ``totals_of`` reads: aggregates, or with ``window`` the same over every
-    row of the query (``OVER ()``), so that they ride along with a page of rows."""
-
-    def total(value) -> ColumnElement:
-        summed = func.sum(value)
-        return summed.over() if window else summed
-
-    def status_count(status: JobStatus) -> ColumnElement:
-        return func.coalesce(total(case((JobSummaryRow.status == status.value, 1), else_=0)), 0)
-
-    count = func.count()
-    share = window_share()
-    columns: list[ColumnElement] = [
-        (count.over() if window else count).label("jobs"),
-        *(status_count(s).label(s.value) for s in JobStatus if s != JobStatus.pending),
-        func.coalesce(total(JobSummaryRow.run_seconds * share), 0.0).label("run_seconds"),
-    ]
-    for name in Hours.__dataclass_fields__:
-        column = getattr(JobSummaryRow, name)
-        if name in _COUNTS:  # events are not spread over the run
-            columns.append(func.coalesce(total(column), 0).label(name))
-        else:
-            columns.append(func.coalesce(total(column * share), 0.0).label(name))
-    return columns
-
-
-_COUNTS = frozenset({"oom_count", "failure_count"})
 
 
 NO_TOTALS = Totals(0, 0, 0, 0, 0, 0.0, Hours())

@@ -9,10 +9,12 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import insert
+from sqlalchemy.orm import Session
 
 from api.app import create_app
 from brain.db.models import JobRow, JobSummaryRow
 from brain.domain import utcnow
+from brain.summaries.usage_days import write_usage_days
 from tests.builders import flat_job, recent_hour
 
 approx = pytest.approx
@@ -129,37 +131,39 @@ def test_user_series_stay_bounded_with_ten_thousand_users(settings, db):
                 for i in range(users)
             ],
         )
-        conn.execute(
-            insert(JobSummaryRow),
-            [
-                {
-                    "job_id": i + 1,
-                    "final": True,
-                    "computed_at": now,
-                    "uid": f"j{i}",
-                    "name": "n",
-                    "user_name": f"u{i:05d}",
-                    "group_key": f"u{i:05d}/n",
-                    "namespace": "ml",
-                    "status": "succeeded",
-                    "ended_at": ended,
-                    "run_seconds": 3600.0,
-                    "node_count": 1,
-                    "samples": 2,
-                    "plans": [],
-                    "series_buckets": 0,
-                    "requested_core_hours": float(i + 1),
-                    "used_core_hours": 0.0,
-                    "requested_gib_hours": 0.0,
-                    "used_gib_hours": 0.0,
-                    "requested_gpu_hours": 0.0,
-                    "used_gpu_hours": 0.0,
-                    "oom_count": 0,
-                    "failure_count": 0,
-                }
-                for i in range(users)
-            ],
-        )
+    summaries = [
+        {
+            "job_id": i + 1,
+            "final": True,
+            "computed_at": now,
+            "uid": f"j{i}",
+            "name": "n",
+            "user": f"u{i:05d}",
+            "group_key": f"u{i:05d}/n",
+            "namespace": "ml",
+            "status": "succeeded",
+            "ended_at": ended,
+            "run_seconds": 3600.0,
+            "node_count": 1,
+            "samples": 2,
+            "plans": [],
+            "series_buckets": 0,
+            "requested_core_hours": float(i + 1),
+            "used_core_hours": 0.0,
+            "requested_gib_hours": 0.0,
+            "used_gib_hours": 0.0,
+            "requested_gpu_hours": 0.0,
+            "used_gpu_hours": 0.0,
+            "oom_count": 0,
+            "failure_count": 0,
+        }
+        for i in range(users)
+    ]
+    with Session(db) as session:
+        session.execute(insert(JobSummaryRow), summaries)
+        # Their day rows, as the summary store writes them with each summary.
+        write_usage_days(session, [JobSummaryRow(**values) for values in summaries])
+        session.commit()
     bounded = settings.model_copy(update={"metrics_owner_series": 50, "metrics_cache_s": 0})
     with TestClient(create_app(bounded)) as client:
         metrics = scrape(client)

@@ -14,11 +14,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from brain.db.engine import make_engine, make_session_factory
 from brain.db.models import JobUsageDayRow
-from brain.portraits.jobs import owner_portrait, ranking
+from brain.portraits.jobs import owner_portrait, owner_totals, ranking, totals_by
+from brain.portraits.priorities import priorities
 from brain.portraits.trend import TrendScope, weekly_trend, window_sum
 from brain.services.job_deletion import delete_job
 from brain.summaries import summarize_job
@@ -185,3 +186,26 @@ def test_a_run_no_setting_believes_has_no_day(session):
     summarize_job(session, job)
     session.commit()
     assert day_rows(session) == []
+
+
+def test_owner_and_namespace_totals_and_priorities_sum_the_day_rows(session, settings):
+    """The /metrics totals, the priorities and an owner portrait's totals read the day
+    rows, not each run's share computed on its summary."""
+    night(session)
+    statements: list[str] = []
+    event.listen(session.bind, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    # From Sunday 22:00: 6 of the 8 hours, 18 core-hours asked and 6 used (as above).
+    since = SUNDAY + timedelta(hours=22)
+    [(namespace, user, totals)] = owner_totals(session, "user", since)
+    assert (namespace, user, totals.jobs) == ("ml", "alice", 1)
+    assert totals.hours.requested_core_hours == approx(18)
+    [(key, totals)] = totals_by(session, "namespace", since)
+    assert (key, totals.hours.used_core_hours) == ("ml", approx(6))
+    [(_, group, totals, _)] = priorities(session, "group", since, settings.priority)
+    assert (group, totals.run_seconds) == ("alice/resnet", approx(6 * 3600))
+    assert statements and not any("job_summaries" in s for s in statements)
+    statements.clear()
+    totals, [job] = owner_portrait(session, "user", "alice", since, "gpu", 10, 0)
+    assert (job.uid, totals.hours.requested_gib_hours) == ("night", approx(6))
+    totals_read = [s for s in statements if "job_usage_days" in s]
+    assert len(totals_read) == 1 and "job_summaries" not in totals_read[0]
