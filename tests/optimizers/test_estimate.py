@@ -340,12 +340,40 @@ def test_the_hot_ps_keeps_its_peak_and_its_share_of_the_growth():
     assert proposal.roles["ps"].memory_mib == pytest.approx(13150 * 1.2, abs=2)
 
 
-def test_split_ps_get_their_own_part_and_their_share_of_the_model():
-    # Each PS holds 2000 MiB of its own; the model, 4000 MiB growing 0.1 MiB/step, is
-    # shared 0.6 / 0.4 (a hot part of 0.2 on PS 0, the rest halved): PS 0 4400 -> 4580,
-    # PS 1 3600 -> 3720 over 3000 steps. Their growth rates give the shares, 0.6 and 0.4;
-    # the line through the peaks, 4580 = own + 0.6 x model and 3720 = own + 0.4 x model,
-    # gives model 4300 and own 2000.
+@pytest.mark.parametrize(
+    ("ps0_memory", "ps1_memory", "memory_mib", "basis"),
+    [
+        # Each PS holds 2000 MiB of its own; the model, 4000 MiB growing 0.1 MiB/step, is
+        # shared 0.6 / 0.4 (a hot part of 0.2 on PS 0, the rest halved): PS 0 4400 -> 4580,
+        # PS 1 3600 -> 3720 over 3000 steps. Their growth rates give the shares, 0.6 and
+        # 0.4; the line through the peaks, 4580 = own + 0.6 x model and 3720 = own + 0.4 x
+        # model, gives model 4300 and own 2000. The tier at step 100000: 8000 + 0.1 x
+        # 100000 = 18000 MiB, the model 18000 - 2 x 2000 = 14000. Over 8 PS the largest
+        # holds the hot 0.2 and 0.4 x 2 / 8 = 0.1: 0.3 of it. 2000 + 0.3 x 14000 = 6200,
+        # x 1.2 = 7440 MiB. Each PS keeping the most one PS holds with its share of the
+        # growth was 4580 + 0.6 x (18000 - 8150) = 10490, x 1.2 = 12588.
+        (
+            [4400, 4460, 4520, 4580],
+            [3600, 3640, 3680, 3720],
+            7440,
+            "each PS's own 2000 MiB and the largest PS's share of the 14000 MiB model, 0.30",
+        ),
+        # Both PS grow alike (shares 0.5 / 0.5): their memory cannot tell their own part
+        # from the model, so a split keeps the most one PS holds, with its share of the
+        # growth. 8000 + 0.1 x 100000 = 18000 MiB at the end, 9850 more than today's mean
+        # 8150: each PS 4150 + 0.5 x 9850 = 9075, x 1.2 = 10890 MiB.
+        (
+            [4000, 4050, 4100, 4150],
+            [4000, 4050, 4100, 4150],
+            10890,
+            "the most one PS holds, with its share of the growth: 9075 MiB",
+        ),
+    ],
+    ids=["split-by-growth", "equal-shares"],
+)
+def test_split_ps_memory_by_what_their_growth_tells_apart(
+    ps0_memory, ps1_memory, memory_mib, basis
+):
     nodes = [
         node("chief-0", "chief", cpu=4, memory_mib=8192),
         node("ps-0", "ps", cpu=2, memory_mib=8192),
@@ -353,8 +381,8 @@ def test_split_ps_get_their_own_part_and_their_share_of_the_model():
     ]
     samples = [
         *series("chief-0", cpu=[2, 2, 2, 2], memory_mib=[4000] * 4),
-        *series("ps-0", cpu=[1, 1, 1, 1], memory_mib=[4400, 4460, 4520, 4580]),
-        *series("ps-1", cpu=[1, 1, 1, 1], memory_mib=[3600, 3640, 3680, 3720]),
+        *series("ps-0", cpu=[1, 1, 1, 1], memory_mib=ps0_memory),
+        *series("ps-1", cpu=[1, 1, 1, 1], memory_mib=ps1_memory),
     ]
     the_job = job(limits=Limits(), total_steps=100_000)
     ctx = context(
@@ -365,41 +393,7 @@ def test_split_ps_get_their_own_part_and_their_share_of_the_model():
         speed=speed_steps([0, 1000, 2000, 3000]),
     )
     proposal = ResourceEstimateOptimizer().propose(ctx, EstimateSettings(max_workers=8, **READY))
-    # 8 trainers x 2 PS cores each = 16 cores in PS of 2: 8 PS. The tier at step 100000:
-    # 8000 + 0.1 x 100000 = 18000 MiB, the model 18000 - 2 x 2000 = 14000. Over 8 PS the
-    # largest holds the hot 0.2 and 0.4 x 2 / 8 = 0.1: 0.3 of it. 2000 + 0.3 x 14000 =
-    # 6200, x 1.2 = 7440 MiB. Each PS keeping the most one PS holds with its share of the
-    # growth was 4580 + 0.6 x (18000 - 8150) = 10490, x 1.2 = 12588.
+    # 8 trainers x 2 PS cores each = 16 cores in PS of 2: 8 PS.
     assert proposal.roles["ps"].count == 8
-    assert proposal.roles["ps"].memory_mib == pytest.approx(7440, abs=1)
-    assert "each PS's own 2000 MiB and the largest PS's share of the 14000 MiB model, 0.30" in (
-        proposal.reasons[0].message
-    )
-
-
-def test_ps_of_equal_shares_keep_what_one_ps_holds_when_split():
-    # Both PS grow alike (shares 0.5 / 0.5): their memory cannot tell their own part from
-    # the model, so a split keeps the most one PS holds, with its share of the growth.
-    nodes = [
-        node("chief-0", "chief", cpu=4, memory_mib=8192),
-        node("ps-0", "ps", cpu=2, memory_mib=8192),
-        node("ps-1", "ps", cpu=2, memory_mib=8192, index=1),
-    ]
-    samples = [
-        *series("chief-0", cpu=[2, 2, 2, 2], memory_mib=[4000] * 4),
-        *series("ps-0", cpu=[1, 1, 1, 1], memory_mib=[4000, 4050, 4100, 4150]),
-        *series("ps-1", cpu=[1, 1, 1, 1], memory_mib=[4000, 4050, 4100, 4150]),
-    ]
-    the_job = job(limits=Limits(), total_steps=100_000)
-    ctx = context(
-        Stage.estimate,
-        the_job,
-        nodes=nodes,
-        samples=samples,
-        speed=speed_steps([0, 1000, 2000, 3000]),
-    )
-    proposal = ResourceEstimateOptimizer().propose(ctx, EstimateSettings(max_workers=8, **READY))
-    # 8000 + 0.1 x 100000 = 18000 MiB at the end, 9850 more than today's mean 8150: each
-    # PS 4150 + 0.5 x 9850 = 9075, x 1.2 = 10890 MiB
-    assert proposal.roles["ps"].count == 8
-    assert proposal.roles["ps"].memory_mib == pytest.approx(10890, abs=1)
+    assert proposal.roles["ps"].memory_mib == pytest.approx(memory_mib, abs=1)
+    assert basis in proposal.reasons[0].message
