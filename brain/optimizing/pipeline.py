@@ -71,6 +71,7 @@ def run_stage(
         default_job_cpu=settings.default_job_cpu,
         max_change_factor=settings.max_change_factor,
         failed_nodes=context.failed_nodes,
+        stage=stage,
     )
     return StageResult(bounded, [o.name for o in optimizers])
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from brain.domain import Resources
+from brain.domain import Resources, Stage
 from brain.optimizing.bounds.change_factor import change_factor, migration_change_factor
 from brain.optimizing.bounds.cluster_room import cluster_room
 from brain.optimizing.bounds.cpu_budget import cpu_budget
@@ -88,6 +88,7 @@ def enforce_bounds(
     default_job_cpu: float | None = None,
     max_change_factor: float | None = None,
     failed_nodes: Sequence[NodeView] = (),
+    stage: Stage | None = None,
 ) -> Proposal:
     """A copy of ``proposal`` that the cluster can schedule and the job's bounds allow.
 
@@ -105,9 +106,10 @@ def enforce_bounds(
     the cluster's room, free minus pending demand: workers are given up first, then
     other roles' growth, then launches; the state used is a reason of its own. Each
     change is a reason. A job without a CPU limit is held to ``default_job_cpu`` (the
-    site's budget) where one is set, and a plan that is not an OOM fix changes no role's
-    count or size by more than ``max_change_factor``. ``failed_nodes`` (nodes that
-    failed while their role still counts them) count against the limits in the places
+    site's budget) where one is set, and a plan that is neither an OOM fix nor the
+    estimate ``stage``'s changes no role's count or size by more than
+    ``max_change_factor``. ``failed_nodes`` (nodes that failed while their role still
+    counts them) count against the limits in the places
     no live node fills, each at the larger of its own size and its role's: the master
     may bring one back as it was.
     """
@@ -120,5 +122,6 @@ def enforce_bounds(
         default_job_cpu=default_job_cpu,
         max_change_factor=max_change_factor,
         failed_nodes=failed_nodes,
+        stage=stage,
     )
     return run_chain(proposal, view)

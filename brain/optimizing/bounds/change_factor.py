@@ -4,7 +4,10 @@ No plan changes a role's count or per-node size by more than ``max_change_factor
 or down (one estimate took a job from 12 cores to 64 and cut its PS memory from 8192 to
 948 MiB): a bad measurement costs one bounded step, and the next plan sees what the step
 did; a migrated node's size is held to the same factor. An OOM fix is not bounded:
-memory must grow as far as it must.
+memory must grow as far as it must. Nor is the estimate stage's plan: it sizes the job
+from minutes of measured use, once, and cut to 8x it would spend the next plans on the
+jump (1 -> 8 -> 64 workers) before any running rule could act; the limits, min/max and
+node maxima still hold it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from brain.domain import RoleSpec
+from brain.domain import RoleSpec, Stage
 from brain.optimizing.bounds.units import ceil_to, floor_to, step
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import NodeView
@@ -25,7 +28,7 @@ def change_factor(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[
     count at most ``ceil(max(now, 1) x factor)`` and at least ``floor(now / factor)``
     (never 0 when it runs), a size between ``now / factor`` and ``now x factor``."""
     factor = view.max_change_factor
-    if factor is None or proposal.source_event_id is not None:
+    if factor is None or _unbounded(proposal, view):
         return proposal, []
     bounded = dict(proposal.roles)
     reasons = []
@@ -61,7 +64,7 @@ def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Propo
     """Each migration's sizes kept between the node's size now / ``factor`` and x
     ``factor``, as a role's are."""
     factor = view.max_change_factor
-    if factor is None or proposal.source_event_id is not None:
+    if factor is None or _unbounded(proposal, view):
         return proposal, []
     sizes = {n.name: n for n in view.nodes}
     bounded, reasons = [], []
@@ -81,6 +84,12 @@ def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Propo
             )
         bounded.append(change)
     return replace(proposal, migrate=bounded), reasons
+
+
+def _unbounded(proposal: Proposal, view: BoundsView) -> bool:
+    """An OOM fix (memory as far as it must grow) or the estimate stage's plan (the
+    measured sizing, in one step)."""
+    return proposal.source_event_id is not None or view.stage == Stage.estimate
 
 
 def _bounded_sizes(

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from brain.domain import Resources
+from brain.domain import Resources, Stage
 from brain.optimizing.bounds.cpu_budget import budgeted_job
 from brain.optimizing.cluster import ClusterView
 from brain.optimizing.context import JobView, NodeView
@@ -27,6 +27,8 @@ class BoundsView:
     # Nodes that failed while their role still counts them: the limits count each place
     # no live node fills at the larger of such a node's size and the role's.
     failed_nodes: Sequence[NodeView] = ()
+    # The stage whose plan this is (None: not known, bounded as any plan).
+    stage: Stage | None = None
 
     @cached_property
     def job(self) -> JobView:

@@ -1,8 +1,9 @@
 """Bounded steps: a site budget stands in for a missing CPU limit, and one plan moves a
-role's count or size at most by max_change_factor (OOM fixes excepted)."""
+role's count or size at most by max_change_factor (OOM fixes and the estimate stage's
+plan excepted)."""
 
 from brain.config import Settings
-from brain.domain import Resources, RoleSpec
+from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.optimizing import NodeChange, Proposal
 from brain.optimizing.bounds import enforce_bounds
 from brain.optimizing.roles import effective_roles, role_totals
@@ -49,6 +50,29 @@ def test_the_default_factor_is_stated_in_the_settings_and_bounds_the_leap():
     # 8 PS share the 9480 MiB sized for 10: 1185 MiB each (the factor alone gave 1024)
     assert (plan.roles["ps"].count, plan.roles["ps"].memory_mib) == (8, 1185)
     assert plan.roles["worker"].count == 16
+
+
+def test_the_estimate_stage_takes_its_measured_jump_in_one_plan():
+    plan = enforce_bounds(
+        LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=8, stage=Stage.estimate
+    )
+    # 1 -> 10 PS and 2 -> 20 workers as estimated, where 8x stops at 8 PS and 16 workers
+    # (the running stage's plan just above); 8192 -> 948 MiB, where /8 stops at 1024
+    assert plan.roles["ps"] == RoleSpec(count=10, cpu=2, memory_mib=948)
+    assert plan.roles["worker"] == RoleSpec(count=20, cpu=1.2)
+    assert not [r for r in plan.reasons if "one plan changes" in r.message]
+    running = enforce_bounds(
+        LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=8, stage=Stage.running
+    )
+    assert (running.roles["ps"].count, running.roles["worker"].count) == (8, 16)
+
+
+def test_the_estimate_stage_still_fits_the_job_limits():
+    limited = job(roles=ROLES, limits=Limits(cpu=30))
+    plan = enforce_bounds(LEAP, limited, NODES, NODE_MAX, max_change_factor=8, stage=Stage.estimate)
+    # 10 PS x 2 + 20 x 1.2 = 44 > 30: workers go, (30 - 20) / 1.2 = 8.3 -> 8 (29.6 cores)
+    assert plan.roles["ps"].count == 10
+    assert plan.roles["worker"].count == 8
 
 
 def test_an_oom_fix_grows_memory_as_far_as_it_must():
