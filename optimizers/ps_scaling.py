@@ -43,6 +43,9 @@ SHRINK_UNDONE = "shrink_undone"
 # CPU); a take-back of a trade.
 TRADED_FROM = "traded_from"
 TRADE_UNDONE = "trade_undone"
+# Evidence key: PS added while the trainers kept their pace, to make room for more workers
+# (not to raise the speed at today's trainers).
+ROOM_FOR_WORKERS = "room_for_workers"
 # Every PS of a role gets the same size, the busiest one's: a trade whose PS would serve
 # on average less than 1 / this of the busiest one's load (a hot part that stays on one
 # PS) buys cores the other PS leave idle, which the workers need. hot_ps moves the hot PS
@@ -626,6 +629,7 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
         "ps_count": now,
         "ps_cpu_used": round(used, 3),
         "ps_cpu_request": request,
+        ROOM_FOR_WORKERS: True,
     }
     ceiling = _ceiling(context)
     if ceiling is not None and now + 1 > ceiling:
@@ -666,6 +670,10 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
         return None
     plan, before = added
     if (context.now - plan.applied_at).total_seconds() < settings.judge_after_s:
+        return None
+    if any(r.optimizer == NAME and r.evidence.get(ROOM_FOR_WORKERS) for r in plan.reasons):
+        # The trainers kept their pace when these PS came: the speed at the same trainers
+        # was not theirs to raise (on a growing load, their worth shows later).
         return None
     measured = _ps_change_speed(context, settings)
     if measured is None:

@@ -260,6 +260,33 @@ def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     assert "more than 2 PS did not help earlier" in again.reasons[0].message
 
 
+def test_ps_added_to_make_room_for_workers_are_not_judged_by_the_speed_at_the_same_trainers():
+    # make_room took 2 PS to 3 while the 4 trainers kept their pace (3.2 of 4 cores, 80 %
+    # > 70 %): the PS were for workers to come, not for today's speed. 1150 s later, at
+    # the same 4 trainers, 20.0 -> 20.1 steps/s (+0.5 % < 2 %) would have taken an
+    # addition back (and held the tier at 2 PS for good); this one stays.
+    made_room = propose(samples(worker=3.2), limits=Limits(cpu=28))
+    assert made_room.roles == {"ps": RoleSpec(count=3)}
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    added = plan(
+        seconds_ago=1150, roles=made_room.roles, reasons=tuple(made_room.reasons), plan_id=2
+    )
+    three = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(3)]
+    # 3 PS at 2.4 of 4 cores: tier 60 %, neither saturated nor below the 40 % shrink line
+    points = [s for n in three for s in series(n.name, cpu=[2.4] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    speed = speeds([(4, 20.0)] * 10 + [(4, 20.1)] * 10, every_s=120)
+    proposal = propose(
+        points, speed=speed, plans=[created, added], nodes=three + WORKERS, limits=Limits(cpu=28)
+    )
+    assert proposal.is_empty
+    assert "PS tier at 60% CPU, below 80%: not saturated" in proposal.reasons[0].message
+
+
 def test_a_shrink_that_frees_little_of_the_job_is_not_worth_a_relaunch():
     # the lone 8-core PS at 2.0 would go to 3.4 cores, freeing 4.6: beside 40 workers of 4
     # cores (168 cores in all) that is 2.7 % < 5 %
