@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from statistics import median
 from typing import ClassVar, NamedTuple
 
@@ -266,9 +267,10 @@ class PsScalingOptimizer:
         hurt = _shrink_hurt(context, ps_nodes, settings)
         if hurt is not None:
             return hurt
-        ps_util = {n.name: mean([s.cpu for s in recent[n.name]]) / n.cpu for n in ps_nodes}
+        ps_use = _mean_use(ps_nodes, recent)
+        ps_util = {n.name: ps_use[n.name] / n.cpu for n in ps_nodes}
         tier_util = mean(list(ps_util.values()))
-        trainer_util = mean([mean([s.cpu for s in recent[n.name]]) / n.cpu for n in trainers])
+        trainer_util = _trainer_utilization(trainers, recent)
         evidence = {
             "ps_utilization": {k: round(v, 3) for k, v in ps_util.items()},
             "ps_tier_utilization": round(tier_util, 3),
@@ -322,18 +324,24 @@ class PsScalingOptimizer:
         return _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settings)
 
 
+def _applied_counts(context: OptimizerContext, role: str) -> list[tuple]:
+    """``(applied_at, plan id, count)`` of every applied plan that set ``role``'s count,
+    oldest first."""
+    return sorted(
+        (p.applied_at, p.id, p.roles[role].count)
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and p.roles.get(role) is not None
+        and p.roles[role].count is not None
+    )
+
+
 def _workers_grown_recently(context: OptimizerContext, window_s: float) -> tuple[int, float] | None:
     """The newest applied plan that raised the worker count above the applied plan before
     it, with its age, when younger than ``window_s``: PS that exceed the limits make the
     guard cut workers, and cutting those so soon reverses them (an oscillation)."""
-    counted = sorted(
-        (p.applied_at, p.id, p.roles[ROLE_WORKER].count)
-        for p in context.plans
-        if p.status == PlanStatus.applied
-        and p.applied_at is not None
-        and p.roles.get(ROLE_WORKER) is not None
-        and p.roles[ROLE_WORKER].count is not None
-    )
+    counted = _applied_counts(context, ROLE_WORKER)
     if len(counted) < 2:
         return None
     (applied_at, plan_id, after), before = counted[-1], counted[-2][2]
@@ -346,14 +354,7 @@ def _workers_grown_recently(context: OptimizerContext, window_s: float) -> tuple
 def _count_cut_recently(context: OptimizerContext, window_s: float) -> Proposal | None:
     """No change while the newest applied plan that set the PS count cut it (below the
     count the applied plan before it set) less than ``window_s`` ago."""
-    counted = sorted(
-        (p.applied_at, p.id, p.roles[ROLE_PS].count)
-        for p in context.plans
-        if p.status == PlanStatus.applied
-        and p.applied_at is not None
-        and p.roles.get(ROLE_PS) is not None
-        and p.roles[ROLE_PS].count is not None
-    )
+    counted = _applied_counts(context, ROLE_PS)
     if len(counted) < 2:
         return None
     (applied_at, plan_id, after), before = counted[-1], counted[-2][2]
@@ -371,8 +372,8 @@ def _count_cut_recently(context: OptimizerContext, window_s: float) -> Proposal 
 
 def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settings) -> Proposal:
     now = len(ps_nodes)
-    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
-    used = sum(mean([s.cpu for s in recent[n.name]]) for n in ps_nodes)
+    request = _ps_request(context, ps_nodes)
+    used = sum(_mean_use(ps_nodes, recent).values())
     # The PS serve the trainers' current pace; at full pace they would need this much.
     demand = used / max(trainer_util, 0.05)
     wanted = math.ceil(demand / (request * settings.target_utilization) - 1e-9)
@@ -478,8 +479,8 @@ def _network_bound(
         return stall
     evidence = evidence | stall
     now = len(ps_nodes)
-    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
-    used = {n.name: mean([s.cpu for s in recent[n.name]]) for n in ps_nodes}
+    request = _ps_request(context, ps_nodes)
+    used = _mean_use(ps_nodes, recent)
     total = sum(used.values())
     skew = max(used.values()) / (total / now) if total > 0 else 1.0
     share = max(trainer_util, 0.05)
@@ -545,6 +546,22 @@ def _network_bound(
             )
         ],
     )
+
+
+def _ps_request(context, ps_nodes: list[NodeView]) -> float:
+    """The PS role's CPU request (the first PS's where the role has none)."""
+    return current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
+
+
+def _mean_use(nodes: list[NodeView], recent: dict) -> dict[str, float]:
+    """Each node's mean CPU use over its recent samples."""
+    return {n.name: mean([s.cpu for s in recent[n.name]]) for n in nodes}
+
+
+def _trainer_utilization(trainers: list[NodeView], recent: dict) -> float:
+    """The trainers' mean CPU used / requested over their recent samples."""
+    use = _mean_use(trainers, recent)
+    return mean([use[n.name] / n.cpu for n in trainers])
 
 
 def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:
@@ -617,8 +634,8 @@ def _paused(context: OptimizerContext, recent: dict) -> Proposal | None:
 
 def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, settings) -> Proposal:
     now = len(ps_nodes)
-    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
-    used = sum(mean([s.cpu for s in recent[n.name]]) for n in ps_nodes)
+    request = _ps_request(context, ps_nodes)
+    used = sum(_mean_use(ps_nodes, recent).values())
     wanted = math.ceil(used / (request * settings.target_utilization) - 1e-9)
     tier = evidence["ps_tier_utilization"]
     waiting = (
@@ -684,16 +701,9 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     cpu_before = next(
         (r.evidence[PS_CPU_BEFORE] for r in plan.reasons if PS_CPU_BEFORE in r.evidence), None
     )
-    hosts, unnamed = _ps_hosts(context, ps_nodes, before, settings.ps_port)
-    evidence = {
-        "ps_count": len(ps_nodes),
-        TAKEN_BACK_TO: before,
-        "steps_per_sec": round(after.steps_per_sec, 4),
-        "previous_steps_per_sec": round(earlier.steps_per_sec, 4),
-        "speed_gain": round(gain, 4),
-    }
-    if unnamed:
-        evidence["ps_hosts_unknown"] = unnamed
+    hosts, evidence = _take_back(
+        context, ps_nodes, before, {TAKEN_BACK_TO: before}, after, earlier, settings
+    )
     back = f"PS {len(ps_nodes)} -> {before}" + (
         "" if cpu_before is None else f", {cpu_before:g} cores each as before"
     )
@@ -714,27 +724,32 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     )
 
 
+def _take_back(
+    context, ps_nodes, count: int, undone: dict, after, previous, settings
+) -> tuple[list[str], dict]:
+    """The tier's addresses at ``count`` PS and the evidence of a take-back: what it
+    undoes (``undone``) and the speeds after and before the change it judged."""
+    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
+    evidence = {
+        "ps_count": len(ps_nodes),
+        **undone,
+        "steps_per_sec": round(after.steps_per_sec, 4),
+        "previous_steps_per_sec": round(previous.steps_per_sec, 4),
+        "speed_gain": round(after.steps_per_sec / previous.steps_per_sec - 1, 4),
+    }
+    if unnamed:
+        evidence["ps_hosts_unknown"] = unnamed
+    return hosts, evidence
+
+
 def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
     """Back to the PS count and CPU before ps_scaling's last shrink, when the speed at the
     same trainers fell by more than ``min_gain`` (or two standard errors) after it."""
-    applied = [
-        p
-        for p in context.plans
-        if p.status == PlanStatus.applied and p.applied_at is not None and ROLE_PS in p.roles
-    ]
-    if not applied:
+    found = _newest_ps_plan(context, SHRUNK_FROM)
+    if found is None:
         return None
-    newest = max(applied, key=lambda p: p.applied_at)
-    shrunk = next(
-        (
-            r.evidence[SHRUNK_FROM]
-            for r in newest.reasons
-            if r.optimizer == NAME and isinstance(r.evidence.get(SHRUNK_FROM), dict)
-        ),
-        None,
-    )
-    if shrunk is None:
-        return None
+    newest, evidence = found
+    shrunk = evidence[SHRUNK_FROM]
     if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
         return None
     measured = _ps_change_speed(context, settings)
@@ -744,16 +759,9 @@ def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
     if change >= -noise:
         return None
     count, cpu = shrunk["count"], shrunk["cpu"]
-    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
-    evidence = {
-        "ps_count": len(ps_nodes),
-        SHRINK_UNDONE: shrunk,
-        "steps_per_sec": round(after.steps_per_sec, 4),
-        "previous_steps_per_sec": round(earlier.steps_per_sec, 4),
-        "speed_gain": round(change, 4),
-    }
-    if unnamed:
-        evidence["ps_hosts_unknown"] = unnamed
+    hosts, evidence = _take_back(
+        context, ps_nodes, count, {SHRINK_UNDONE: shrunk}, after, earlier, settings
+    )
     return Proposal(
         roles={
             ROLE_PS: RoleSpec(
@@ -778,52 +786,64 @@ def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
 
 def _shrink_undone(context) -> bool:
     """A shrink of ps_scaling's was taken back: the tier needed what it had."""
-    return any(
-        r.optimizer == NAME and SHRINK_UNDONE in r.evidence
+    return any(True for _ in _applied_evidence(context, SHRINK_UNDONE))
+
+
+def _applied_evidence(context, key: str) -> Iterator:
+    """The value of ``key`` in the evidence of every reason ps_scaling gave in an applied
+    plan."""
+    return (
+        r.evidence[key]
         for p in context.plans
         if p.status == PlanStatus.applied
         for r in p.reasons
+        if r.optimizer == NAME and key in r.evidence
     )
 
 
-def _last_addition(context) -> tuple[PlanView, int] | None:
-    """The newest applied plan that set the PS count, with the count before it, when it was
-    ps_scaling adding PS (None otherwise)."""
+def _newest_ps_plan(context, key: str, counted: bool = False) -> tuple[PlanView, dict] | None:
+    """The newest applied plan that changed the PS role (set its count, when ``counted``),
+    with the evidence of its ps_scaling reason that carries ``key``: None when there is
+    no such plan or the newest one does not carry it (another change came after)."""
     applied = [
         p
         for p in context.plans
         if p.status == PlanStatus.applied
         and p.applied_at is not None
         and ROLE_PS in p.roles
-        and p.roles[ROLE_PS].count is not None
+        and (not counted or p.roles[ROLE_PS].count is not None)
     ]
     if not applied:
         return None
     newest = max(applied, key=lambda p: p.applied_at)
-    for r in newest.reasons:
-        before = r.evidence.get("ps_count")
-        if (
-            r.optimizer == NAME
-            and TAKEN_BACK_TO not in r.evidence
-            and SHRINK_UNDONE not in r.evidence
-            and TRADED_FROM not in r.evidence
-            and isinstance(before, int)
-            and newest.roles[ROLE_PS].count > before
-        ):
-            return newest, before
-    return None
+    evidence = next(
+        (r.evidence for r in newest.reasons if r.optimizer == NAME and key in r.evidence), None
+    )
+    return None if evidence is None else (newest, evidence)
+
+
+def _last_addition(context) -> tuple[PlanView, int] | None:
+    """The newest applied plan that set the PS count, with the count before it, when it was
+    ps_scaling adding PS (None otherwise)."""
+    found = _newest_ps_plan(context, "ps_count", counted=True)
+    if found is None:
+        return None
+    newest, evidence = found
+    before = evidence["ps_count"]
+    if (
+        TAKEN_BACK_TO in evidence
+        or SHRINK_UNDONE in evidence
+        or TRADED_FROM in evidence
+        or not isinstance(before, int)
+        or newest.roles[ROLE_PS].count <= before
+    ):
+        return None
+    return newest, before
 
 
 def _ceiling(context) -> int | None:
     """The lowest PS count a take-back of added PS went back to: more did not help."""
-    counts = [
-        r.evidence[TAKEN_BACK_TO]
-        for p in context.plans
-        if p.status == PlanStatus.applied
-        for r in p.reasons
-        if r.optimizer == NAME and TAKEN_BACK_TO in r.evidence
-    ]
-    return min(counts, default=None)
+    return min(_applied_evidence(context, TAKEN_BACK_TO), default=None)
 
 
 def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
@@ -836,7 +856,7 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
     if any(n.cpu != request for n in ps_nodes):
         return None
     now = len(ps_nodes)
-    used = {n.name: mean([s.cpu for s in recent[n.name]]) for n in ps_nodes}
+    used = _mean_use(ps_nodes, recent)
     total = sum(used.values())
     busiest = max(used.values())
     # The busiest PS's load over the mean: merged shards keep the tier's unevenness.
@@ -1070,7 +1090,7 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
     chiefs = current_role(ROLE_CHIEF, context.job, context.nodes).count or 0
     if not workers.count or not workers.cpu or speed <= 0:
         return None
-    used = {n.name: mean([s.cpu for s in recent[n.name]]) for n in ps_nodes}
+    used = _mean_use(ps_nodes, recent)
     total = sum(used.values())
     busiest = max(used.values())
     hot = 0.0
@@ -1154,12 +1174,7 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
 
 def _trade_undone(context) -> bool:
     """A trade of ps_scaling's was taken back: the job is not traded again."""
-    return any(
-        r.optimizer == NAME and TRADE_UNDONE in r.evidence
-        for p in context.plans
-        if p.status == PlanStatus.applied
-        for r in p.reasons
-    )
+    return any(True for _ in _applied_evidence(context, TRADE_UNDONE))
 
 
 def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Proposal | None:
@@ -1167,23 +1182,12 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     workers and their CPU), when the speed after it did not rise by ``min_gain`` (two
     standard errors when more) over the speed before it, judged ``judge_after_s`` after.
     When it did, the PS are right-sized (``_right_size``)."""
-    applied = [
-        p
-        for p in context.plans
-        if p.status == PlanStatus.applied and p.applied_at is not None and ROLE_PS in p.roles
-    ]
-    if not applied:
+    found = _newest_ps_plan(context, TRADED_FROM)
+    if found is None:
         return None
-    newest = max(applied, key=lambda p: p.applied_at)
-    before = next(
-        (
-            r.evidence[TRADED_FROM]
-            for r in newest.reasons
-            if r.optimizer == NAME and isinstance(r.evidence.get(TRADED_FROM), dict)
-        ),
-        None,
-    )
-    if before is None or (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
+    newest, evidence = found
+    before = evidence[TRADED_FROM]
+    if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
         return None
     observed = observe(context, SETTLE_S, STALL_SHARE)
     now = observed.current
@@ -1198,18 +1202,11 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     if change >= noise:
         return _right_size(context, ps_nodes, trainers, recent, settings)
     count, cpu = before["ps_count"], before["ps_cpu"]
-    hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
-    evidence = {
-        # Not TAKEN_BACK_TO: a trade that did not pay (fewer workers beside the PS) does
-        # not show that more PS would not, and a ceiling would hold a growing load back.
-        "ps_count": len(ps_nodes),
-        TRADE_UNDONE: before,
-        "steps_per_sec": round(after.steps_per_sec, 4),
-        "previous_steps_per_sec": round(previous.steps_per_sec, 4),
-        "speed_gain": round(change, 4),
-    }
-    if unnamed:
-        evidence["ps_hosts_unknown"] = unnamed
+    # Not TAKEN_BACK_TO: a trade that did not pay (fewer workers beside the PS) does not
+    # show that more PS would not, and a ceiling would hold a growing load back.
+    hosts, evidence = _take_back(
+        context, ps_nodes, count, {TRADE_UNDONE: before}, after, previous, settings
+    )
     return Proposal(
         roles={ROLE_PS: _resized(context, ps_nodes, count, cpu)},
         ps_hosts=hosts,
@@ -1234,10 +1231,10 @@ def _right_size(context, ps_nodes, trainers, recent, settings) -> Proposal | Non
     ``worker_wait`` of their CPU). A trade sizes its PS from the tier's CPU per step in the
     window, which a PS past its knee inflates; below it they use less, and the cores they
     leave serve more workers. Taken back like a shrink when the job got slower."""
-    trainer_util = mean([mean([s.cpu for s in recent[n.name]]) / n.cpu for n in trainers])
+    trainer_util = _trainer_utilization(trainers, recent)
     if trainer_util <= settings.worker_wait:
         return None
-    request = current_role(ROLE_PS, context.job, context.nodes).cpu or ps_nodes[0].cpu
+    request = _ps_request(context, ps_nodes)
     if any(n.cpu != request for n in ps_nodes):
         return None
     peak = max(max(s.cpu for s in recent[n.name]) for n in ps_nodes)
