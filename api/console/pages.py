@@ -57,7 +57,7 @@ from brain.portraits.suggestions import SuggestionQuery, suggest
 from brain.portraits.trend import TrendScope, Week, weekly_trend, window_sum
 from brain.services import events, plans, pods
 from brain.services.cluster import latest_cluster_state
-from brain.services.tokens import Principal
+from brain.services.tokens import OPEN_ACCESS, Principal
 from brain.summaries.hours import RESOURCES
 
 HERE = Path(__file__).parent
@@ -105,7 +105,7 @@ def page(request: Request, template: str, principal: Principal | None, status: i
         template,
         {
             "principal": principal,
-            "open_access": _open(request),
+            "open_access": _open(request) if principal is None else principal is OPEN_ACCESS,
             # What dollars are computed at: the banner and each page's money name them.
             "money": server_state(request.app).settings.prices,
             **ctx,
@@ -116,6 +116,9 @@ def page(request: Request, template: str, principal: Principal | None, status: i
 
 
 def _open(request: Request) -> bool:
+    """Whether the server answers without a token, for a page shown to nobody signed in
+    (a signed-in page knows from its principal: open access is the one it was given,
+    without reading the token state again)."""
     return server_state(request.app).auth_policy.open_reason() is not None
 
 
@@ -187,10 +190,22 @@ def _page_window(
     )
 
 
-def _window_refused(request: Request, principal: Principal, problem: str, csv: bool):
-    if csv:
-        return PlainTextResponse(f"{problem}\n", 400)
-    return page(request, "error.html", principal, 400, title="No such window", message=problem)
+def _window_or_refusal(
+    request: Request,
+    principal: Principal,
+    fields: tuple[str | None, str | None, str | None],
+    format: str | None,
+    now: datetime,
+    default_days: int = OVERVIEW_DAYS,
+) -> PageWindow | Response:
+    """The window the page's ``fields`` (days, from, to) ask for, or the 400 naming its
+    problem: a page, or plain text for a CSV."""
+    window = _page_window(*fields, now, default_days)
+    if isinstance(window, PageWindow):
+        return window
+    if format == tables.CSV:
+        return PlainTextResponse(f"{window}\n", 400)
+    return page(request, "error.html", principal, 400, title="No such window", message=window)
 
 
 @dataclass(frozen=True)
@@ -270,9 +285,9 @@ def overview(
     if namespace is not None and refused is not None:
         return refused
     now = utcnow()
-    window = _page_window(days, start, end, now)
-    if isinstance(window, str):
-        return _window_refused(request, principal, window, format == tables.CSV)
+    window = _window_or_refusal(request, principal, (days, start, end), format, now)
+    if not isinstance(window, PageWindow):
+        return window
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     scope = principal.namespaces if namespace is None else frozenset({namespace})
     counts = job_counts(session, today, scope)
@@ -314,9 +329,9 @@ def namespace_page(
         return wrong
     if not principal.sees(namespace):
         return _not_for_token(request, principal, f"namespace {namespace!r} is not one of them.")
-    window = _page_window(days, start, end, utcnow())
-    if isinstance(window, str):
-        return _window_refused(request, principal, window, format == tables.CSV)
+    window = _window_or_refusal(request, principal, (days, start, end), format, utcnow())
+    if not isinstance(window, PageWindow):
+        return window
     view = _window_view(session, settings, window, namespace)
     if format == tables.CSV:
         found = view.csv_tables("trend", "week", "wasters")
@@ -575,10 +590,10 @@ def _owner_page(
     refused = _spans_every_namespace(request, principal, f"a {owner}'s portrait", namespace)
     if refused is not None:
         return refused
-    csv = view.format == tables.CSV
-    window = _page_window(view.days, view.start, view.end, utcnow(), OWNER_DAYS)
-    if isinstance(window, str):
-        return _window_refused(request, principal, window, csv)
+    fields = (view.days, view.start, view.end)
+    window = _window_or_refusal(request, principal, fields, view.format, utcnow(), OWNER_DAYS)
+    if not isinstance(window, PageWindow):
+        return window
     found = owner_window(session, settings, owner, key, window.since, window.end, namespace)
     advice = []
     if _may_suggest(principal):
@@ -588,7 +603,7 @@ def _owner_page(
         advice = owner_advice(
             session, registry, settings, sizing_model, uids, user, group, namespace
         )
-    if csv:
+    if view.format == tables.CSV:
         csv_tables = {
             "wasteful": tables.wasteful_table(found.wasteful),
             "trend": tables.trend_table(found.trend),

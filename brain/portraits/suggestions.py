@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cache
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from brain.config import Settings
-from brain.db.models import JobSummaryRow
+from brain.db.models import JobRow, JobSummaryRow
 from brain.domain import (
     ROLE_CHIEF,
     ROLE_EVALUATOR,
@@ -192,17 +193,22 @@ def _oom_kills(session: Session, history: list[HistoricalJob]) -> int:
     """OOM kills the basis runs' summaries count."""
     if not history:
         return 0
-    runs = [
-        and_(
-            JobSummaryRow.uid == h.job.uid,
-            JobSummaryRow.namespace.is_(None)
-            if h.job.namespace is None
-            else JobSummaryRow.namespace == h.job.namespace,
-        )
-        for h in history
-    ]
-    total = session.scalar(select(func.sum(JobSummaryRow.oom_count)).where(or_(*runs)))
-    return int(total or 0)
+    runs = {(h.job.uid, h.job.namespace) for h in history}
+    uids = sorted({uid for uid, _ in runs})
+    found = session.execute(_oom_kills_by_uid(), {"uids": uids})
+    return sum(row.oom_count or 0 for row in found if (row.uid, row.namespace) in runs)
+
+
+@cache
+def _oom_kills_by_uid() -> Select:
+    # The runs by the jobs' unique (uid, namespace) index and the summaries' primary key
+    # (job_summaries has no index on uid: matching uids there read the whole table); a
+    # uid of another namespace is dropped after.
+    return (
+        select(JobRow.uid, JobRow.namespace, JobSummaryRow.oom_count)
+        .join(JobSummaryRow, JobSummaryRow.job_id == JobRow.id)
+        .where(JobRow.uid.in_(bindparam("uids", expanding=True)))
+    )
 
 
 def _cautions(
