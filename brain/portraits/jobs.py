@@ -68,7 +68,16 @@ class Totals:
         return self.succeeded + self.failed + self.stopped
 
     def __add__(self, other: Totals) -> Totals:
-        return Totals(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+        # Field by field: a window's weeks add up one of these per week and GPU type.
+        return Totals(
+            self.jobs + other.jobs,
+            self.succeeded + other.succeeded,
+            self.failed + other.failed,
+            self.stopped + other.stopped,
+            self.running + other.running,
+            self.run_seconds + other.run_seconds,
+            self.hours + other.hours,
+        )
 
     @property
     def success_rate(self) -> float | None:

@@ -34,7 +34,17 @@ class Hours:
         return cls(**{f.name: getattr(row, f.name) or 0 for f in fields(cls)})
 
     def __add__(self, other: Hours) -> Hours:
-        return Hours(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Hours)))
+        # Field by field, not over ``fields()``: pages add up hundreds of these.
+        return Hours(
+            self.requested_core_hours + other.requested_core_hours,
+            self.used_core_hours + other.used_core_hours,
+            self.requested_gib_hours + other.requested_gib_hours,
+            self.used_gib_hours + other.used_gib_hours,
+            self.requested_gpu_hours + other.requested_gpu_hours,
+            self.used_gpu_hours + other.used_gpu_hours,
+            self.oom_count + other.oom_count,
+            self.failure_count + other.failure_count,
+        )
 
     def columns(self) -> dict[str, float | int]:
         return {f.name: getattr(self, f.name) for f in fields(Hours)}
