@@ -453,7 +453,7 @@ class Settings(BaseSettings):
         8.0,
         ge=1.0,
         description="Most one plan multiplies or divides a role's count or per-node size by "
-        "(OOM fixes and the estimate stage's measured sizing excepted), so that one bad "
+        "(OOM fixes and the estimate stage's workers and chief excepted), so that one bad "
         "measurement costs one bounded step; unset: no such bound.",
     )
     stage_optimizers: dict[Stage, list[str]] | None = Field(

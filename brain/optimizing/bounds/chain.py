@@ -106,9 +106,9 @@ def enforce_bounds(
     the cluster's room, free minus pending demand: workers are given up first, then
     other roles' growth, then launches; the state used is a reason of its own. Each
     change is a reason. A job without a CPU limit is held to ``default_job_cpu`` (the
-    site's budget) where one is set, and a plan that is neither an OOM fix nor the
-    estimate ``stage``'s changes no role's count or size by more than
-    ``max_change_factor``. ``failed_nodes`` (nodes that failed while their role still
+    site's budget) where one is set, and a plan that is not an OOM fix changes no role's
+    count or size by more than ``max_change_factor`` (the trainers of the estimate
+    ``stage``'s plan excepted). ``failed_nodes`` (nodes that failed while their role still
     counts them) count against the limits in the places
     no live node fills, each at the larger of its own size and its role's: the master
     may bring one back as it was.

@@ -4,10 +4,12 @@ No plan changes a role's count or per-node size by more than ``max_change_factor
 or down (one estimate took a job from 12 cores to 64 and cut its PS memory from 8192 to
 948 MiB): a bad measurement costs one bounded step, and the next plan sees what the step
 did; a migrated node's size is held to the same factor. An OOM fix is not bounded:
-memory must grow as far as it must. Nor is the estimate stage's plan: it sizes the job
-from minutes of measured use, once, and cut to 8x it would spend the next plans on the
-jump (1 -> 8 -> 64 workers) before any running rule could act; the limits, min/max and
-node maxima still hold it.
+memory must grow as far as it must. Nor are the trainers (workers, chief) of the
+estimate stage's plan: it sizes them once, from minutes of measured use, and cut to 8x
+the next plans would be spent on the jump (1 -> 8 -> 64 workers) before any running rule
+could act; the limits, min/max and node maxima still hold them. Its PS are held to the
+factor: the running stage grows the tier from what it measures, and the limit a plan
+of 27 one-core PS would spend is left for a hot PS to grow.
 """
 
 from __future__ import annotations
@@ -15,24 +17,30 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from brain.domain import RoleSpec, Stage
+from brain.domain import ROLE_CHIEF, ROLE_WORKER, RoleSpec, Stage
 from brain.optimizing.bounds.units import ceil_to, floor_to, step
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import NodeView
 from brain.optimizing.proposal import GUARD, NodeChange, Proposal, Reason
 from brain.optimizing.roles import EPSILON, SIZE_FIELDS, current_role
 
+# The roles an estimate stage's plan sizes in one step.
+_TRAINERS = frozenset({ROLE_WORKER, ROLE_CHIEF})
+
 
 def change_factor(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
     """Each planned count and size kept within ``factor`` of what the role has now: a
     count at most ``ceil(max(now, 1) x factor)`` and at least ``floor(now / factor)``
-    (never 0 when it runs), a size between ``now / factor`` and ``now x factor``."""
+    (never 0 when it runs), a size between ``now / factor`` and ``now x factor``; the
+    trainers of an estimate stage's plan are left as planned."""
     factor = view.max_change_factor
-    if factor is None or _unbounded(proposal, view):
+    if factor is None or proposal.source_event_id is not None:
         return proposal, []
     bounded = dict(proposal.roles)
     reasons = []
     for role, planned in proposal.roles.items():
+        if view.stage == Stage.estimate and role in _TRAINERS:
+            continue
         now = current_role(role, view.job, view.nodes)
         values, changes = {}, []
         if planned.count is not None and now.count is not None:
@@ -64,7 +72,7 @@ def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Propo
     """Each migration's sizes kept between the node's size now / ``factor`` and x
     ``factor``, as a role's are."""
     factor = view.max_change_factor
-    if factor is None or _unbounded(proposal, view):
+    if factor is None or proposal.source_event_id is not None:
         return proposal, []
     sizes = {n.name: n for n in view.nodes}
     bounded, reasons = [], []
@@ -84,12 +92,6 @@ def migration_change_factor(proposal: Proposal, view: BoundsView) -> tuple[Propo
             )
         bounded.append(change)
     return replace(proposal, migrate=bounded), reasons
-
-
-def _unbounded(proposal: Proposal, view: BoundsView) -> bool:
-    """An OOM fix (memory as far as it must grow) or the estimate stage's plan (the
-    measured sizing, in one step)."""
-    return proposal.source_event_id is not None or view.stage == Stage.estimate
 
 
 def _bounded_sizes(

@@ -1,6 +1,6 @@
 """Bounded steps: a site budget stands in for a missing CPU limit, and one plan moves a
 role's count or size at most by max_change_factor (OOM fixes and the estimate stage's
-plan excepted)."""
+workers excepted)."""
 
 from brain.config import Settings
 from brain.domain import Limits, Resources, RoleSpec, Stage
@@ -52,15 +52,16 @@ def test_the_default_factor_is_stated_in_the_settings_and_bounds_the_leap():
     assert plan.roles["worker"].count == 16
 
 
-def test_the_estimate_stage_takes_its_measured_jump_in_one_plan():
+def test_the_estimate_stage_takes_its_measured_jump_in_workers_in_one_plan():
     plan = enforce_bounds(
         LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=8, stage=Stage.estimate
     )
-    # 1 -> 10 PS and 2 -> 20 workers as estimated, where 8x stops at 8 PS and 16 workers
-    # (the running stage's plan just above); 8192 -> 948 MiB, where /8 stops at 1024
-    assert plan.roles["ps"] == RoleSpec(count=10, cpu=2, memory_mib=948)
+    # 2 -> 20 workers of 4 -> 1.2 cores as estimated, where 8x stops at 16 (the running
+    # stage's plan just below); the PS still move at most 8x: 1 -> 8 PS sharing the
+    # 10 x 948 = 9480 MiB sized for 10, 1185 MiB each
     assert plan.roles["worker"] == RoleSpec(count=20, cpu=1.2)
-    assert not [r for r in plan.reasons if "one plan changes" in r.message]
+    assert plan.roles["ps"] == RoleSpec(count=8, cpu=2, memory_mib=1185)
+    assert not [r for r in plan.reasons if r.message.startswith("worker: one plan")]
     running = enforce_bounds(
         LEAP, job(roles=ROLES), NODES, NODE_MAX, max_change_factor=8, stage=Stage.running
     )
@@ -70,9 +71,9 @@ def test_the_estimate_stage_takes_its_measured_jump_in_one_plan():
 def test_the_estimate_stage_still_fits_the_job_limits():
     limited = job(roles=ROLES, limits=Limits(cpu=30))
     plan = enforce_bounds(LEAP, limited, NODES, NODE_MAX, max_change_factor=8, stage=Stage.estimate)
-    # 10 PS x 2 + 20 x 1.2 = 44 > 30: workers go, (30 - 20) / 1.2 = 8.3 -> 8 (29.6 cores)
-    assert plan.roles["ps"].count == 10
-    assert plan.roles["worker"].count == 8
+    # 8 PS x 2 + 20 x 1.2 = 40 > 30: workers go, (30 - 16) / 1.2 = 11.7 -> 11 (29.2 cores)
+    assert plan.roles["ps"].count == 8
+    assert plan.roles["worker"].count == 11
 
 
 def test_an_oom_fix_grows_memory_as_far_as_it_must():
