@@ -19,7 +19,7 @@ from brain.optimizing import (
     Proposal,
 )
 from brain.optimizing.roles import current_role, effective_roles, planned_totals, role_totals
-from brain.optimizing.speed_fit import Configuration, SpeedPoint
+from brain.optimizing.speed_fit import Configuration, PsOutlook, SpeedPoint, fit
 from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe, stalled_since
 from optimizers._common import (
     PsChangeSettings,
@@ -444,7 +444,12 @@ def _network_bound(
     so the speed is predicted to grow ``1 / (busy + (1 - busy) now / k)``. The count
     grows while one more PS is predicted to gain ``network_min_gain``, to at most
     ``network_factor`` x today's; the PS then get ``load x predicted gain / k /
-    target_utilization`` cores each (the busiest's share kept), never more than today's."""
+    target_utilization`` cores each (the busiest's share kept), never more than today's.
+
+    The curves fitted to the job's measured speeds (``SpeedFit.ps_outlook``) overrule
+    that prediction where they agree: no PS when even the most hopeful of them gains less
+    than ``network_min_gain`` from one more (the trainers wait on each other or the serial
+    part, not on the PS), and at least one more when even the least hopeful gains it."""
     waiting = (
         f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU while the trainers use "
         f"{trainer_util:.0%} of theirs: they wait on the exchange with the PS, not on PS CPU"
@@ -494,7 +499,27 @@ def _network_bound(
         return _no_more_help(now, ceiling, evidence, threshold)
     if ceiling is not None:
         top = min(top, ceiling)
-    if gain(now + 1) - 1 < settings.network_min_gain:
+    outlook = _ps_outlook(context)
+    if outlook is not None:
+        evidence = evidence | {
+            "fitted_one_more_ps_gain": [
+                round(outlook.one_more_ps_low, 4),
+                round(outlook.one_more_ps_gain, 4),
+                round(outlook.one_more_ps_high, 4),
+            ]
+        }
+        if outlook.one_more_ps_high < settings.network_min_gain:
+            return no_change(
+                NAME,
+                f"{waiting}; but every curve that fits the job's speeds has one more PS gain "
+                f"at most {outlook.one_more_ps_high:+.1%}, less than "
+                f"{settings.network_min_gain:.0%}: the wait is not on the PS (the trainers' "
+                "own synchronisation, the serial part)",
+                evidence,
+                threshold | {"network_min_gain": settings.network_min_gain},
+            )
+    sure = outlook is not None and outlook.one_more_ps_low >= settings.network_min_gain
+    if not sure and gain(now + 1) - 1 < settings.network_min_gain:
         return no_change(
             NAME,
             f"{waiting}, a wait of {1 - share:.0%} of a step; one more PS is predicted to gain "
@@ -540,7 +565,7 @@ def _network_bound(
                 f"(one more PS would gain less than {settings.network_min_gain:.0%}, or "
                 f"{settings.network_factor:g} x the PS at most); each PS sized for its share "
                 f"of {total:.2f} cores of load x {gain(count):.2f} at "
-                f"{settings.target_utilization:.0%}: {sizes}",
+                f"{settings.target_utilization:.0%}: {sizes}{_fitted(outlook, sure)}",
                 evidence,
                 threshold | {"network_factor": settings.network_factor},
             )
@@ -562,6 +587,27 @@ def _trainer_utilization(trainers: list[NodeView], recent: dict) -> float:
     """The trainers' mean CPU used / requested over their recent samples."""
     use = _mean_use(trainers, recent)
     return mean([use[n.name] / n.cpu for n in trainers])
+
+
+def _fitted(outlook: PsOutlook | None, sure: bool) -> str:
+    """What the fitted curves say of one more PS, for a reason's message."""
+    if outlook is None:
+        return ""
+    agree = ", every one of them at least the least gain asked" if sure else ""
+    return (
+        f". The curves fitted to the job's speeds give one more PS "
+        f"{outlook.one_more_ps_low:+.1%} to {outlook.one_more_ps_high:+.1%}{agree}"
+    )
+
+
+def _ps_outlook(context: OptimizerContext) -> PsOutlook | None:
+    """What the curves fitted to the job's measured speeds say one more PS gains at the
+    configuration it runs (None before a speed was measured there)."""
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    if observed.current is None:
+        return None
+    speed_fit = fit(observed.points)
+    return None if speed_fit is None else speed_fit.ps_outlook(observed.current)
 
 
 def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:

@@ -470,6 +470,59 @@ def test_network_bound_ps_are_added_only_once_the_last_were_judged_and_while_the
     assert "one more PS is predicted to gain +13.2%, less than 15%" in proposal.reasons[0].message
 
 
+def _ps_count_changed(before, after, speed_before, speed_after):
+    """A job whose estimate took ``before`` PS of 4 cores to ``after`` 600 s ago, with 10
+    speed samples at 4 trainers each side (the first after it within the restarts' 90 s
+    left out)."""
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=before, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    estimated = plan(
+        stage=Stage.estimate, seconds_ago=600, roles={"ps": RoleSpec(count=after)}, plan_id=2
+    )
+    speed = speeds([(4, speed_before)] * 10 + [(4, speed_after)] * 10)
+    return [created, estimated], speed
+
+
+def test_no_network_bound_ps_when_the_fitted_curves_say_more_ps_do_not_pay():
+    # 4 PS at 1.0 of 4 cores (25 %), workers at 1.0 of 4 (25 %): the wait rule predicts
+    # one more PS gains 1 / (0.25 + 0.75 x 4/5) = +17.6 %. But the job ran 20.0 steps/s at
+    # 2 PS and 20.0 at 4: every curve through both (a constant, with PS parts of 0) gains
+    # 0 from a fifth PS, below 5 %: the trainers wait on something else.
+    plans, speed = _ps_count_changed(2, 4, 20.0, 20.0)
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[1.0] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)]
+    proposal = propose(points, speed=speed, plans=plans, nodes=four + WORKERS)
+    assert proposal.is_empty
+    assert "every curve that fits the job's speeds has one more PS gain at most +0.0%" in (
+        proposal.reasons[0].message
+    )
+    assert proposal.reasons[0].evidence["fitted_one_more_ps_gain"] == [0.0, 0.0, 0.0]
+
+
+def test_network_bound_ps_when_the_fitted_curves_agree_more_ps_pay():
+    # 2 PS at 1.0 of 4 (25 %), workers at 2.6 of 4 (65 %): the wait rule predicts a third
+    # PS gains 1 / (0.65 + 0.35 x 2/3) = +13.2 %, below a 15 % network_min_gain. The job
+    # ran 10.0 steps/s at 1 PS and 20.0 at 2. The curves through both that rank within
+    # the noise: t5 / n (0.1 / n: 30.0 at 3 PS, +50 %), t0 + t6 w / n^2 (1 / 10 = t0 +
+    # 4 t6, 1 / 20 = t0 + t6: t6 = 1 / 60, t0 = 1 / 30; 1 / (1 / 30 + 4 / 540) = 24.5 at
+    # 3 PS, +22.7 %) and the like: at least +22.7 % >= 15 %. One more PS, 2.0 cores of
+    # load x 1.132 / 3 / 0.6 = 1.26 -> 1.3 cores each
+    settings = PsScalingSettings(network_min_gain=0.15)
+    plans, speed = _ps_count_changed(1, 2, 10.0, 20.0)
+    points = samples(ps=(1.0, 1.0), worker=2.6)
+    proposal = propose(points, speed=speed, plans=plans, settings=settings)
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=1.3)}
+    low, _, high = proposal.reasons[0].evidence["fitted_one_more_ps_gain"]
+    assert (low, high) == (0.2273, 0.5)
+    assert "every one of them at least the least gain asked" in proposal.reasons[0].message
+    # without the history the wait rule alone decides: no PS
+    assert propose(points, settings=settings).is_empty
+
+
 def test_no_ps_over_the_limit_soon_after_the_workers_grew():
     # The saturated tier wants 4 PS: 4 x 4 + 4 workers x 4 = 32 cores over a 28-core limit,
     # so the guard would cut workers; a plan took them from 2 to 4 300 s ago: not yet
