@@ -166,10 +166,15 @@ def _trainer_share(context, since) -> float | None:
     return mean(shares) if shares else None
 
 
+def _node_evidence(ps, samples) -> dict:
+    """A PS's size and the CPU its samples judged used, for a reason's evidence."""
+    return {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in samples]}
+
+
 def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal: Proposal) -> None:
     used = max(s.cpu for s in samples)
     cap = context.node_max.cpu
-    evidence = {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in samples]}
+    evidence = _node_evidence(ps, samples)
     share = _trainer_share(context, samples[0].ts)
     demand, why = used, f"peak {used:.2f}"
     if share is not None and share <= settings.trainer_wait:
@@ -234,8 +239,7 @@ def _give_back(context, ps_nodes, recent, settings: HotPsSettings, threshold) ->
                 f"{peak:.2f} / {settings.target_utilization} = {cpu:g} cores (at least the "
                 f"role's {role_cpu:g}), {peak / cpu:.0%} busy at its peak: migrate to {cpu:g} "
                 f"cores, the rest back to the job",
-                {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in recent[ps.name]]}
-                | {"new_cpu": cpu},
+                _node_evidence(ps, recent[ps.name]) | {"new_cpu": cpu},
                 threshold | {"give_back_below": settings.give_back_below},
             )
         )
