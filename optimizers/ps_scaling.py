@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from statistics import median
+from statistics import median, pstdev
 from typing import ClassVar, NamedTuple
 
 from pydantic import Field
@@ -19,7 +19,13 @@ from brain.optimizing import (
     Proposal,
 )
 from brain.optimizing.roles import current_role, effective_roles, planned_totals, role_totals
-from brain.optimizing.speed_fit import Configuration, PsOutlook, SpeedPoint, fit
+from brain.optimizing.speed_fit import (
+    MIN_SAMPLE_NOISE,
+    Configuration,
+    PsOutlook,
+    SpeedPoint,
+    fit,
+)
 from brain.optimizing.speed_points import SETTLE_S, STALL_SHARE, observe, stalled_since
 from optimizers._common import (
     PsChangeSettings,
@@ -1240,7 +1246,11 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     earlier = next((c for s, c in reversed(observed.measured) if s.ts < newest.applied_at), None)
     if now is None or earlier is None or now == earlier:
         return None
-    after, previous = observed.point(now), observed.point(earlier)
+    # The speed just before the trade, not the mean of all the job ran at that
+    # configuration: a PS load that grows slows it down the longer it runs, and its early
+    # samples would make any later speed look slower.
+    after = observed.point(now)
+    previous = _newest_point(observed, earlier, settings.speed_samples)
     if after.samples < settings.speed_samples or previous.samples < settings.speed_samples:
         return None
     change = after.steps_per_sec / previous.steps_per_sec - 1
@@ -1269,6 +1279,15 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
             )
         ],
     )
+
+
+def _newest_point(observed, configuration: Configuration, count: int) -> SpeedPoint:
+    """The mean speed of the newest ``count`` kept samples at ``configuration`` (fewer when
+    it has fewer), with their noise."""
+    speeds = [s.steps_per_sec for s, c in observed.measured if c == configuration][-count:]
+    mean_speed = sum(speeds) / len(speeds)
+    noise = pstdev(speeds) / mean_speed if len(speeds) > 1 else MIN_SAMPLE_NOISE
+    return SpeedPoint(configuration, mean_speed, len(speeds), noise)
 
 
 def _right_size(context, ps_nodes, trainers, recent, settings) -> Proposal | None:

@@ -675,6 +675,56 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
     assert not after(2.5).roles
 
 
+def test_a_trade_is_judged_against_the_speed_just_before_it():
+    # The trade above, applied 630 s ago, on a PS load that grows: 4 trainers ran 30.0
+    # steps/s for 14 samples, then 22.0 for the 6 just before it (a 7th within the 90 s of
+    # restarts left out); 3 trainers 24.0 after. Against the mean of all 20, (14 x 30 + 6 x
+    # 22) / 20 = 27.6, that is -13 %; against the 6 just before, 24 / 22 = +9.1 % (more
+    # than 2 % and two standard errors, 2 x hypot(0.01 / sqrt(6), 0.01 / sqrt(10)) =
+    # 1.0 %): it paid, and the PS, peaking at 2.0 of 3.6 cores while the workers keep
+    # their pace (75 %), get 2.0 / 0.85 = 2.4 cores
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=1, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    traded = plan(
+        seconds_ago=630,
+        roles={"ps": RoleSpec(count=2, cpu=3.6), "worker": RoleSpec(count=3)},
+        reasons=(
+            Reason(
+                "ps_scaling",
+                "trade",
+                {
+                    "ps_count": 1,
+                    "traded_from": {"ps_count": 1, "ps_cpu": 4, "workers": 4, "worker_cpu": 4},
+                },
+            ),
+        ),
+        plan_id=2,
+    )
+    two = [node(f"j-edljob-ps-{i}", "ps", cpu=3.6, memory_mib=8192, index=i) for i in range(2)]
+    three = WORKERS[:3]
+    points = [s for n in two for s in series(n.name, cpu=[2.0] * 8)]
+    points += [s for n in three for s in series(n.name, cpu=[3.0] * 8)]
+    speed = speeds([(4, 30.0)] * 14 + [(4, 22.0)] * 7 + [(3, 24.0)] * 10)
+    roles = {
+        "ps": RoleSpec(count=2, cpu=3.6, memory_mib=8192),
+        "worker": RoleSpec(count=3, cpu=4, memory_mib=8192),
+    }
+    ctx = context(
+        Stage.running,
+        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+        nodes=two + three,
+        samples=points,
+        speed=speed,
+        plans=[created, traded],
+    )
+    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles == {"ps": RoleSpec(cpu=2.4)}
+    assert "the trade paid" in proposal.reasons[0].message
+
+
 def test_no_trade_where_a_hot_part_leaves_the_other_ps_idle():
     # 2 PS of 2 cores, ps-0 at 2.0 (hot), ps-1 at 0.4; workers at 0.8 of 4 (20 %), no room
     # under a 20-core limit. ps-0 holds (2.0 - 0.4) / 2.4 = 2/3 of the traffic as its own
