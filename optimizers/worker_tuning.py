@@ -35,6 +35,7 @@ CPU_BEFORE = "worker_cpu_before"
 WORKER_CPU = "worker_cpu"
 COUNT_BEFORE = "worker_count_before"
 PREDICTED = "predicted_steps_per_sec"
+PREDICTED_LOW = "predicted_low"
 RESUMES_ESTIMATE = "resumes_estimate"
 # A CPU sample at this share of the request or more is the worker held at its request.
 _AT_REQUEST = 0.99
@@ -80,10 +81,9 @@ class WorkerTuningSettings(BaseModel):
         0.1,
         ge=0.0,
         le=1.0,
-        description="Speed per core: a change that adds cores must gain at least this times "
-        "their relative increase (+30 % cores at 0.1: +3 % speed), predicted to be proposed "
-        "and measured to be kept; one that did not is taken back to the configuration before "
-        "it, counts and sizes.",
+        description="Speed per core: a change that adds cores must be predicted to gain at "
+        "least this times their relative increase (+30 % cores at 0.1: +3 % speed) to be "
+        "proposed. Once measured it is judged against what the fit predicted, not by this.",
     )
     min_speed_samples: int = Field(
         3,
@@ -234,8 +234,9 @@ class WorkerTuningOptimizer:
     ``ps_cpu_threshold`` or more.
 
     Once a change of its own is measured (after ``cooldown_s``), it is judged against
-    the configuration before it: a change that did not gain ``min_core_elasticity``
-    times the cores it added (or made the job slower) is taken back to that
+    the configuration before it and what the fit predicted for it: a change that made
+    the job slower beyond the noise, or that added cores and brought neither a gain
+    beyond the noise nor the least gain the fit was sure of, is taken back to that
     configuration, count and CPU, and the job is not grown past it again. Changes of
     other optimizers (the estimate's, a short cluster's) are not judged: their points
     enter the fit.
@@ -340,31 +341,32 @@ def _verdict(job: _Job) -> Proposal | None:
         2 * math.hypot(job.speed.relative_stderr, previous.relative_stderr),
     )
     added_cores = _cores(job.now) / _cores(before) - 1
-    # Taken back only when sure: the job got slower beyond the noise, or the gain, even
-    # a noise above what was measured, is below what the added cores must bring.
-    needed = settings.min_core_elasticity * max(added_cores, 0.0)
-    if gain >= -noise and gain + noise >= needed:
+    # What the fit counted on when it proposed the change: the least of its plausible
+    # curves (the prediction itself where the plan gives no band), as a gain.
+    least = evidence.get(PREDICTED_LOW, evidence.get(PREDICTED))
+    promised = least / previous.steps_per_sec - 1 if isinstance(least, int | float) else None
+    # Taken back only when sure: the job got slower beyond the noise, or the change added
+    # cores and got neither a gain beyond the noise nor, within it, the least gain the
+    # fit was sure of (where it was not sure of one, only a measured gain keeps them).
+    slower = gain < -noise
+    reached = promised is not None and promised > 0 and gain + noise >= promised
+    if not slower and (added_cores <= 0 or gain >= noise or reached):
         return None
     count = evidence.get(COUNT_BEFORE, max(before.trainers - job.chiefs, 1))
     minimum = context.job.bounds_of(ROLE_WORKER).min_count
     if minimum is not None:
         count = max(count, minimum)
     cpu = evidence.get(CPU_BEFORE, before.trainer_cpu)
-    predicted = evidence.get(PREDICTED)
     expected = (
         ""
-        if not isinstance(predicted, int | float)
-        else f" (the fit predicted {predicted:.2f}, {predicted / previous.steps_per_sec - 1:+.1%})"
+        if promised is None
+        else f" (the fit predicted at least {least:.2f}, {promised:+.1%})"
     )
+    why = "slower" if slower else "no faster beyond the noise for the cores it added"
     message = (
         f"{_describe(before)} -> {_describe(job.now)} changed speed "
         f"{previous.steps_per_sec:.2f} -> {job.speed.steps_per_sec:.2f} steps/s, "
-        f"{gain:+.1%} (+-{noise:.1%}){expected} for {added_cores:+.0%} cores; "
-        + (
-            "slower"
-            if gain < -noise
-            else f"{settings.min_core_elasticity:g} x the added cores is {needed:+.1%}"
-        )
+        f"{gain:+.1%} (+-{noise:.1%}){expected} for {added_cores:+.0%} cores; {why}"
     )
     measured = {
         "steps_per_sec": round(job.speed.steps_per_sec, 4),
@@ -374,10 +376,9 @@ def _verdict(job: _Job) -> Proposal | None:
         "workers": job.now.trainers,
         "previous_workers": before.trainers,
     }
-    threshold: dict[str, object] = {
-        "min_gain": settings.min_gain,
-        "min_core_elasticity": settings.min_core_elasticity,
-    }
+    threshold: dict[str, object] = {"min_gain": settings.min_gain}
+    if promised is not None:
+        threshold["predicted_gain"] = round(promised, 4)
     if minimum is not None:
         threshold["min_count"] = minimum
     back = RoleSpec(
@@ -509,7 +510,7 @@ def _climb(job: _Job, ps_evidence: dict, utilization: float | None) -> Proposal:
                     CPU_BEFORE: job.now.trainer_cpu,
                     WORKER_CPU: chosen.cpu,
                     PREDICTED: round(p.steps_per_sec, 4),
-                    "predicted_low": round(p.low, 4),
+                    PREDICTED_LOW: round(p.low, 4),
                     "predicted_high": round(p.high, 4),
                 },
                 {
@@ -816,6 +817,8 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
                     CPU_BEFORE: now.cpu,
                     WORKER_CPU: cpu,
                     PREDICTED: round(predicted.steps_per_sec, 4),
+                    PREDICTED_LOW: round(predicted.low, 4),
+                    "predicted_high": round(predicted.high, 4),
                 },
                 {"min_cpu_in_use_gain": settings.min_cpu_in_use_gain, "cpu_limit": limit},
             )
