@@ -235,11 +235,11 @@ class WorkerTuningOptimizer:
 
     Once a change of its own is measured (after ``cooldown_s``), it is judged against
     the configuration before it and what the fit predicted for it: a change that made
-    the job slower beyond the noise, or that added cores and brought neither a gain
-    beyond the noise nor the least gain the fit was sure of, is taken back to that
-    configuration, count and CPU, and the job is not grown past it again. Changes of
-    other optimizers (the estimate's, a short cluster's) are not judged: their points
-    enter the fit.
+    the job slower beyond the noise, or that added more cores than the noise and brought
+    neither a gain beyond the noise nor the least gain the fit was sure of, is taken
+    back to that configuration, count and CPU, and the job is not grown past it again.
+    Changes of other optimizers (the estimate's, a short cluster's) are not judged:
+    their points enter the fit.
 
     When the guard's step bound cut the applied estimate's worker count, it first asks
     for the rest (as many as the limits hold).
@@ -348,9 +348,11 @@ def _verdict(job: _Job) -> Proposal | None:
     # Taken back only when sure: the job got slower beyond the noise, or the change added
     # cores and got neither a gain beyond the noise nor, within it, the least gain the
     # fit was sure of (where it was not sure of one, only a measured gain keeps them).
+    # Cores fewer than the noise could not show a gain beyond it even fully used: such a
+    # change (smaller workers rounded up) is judged by its speed alone.
     slower = gain < -noise
     reached = promised is not None and promised > 0 and gain + noise >= promised
-    if not slower and (added_cores <= 0 or gain >= noise or reached):
+    if not slower and (added_cores <= noise or gain >= noise or reached):
         return None
     count = evidence.get(COUNT_BEFORE, max(before.trainers - job.chiefs, 1))
     minimum = context.job.bounds_of(ROLE_WORKER).min_count
@@ -358,9 +360,7 @@ def _verdict(job: _Job) -> Proposal | None:
         count = max(count, minimum)
     cpu = evidence.get(CPU_BEFORE, before.trainer_cpu)
     expected = (
-        ""
-        if promised is None
-        else f" (the fit predicted at least {least:.2f}, {promised:+.1%})"
+        "" if promised is None else f" (the fit predicted at least {least:.2f}, {promised:+.1%})"
     )
     why = "slower" if slower else "no faster beyond the noise for the cores it added"
     message = (
