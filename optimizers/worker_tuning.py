@@ -617,6 +617,7 @@ def _sure_jumps(job: _Job) -> list[_Candidate]:
         for share in _TRADE_SIZES
     } | {job.now.trainer_cpu}
     found = []
+    ps_cure = _one_more_ps_gain(job)
     for cpu in sorted(c for c in sizes if smallest - 1e-9 <= c <= job.now.trainer_cpu):
         top = _most_that_fit(context, cpu, low, high)
         for count in _count_grid(low, top):
@@ -626,9 +627,26 @@ def _sure_jumps(job: _Job) -> list[_Candidate]:
             p = job.predict(configuration)
             if p.measured or p.steps_per_sec <= 0 or p.uncertainty > settings.sure_within:
                 continue
+            if count < job.workers and p.steps_per_sec <= job.speed.steps_per_sec * (1 + ps_cure):
+                # The trainers' cost on each other may be their wait on the PS's links,
+                # which one more PS shortens without giving up their compute: the PS
+                # rules try that first.
+                continue
             why = f"the fit is sure there (its curves within {p.uncertainty:.0%})"
             found.append(_Candidate(count, cpu, configuration, p, why, sure=True))
     return found
+
+
+def _one_more_ps_gain(job: _Job) -> float:
+    """The most one more PS could gain by the fit's plausible curves (0 when the limits
+    hold no more PS, or the job has none): a job that never ran another PS count cannot
+    tell the trainers' cost on each other from their queue at the PS's links."""
+    if job.fitted is None or job.now.ps_count <= 0:
+        return 0.0
+    outlook = job.fitted.ps_outlook(job.now)
+    if outlook is None or _exceeds(job.context, {ROLE_PS: RoleSpec(count=job.now.ps_count + 1)}):
+        return 0.0
+    return outlook.one_more_ps_high
 
 
 def _most_that_fit(context: OptimizerContext, cpu: float, low: int, high: int | None) -> int:

@@ -637,3 +637,20 @@ def test_a_sure_fit_takes_workers_back_from_past_the_peak_only_for_a_clear_gain(
         tuning_context(19, speeds(curve_points((8, 16, 20), curve)), ps_samples=cool)
     )
     assert proposal.is_empty
+
+
+def test_no_workers_taken_back_where_one_more_ps_may_cure_their_cost_on_each_other():
+    # As above (1 / speed = 1 / w + 0.004 w, measured at 8, 16 and 32 trainers) but the
+    # limits hold one more PS. The job only ran 1 PS: the curve 1 / w + 0.004 w / n^2
+    # (the trainers queue at the PS's links) goes through the points as well, and at 2
+    # PS it gives 1 / (1 / 32 + 0.004 x 32 / 4) = 15.81 steps/s at 32 trainers, +152 %
+    # over today's 6.279: more than the +25 % of cutting to 14 trainers. The trainers
+    # keep their compute; one more PS is the PS rules' to try first.
+    curve = lambda t: 1 / (1 / t + 0.004 * t)  # noqa: E731
+    speed = speeds(curve_points((8, 16, 32), curve))
+    cool = series("ps-0", cpu=[2, 2, 2])
+    assert propose(tuning_context(31, speed, ps_samples=cool, limits=Limits(cpu=1000))).is_empty
+    # Under a 100-core limit (31 workers and the chief of 4 cores, a PS of 8: 136) no PS
+    # fits: 31 -> 13 as before
+    limited = propose(tuning_context(31, speed, ps_samples=cool, limits=Limits(cpu=100)))
+    assert limited.roles == {"worker": RoleSpec(count=13)}
