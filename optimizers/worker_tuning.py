@@ -329,8 +329,13 @@ def _verdict(job: _Job) -> Proposal | None:
     if (context.now - plan.applied_at).total_seconds() > settings.judge_within_s:
         return None  # judged when it was measured; the PS load may have moved since
     before = job.observed.before(job.now)
-    # Only the workers changed between the two, or it is not this change's doing.
-    if before is None or before == job.now or before.ps_cpu != job.now.ps_cpu:
+    # Only the workers changed between the two, or it is not this change's doing: the PS
+    # tier's cores and count (8 PS of 0.9 cores and 2 of 3.7 hold about the same cores).
+    if (
+        before is None
+        or before == job.now
+        or (before.ps_cpu, before.ps_count) != (job.now.ps_cpu, job.now.ps_count)
+    ):
         return None
     previous = job.observed.point(before)
     if previous is None or previous.samples < settings.min_speed_samples:

@@ -654,3 +654,25 @@ def test_no_workers_taken_back_where_one_more_ps_may_cure_their_cost_on_each_oth
     # fits: 31 -> 13 as before
     limited = propose(tuning_context(31, speed, ps_samples=cool, limits=Limits(cpu=100)))
     assert limited.roles == {"worker": RoleSpec(count=13)}
+
+
+def test_a_change_is_not_judged_across_a_change_of_the_ps_count():
+    # worker_tuning went 4 -> 6 workers 700 s ago, and in the same plan the PS tier went
+    # from 1 PS of 8 cores to 2 of 4 (8 cores both). 14.0 -> 10.0 steps/s (-29 %) is not
+    # the workers' doing alone: no take-back (it was judged slower and taken back).
+    start = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"worker": RoleSpec(count=4, cpu=4), "ps": RoleSpec(count=1, cpu=8)},
+        plan_id=0,
+    )
+    ps_split = plan(seconds_ago=700, roles={"ps": RoleSpec(count=2, cpu=4)}, plan_id=2)
+    speed = speeds([(5, 14.0)] * 3 + [(7, 10.0)] * 3, every_s=240)
+    ctx = tuning_context(6, speed, plans=[start, changed_workers(6, 700), ps_split])
+    two_ps = [node(f"ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(2)]
+    samples = series("ps-0", cpu=[2, 2, 2]) + series("ps-1", cpu=[2, 2, 2])
+    ctx = context(
+        Stage.running, ctx.job, nodes=two_ps, samples=samples, speed=speed, plans=ctx.plans
+    )
+    proposal = propose(ctx)
+    assert "taken_back_to" not in proposal.reasons[0].evidence
