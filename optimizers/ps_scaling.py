@@ -218,7 +218,8 @@ class PsScalingOptimizer:
 
     Both directions: PS it added that did not raise the speed at the same trainers by
     ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
-    past that count again; a tier below ``shrink_below`` with no count changed for
+    past that count again (not PS added to make room for more workers, which were not to
+    raise it); a tier below ``shrink_below`` with no count changed for
     ``shrink_after_s`` gets fewer PS (a lone PS fewer cores) for its load at
     ``target_utilization``, the busiest at most ``max_busy``, when that frees
     ``min_freed_share`` of the job's cores.
