@@ -13,6 +13,8 @@ MAX_WORKERS = 64
 # in-process Brain runs with: Brain holds such a job to it, so its best is judged within
 # it too.
 SITE_JOB_CPU = 64.0
+# PS counts searched: 1 to 8, or to the most PS the run had when it ran more (a best below
+# what the run itself reached would put reached/best above 1).
 MAX_PS = 8
 # Worker CPU as a fraction of what a worker needs: a smaller worker may let one more fit.
 WORKER_CPU_FRACTIONS = (1.0, 0.9, 0.8, 0.75, 0.6, 0.5)
@@ -31,21 +33,21 @@ class Allocation:
         return self.workers * self.worker_cpu + self.ps_cpu_total
 
 
-def best_allocation(s: Scenario, global_step: float = 0.0) -> Allocation:
+def best_allocation(s: Scenario, global_step: float = 0.0, max_ps: int = MAX_PS) -> Allocation:
     """The highest speed within the job's CPU and GPU limits (fewest cores on a tie), with
     the PS cost the job has after ``global_step`` steps (the scenarios whose cost grows
     are judged on their last one). A job without a CPU limit is held to the site's
-    budget, ``SITE_JOB_CPU``.
+    budget, ``SITE_JOB_CPU``. PS jobs are searched with 1 to ``max_ps`` PS.
 
     PS get CPU in proportion to their traffic, each at most the largest node; every
     worker keeps its declared GPUs (an all-reduce job scales by whole workers).
     """
     model = s.throughput_at(global_step)
     if isinstance(model, FamilyModel):
-        return family_best(s, model)
+        return family_best(s, model, max_ps)
     gpu_each = s.roles["worker"].gpu
     best = Allocation(0.0, 0, 0.0, 0, 0.0)
-    ps_counts = range(1, MAX_PS + 1) if s.strategy == "ps" else (0,)
+    ps_counts = range(1, max_ps + 1) if s.strategy == "ps" else (0,)
     limit_cpu = SITE_JOB_CPU if s.limit_cpu is None else s.limit_cpu
     for workers in range(1, MAX_WORKERS + 1):
         if s.limit_gpu is not None and workers * gpu_each > s.limit_gpu + 1e-9:
@@ -99,9 +101,9 @@ FAMILY_WORKER_CPU_FRACTIONS = (1.0, 0.9, 0.8, 0.75, 0.6, 0.5, 0.35, 0.25)
 _BISECT_STEPS = 40
 
 
-def family_best(s: Scenario, model: FamilyModel) -> Allocation:
+def family_best(s: Scenario, model: FamilyModel, max_ps: int = MAX_PS) -> Allocation:
     """The fastest allocation of a family's PS job within its CPU limit (fewest cores on
-    a tie): every worker count and size, every PS count up to ``MAX_PS``, each PS given
+    a tie): every worker count and size, every PS count up to ``max_ps``, each PS given
     the cores its share of that speed needs (the speed the cores left allow, found by
     bisection, when they do not cover it)."""
     limit_cpu = SITE_JOB_CPU if s.limit_cpu is None else s.limit_cpu
@@ -113,7 +115,7 @@ def family_best(s: Scenario, model: FamilyModel) -> Allocation:
             budget = limit_cpu - workers * worker_cpu
             if budget <= 0:
                 break
-            for ps in range(1, MAX_PS + 1):
+            for ps in range(1, max_ps + 1):
                 demand = model.uniform_speed(workers, weight, ps)
                 if demand < best.steps_per_sec - 1e-6:
                     continue  # even PS that cost nothing would not beat the best

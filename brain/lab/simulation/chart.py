@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brain.lab.simulation.best import best_allocation
 from brain.lab.simulation.master import Run
+from brain.lab.simulation.metrics import run_best
 
 
 def write_chart(run: Run, path: Path) -> None:
@@ -16,7 +16,7 @@ def write_chart(run: Run, path: Path) -> None:
 
     s = run.scenario
     minutes = [x.t / 60 for x in run.timeline]
-    best = best_allocation(s, run.final_global_step)
+    best = run_best(run)
     fig, (speed_ax, alloc_ax) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     speed_ax.plot(minutes, [x.steps_per_sec for x in run.timeline], lw=0.8, label="steps/s")
     speed_ax.axhline(best.steps_per_sec, color="green", ls="--", lw=0.8, label="best in limits")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from brain.domain import PlanStatus
-from brain.lab.simulation.best import best_allocation
+from brain.lab.simulation.best import MAX_PS, Allocation, best_allocation
 from brain.lab.simulation.master import TICK_S, Run
 
 # A count change reversed within this many seconds is an oscillation (worker_tuning's
@@ -58,9 +58,16 @@ class ScenarioResult:
     oom_kills_by_chooser: dict[str, int] = field(default_factory=dict)
 
 
+def run_best(run: Run) -> Allocation:
+    """The best the run's job can reach, its PS counts searched up to ``MAX_PS`` or the
+    most PS the run had, whichever is more."""
+    most_ps = max((x.ps for x in run.timeline), default=0)
+    return best_allocation(run.scenario, run.final_global_step, max(MAX_PS, most_ps))
+
+
 def measure(run: Run, horizon_s: float) -> ScenarioResult:
     s = run.scenario
-    best = best_allocation(s, run.final_global_step)
+    best = run_best(run)
     speeds = [x.steps_per_sec for x in run.timeline]
     window = max(int(SMOOTHING_S / TICK_S), 1)
     smoothed = [

@@ -15,6 +15,8 @@ from brain.lab.simulation.families.hot_ps import HotPsModel
 from brain.lab.simulation.families.measured import MeasuredModel
 from brain.lab.simulation.families.measured_curve import MeasuredCurve, fit_curve, speed_errors
 from brain.lab.simulation.families.measured_table import CURVES
+from brain.lab.simulation.master import Run, Sample
+from brain.lab.simulation.metrics import run_best
 from brain.lab.simulation.model import MemoryModel
 from brain.lab.simulation.scenarios import RoleStart, Scenario
 
@@ -221,3 +223,23 @@ def test_the_best_search_finds_the_comm_bound_peak():
     )
     assert best.steps_per_sec == pytest.approx(expected[0])
     assert best.ps == 8  # more PS shorten the exchange
+
+
+def test_the_best_counts_as_many_ps_as_the_run_had():
+    # More PS shorten the comm-bound exchange, so a run that went past 8 PS must be
+    # measured against a best searched that far: else reached/best exceeds 1.
+    job = _job(COMM, 200)
+    eight, twelve = best_allocation(job), best_allocation(job, max_ps=12)
+    assert (eight.ps, twelve.ps) == (8, 12)
+    assert twelve.steps_per_sec > eight.steps_per_sec
+
+    def run_with_ps(most_ps: int) -> Run:
+        run = Run(scenario=job, seed=0)
+        run.timeline = [
+            Sample(t, 1.0, 10.0, 1000.0, 0.0, 1, ps, 1)
+            for t, ps in ((0.0, 1), (30.0, most_ps), (60.0, 2))
+        ]
+        return run
+
+    assert run_best(run_with_ps(12)) == twelve
+    assert run_best(run_with_ps(3)) == eight  # a run with fewer PS is still searched to 8
