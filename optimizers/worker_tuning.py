@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
+from brain.domain import ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec, Stage
 from brain.optimizing import (
     Changes,
     ContextInput,
@@ -17,12 +17,10 @@ from brain.optimizing import (
     PlanView,
     Proposal,
 )
-from brain.optimizing.proposal import GUARD
 from brain.optimizing.roles import current_role, exceeded_limits, planned_totals
 from brain.optimizing.speed_fit import Configuration, Prediction, SpeedFit, SpeedPoint, fit
 from brain.optimizing.speed_points import Observed, observe, stalled_since, trainers_now
 from optimizers._common import cooling_down, mean, no_change, reason
-from optimizers.estimate import NAME as ESTIMATE
 
 NAME = "worker_tuning"
 # CPU granularity of worker sizes this optimizer sets (cores).
@@ -36,7 +34,6 @@ WORKER_CPU = "worker_cpu"
 COUNT_BEFORE = "worker_count_before"
 PREDICTED = "predicted_steps_per_sec"
 PREDICTED_LOW = "predicted_low"
-RESUMES_ESTIMATE = "resumes_estimate"
 # A CPU sample at this share of the request or more is the worker held at its request.
 _AT_REQUEST = 0.99
 # Worker sizes a sure fit may trade count for, as shares of today's: smaller workers,
@@ -288,9 +285,6 @@ class WorkerTuningOptimizer:
         verdict = _verdict(job)
         if verdict is not None:
             return verdict
-        resumed = _resume_estimate(context, workers)
-        if resumed is not None:
-            return resumed
         ps_evidence: dict[str, object] = {}
         utilization = None
         if context.nodes_of(ROLE_PS) or ROLE_PS in context.job.roles:
@@ -324,7 +318,7 @@ def _verdict(job: _Job) -> Proposal | None:
     if last is None:
         return None
     plan, evidence = last
-    if RESUMES_ESTIMATE in evidence or TAKEN_BACK_TO in evidence:
+    if TAKEN_BACK_TO in evidence:
         return None
     if (context.now - plan.applied_at).total_seconds() > settings.judge_within_s:
         return None  # judged when it was measured; the PS load may have moved since
@@ -847,74 +841,6 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
             )
         ],
     )
-
-
-def _resume_estimate(context: OptimizerContext, workers: int) -> Proposal | None:
-    """The rest of the way to the worker count the applied estimate planned, when the
-    guard's step bound (``BRAIN_MAX_CHANGE_FACTOR``) cut it: the estimate sized the PS
-    for that count. As many as the limits hold; None when nothing is left."""
-    estimates = [
-        p
-        for p in context.plans
-        if p.stage == Stage.estimate and p.status == PlanStatus.applied and _sets_workers(p)
-    ]
-    if not estimates:
-        return None
-    estimate = max(estimates, key=lambda p: p.applied_at or p.created_at)
-    cut = any(
-        r.optimizer == GUARD and r.message.startswith(f"{ROLE_WORKER}: one plan changes")
-        for r in estimate.reasons
-    )
-    planned = next(
-        (
-            r.evidence["workers"]
-            for r in estimate.reasons
-            if r.optimizer == ESTIMATE and isinstance(r.evidence.get("workers"), int)
-        ),
-        None,
-    )
-    if not cut or planned is None:
-        return None
-    # Only right after the estimate: once anything else set the count (a take-back, the
-    # guard giving workers up for PS, a short cluster), the estimate no longer speaks.
-    later = [
-        p
-        for p in context.plans
-        if p.status == PlanStatus.applied
-        and _sets_workers(p)
-        and p.applied_at is not None
-        and estimate.applied_at is not None
-        and p.applied_at > estimate.applied_at
-    ]
-    if any(not any(RESUMES_ESTIMATE in r.evidence for r in p.reasons) for p in later):
-        return None
-    # The PS estimate counts the chief among its workers.
-    target = planned - (1 if ROLE_CHIEF in estimate.roles else 0)
-    maximum = context.job.bounds_of(ROLE_WORKER).max_count
-    if maximum is not None:
-        target = min(target, maximum)
-    for count in range(target, workers, -1):
-        roles = {ROLE_WORKER: RoleSpec(count=count)}
-        if not exceeded_limits(
-            planned_totals(roles, context.job, context.nodes), context.job.limits
-        ):
-            return Proposal(
-                roles=roles,
-                reasons=[
-                    reason(
-                        NAME,
-                        f"the estimate (plan {estimate.id}) planned {target} workers and the "
-                        f"step bound let {estimate.roles[ROLE_WORKER].count} through: workers "
-                        f"{workers} -> {count}",
-                        {
-                            "worker_count": workers,
-                            "added": count - workers,
-                            RESUMES_ESTIMATE: target,
-                        },
-                    )
-                ],
-            )
-    return None
 
 
 # Small readings ---------------------------------------------------------------------

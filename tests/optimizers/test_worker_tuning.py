@@ -297,60 +297,6 @@ def test_smaller_workers_that_did_not_pay_are_taken_back_with_their_size():
     assert "back to 2 workers of 9 cores each" in proposal.reasons[0].message
 
 
-def estimated(workers_planned, workers_applied):
-    """An estimate planned ``workers_planned`` trainers (chief included) and the guard's
-    step bound let ``workers_applied`` workers through."""
-    return plan(
-        seconds_ago=1200,
-        stage=Stage.estimate,
-        roles={"chief": RoleSpec(count=1), "worker": RoleSpec(count=workers_applied)},
-        reasons=(
-            Reason("estimate", "17 workers (chief included)", {"workers": workers_planned}),
-            Reason(
-                "guard",
-                "worker: one plan changes a count or size at most 8x: count 1 -> 16 cut to 8",
-            ),
-        ),
-    )
-
-
-def test_the_rest_of_the_way_to_the_estimate_after_the_step_bound():
-    # 17 trainers planned, the chief among them: 16 workers; 7 got through
-    proposal = propose(tuning_context(7, speeds([(8, 10.0)] * 3), plans=[estimated(17, 7)]))
-    assert proposal.roles == {"worker": RoleSpec(count=16)}
-    assert proposal.reasons[0].evidence["resumes_estimate"] == 16
-    # within a 70-core limit: 4 (chief) + 8 (PS) + 4 n <= 70 -> 14 workers
-    limited = tuning_context(
-        7, speeds([(8, 10.0)] * 3), plans=[estimated(17, 7)], limits=Limits(cpu=70)
-    )
-    assert propose(limited).roles == {"worker": RoleSpec(count=14)}
-
-
-def test_the_estimates_count_is_not_taken_back_for_a_small_gain_per_worker():
-    resumed = plan(
-        seconds_ago=700,
-        roles={"worker": RoleSpec(count=16)},
-        reasons=(Reason("worker_tuning", "", {"added": 9, "resumes_estimate": 16}),),
-        plan_id=2,
-    )
-    # 10 -> 10.3 steps/s for 9 more workers: the estimate's count stays; the curve through
-    # both points (1/speed = 0.09449 + 0.04401 / w) predicts 10.33 at 19 trainers, +0.3 %
-    # for +9 % cores: no growth either
-    speed = speeds([(8, 10.0)] * 3 + [(17, 10.3)] * 3)
-    proposal = propose(tuning_context(16, speed, plans=[estimated(17, 7), resumed]))
-    assert proposal.is_empty
-    assert "no configuration within the limits is predicted" in proposal.reasons[0].message
-
-
-def test_the_estimate_no_longer_speaks_once_something_else_set_the_count():
-    # after the estimate, a take-back (or the guard, or a short cluster) set 7 workers:
-    # growth is worker_tuning's own again, to 1.5 x 8 = 12 trainers (the chief among them)
-    other = changed_workers(7, seconds_ago=700, plan_id=2)
-    proposal = propose(tuning_context(7, speeds([(8, 10.0)] * 3), plans=[estimated(17, 7), other]))
-    assert proposal.roles == {"worker": RoleSpec(count=11)}
-    assert "resumes_estimate" not in proposal.reasons[0].evidence
-
-
 def big_job(workers, cpu, speed, plans, limit_cpu, worker_cpu_used=None):
     """``workers`` workers of ``cpu`` cores (no chief) and 1 PS of 8 cores at 50 %."""
     roles = {
