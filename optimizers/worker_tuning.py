@@ -348,10 +348,12 @@ def _verdict(job: _Job) -> Proposal | None:
     # cores and got neither a gain beyond the noise nor, within it, the least gain the
     # fit was sure of (where it was not sure of one, only a measured gain keeps them).
     # Cores fewer than the noise could not show a gain beyond it even fully used: such a
-    # change (smaller workers rounded up) is judged by its speed alone.
+    # change (smaller workers rounded up) is judged by its speed alone. A change whose
+    # speed rose with its cores, within the noise, paid for them: speed per core held.
     slower = gain < -noise
     reached = promised is not None and promised > 0 and gain + noise >= promised
-    if not slower and (added_cores <= noise or gain >= noise or reached):
+    kept_pace = added_cores <= noise or gain + noise >= added_cores
+    if not slower and (kept_pace or gain >= noise or reached):
         return None
     count = evidence.get(COUNT_BEFORE, max(before.trainers - job.chiefs, 1))
     minimum = context.job.bounds_of(ROLE_WORKER).min_count
