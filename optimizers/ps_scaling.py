@@ -798,13 +798,11 @@ def _take_back(
 def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
     """Back to the PS count and CPU before ps_scaling's last shrink, when the speed at the
     same trainers fell by more than ``min_gain`` (or two standard errors) after it."""
-    found = _newest_ps_plan(context, SHRUNK_FROM)
+    found = _ps_plan_to_judge(context, SHRUNK_FROM, settings)
     if found is None:
         return None
     newest, evidence = found
     shrunk = evidence[SHRUNK_FROM]
-    if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
-        return None
     measured = _ps_change_speed(context, settings)
     if measured is None:
         return None
@@ -852,6 +850,18 @@ def _applied_evidence(context, key: str) -> Iterator:
         for r in p.reasons
         if r.optimizer == NAME and key in r.evidence
     )
+
+
+def _ps_plan_to_judge(context, key: str, settings) -> tuple[PlanView, dict] | None:
+    """The newest applied PS plan whose ps_scaling reason carries ``key``, with that
+    evidence, once ``judge_after_s`` has passed since it was applied; None before."""
+    found = _newest_ps_plan(context, key)
+    if found is None:
+        return None
+    newest, _ = found
+    if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
+        return None
+    return found
 
 
 def _newest_ps_plan(context, key: str, counted: bool = False) -> tuple[PlanView, dict] | None:
@@ -1235,13 +1245,11 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     workers and their CPU), when the speed after it did not rise by ``min_gain`` (two
     standard errors when more) over the speed before it, judged ``judge_after_s`` after.
     When it did, the PS are right-sized (``_right_size``)."""
-    found = _newest_ps_plan(context, TRADED_FROM)
+    found = _ps_plan_to_judge(context, TRADED_FROM, settings)
     if found is None:
         return None
     newest, evidence = found
     before = evidence[TRADED_FROM]
-    if (context.now - newest.applied_at).total_seconds() < settings.judge_after_s:
-        return None
     observed = observe(context, SETTLE_S, STALL_SHARE)
     now = observed.current
     earlier = next((c for s, c in reversed(observed.measured) if s.ts < newest.applied_at), None)
