@@ -263,29 +263,54 @@ def _window_view(session, settings, window: PageWindow, namespace: str | None) -
     return WindowView(TotalsOut.of(totals, cost), top, trend)
 
 
-@router.get("/", response_class=HTMLResponse)
-def overview(
-    request: Request,
-    session: ReadSessionDep,
-    settings: SettingsDep,
-    principal: Signed,
+@dataclass(frozen=True)
+class WindowQuery:
+    """What a windowed page (the overview, a user's, a group's) was asked for besides
+    whose it is: a namespace, the window, and CSV."""
+
+    namespace: str | None
+    days: str | None
+    start: str | None
+    end: str | None
+    format: str | None
+    table: str | None
+
+
+def _window_query(
     namespace: NamespaceFilter = None,
     days: Days = None,
     start: WindowFrom = None,
     end: WindowTo = None,
     format: Format = None,
     table: TableName = None,
+) -> WindowQuery:
+    return WindowQuery(namespace, days, start, end, format, table)
+
+
+WindowQueryDep = Annotated[WindowQuery, Depends(_window_query)]
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(
+    request: Request,
+    session: ReadSessionDep,
+    settings: SettingsDep,
+    principal: Signed,
+    query: WindowQueryDep,
 ) -> Response:
     """Jobs now, the cluster, and the window's totals, cost, top wasters and weekly
     trends: of every namespace, or of ``namespace`` (a namespace-limited token sees
     totals only so). The window: the last ``days`` (7 by default), or ``from``–``to``."""
+    namespace, format, table = query.namespace, query.format, query.table
     if (wrong := tables.wrong_format(format)) is not None:
         return wrong
     refused = _spans_every_namespace(request, principal, "the overview's totals", namespace)
     if namespace is not None and refused is not None:
         return refused
     now = utcnow()
-    window = _window_or_refusal(request, principal, (days, start, end), format, now)
+    window = _window_or_refusal(
+        request, principal, (query.days, query.start, query.end), format, now
+    )
     if not isinstance(window, PageWindow):
         return window
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -523,32 +548,6 @@ def pod_page(
     return RedirectResponse(target, status_code=303)
 
 
-@dataclass(frozen=True)
-class OwnerView:
-    """What an owner page was asked for besides whose it is."""
-
-    namespace: str | None
-    days: str | None
-    start: str | None
-    end: str | None
-    format: str | None
-    table: str | None
-
-
-def _owner_view(
-    namespace: NamespaceFilter = None,
-    days: Days = None,
-    start: WindowFrom = None,
-    end: WindowTo = None,
-    format: Format = None,
-    table: TableName = None,
-) -> OwnerView:
-    return OwnerView(namespace, days, start, end, format, table)
-
-
-OwnerViewDep = Annotated[OwnerView, Depends(_owner_view)]
-
-
 @router.get("/users/{user}", response_class=HTMLResponse)
 def user_page(
     user: str,
@@ -558,7 +557,7 @@ def user_page(
     registry: RegistryDep,
     sizing_model: SizingModelDep,
     principal: Signed,
-    view: OwnerViewDep,
+    view: WindowQueryDep,
 ) -> Response:
     advisers = (registry, sizing_model)
     return _owner_page(request, session, settings, advisers, principal, "user", user, view)
@@ -573,7 +572,7 @@ def group_page(
     registry: RegistryDep,
     sizing_model: SizingModelDep,
     principal: Signed,
-    view: OwnerViewDep,
+    view: WindowQueryDep,
 ) -> Response:
     advisers = (registry, sizing_model)
     return _owner_page(request, session, settings, advisers, principal, "group", group, view)
