@@ -55,6 +55,14 @@ class CollectorSettings(BaseSettings):
         ge=0,
         description="Points younger than this wait for the next cycle, so every scrape has landed.",
     )
+    node_silent_after_s: int = Field(
+        300,
+        ge=60,
+        description="A node Brain learned from samples (no master registered it) whose newest "
+        "sample is this many seconds older than its job's newest is `stopped` (gone), and runs "
+        "again when heard again; several collector cycles, so a missed scrape stops no node. "
+        "Collected and pushed samples alike.",
+    )
     collect_mapping: str = Field(
         "pod_name",
         pattern="^(pod_name|labels)$",

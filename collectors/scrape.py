@@ -283,7 +283,9 @@ class Collector:
         if prepared.load.empty:
             return True
         try:
-            result = writing.write(self.session_factory, job.id, prepared.load)
+            result = writing.write(
+                self.session_factory, job.id, prepared.load, self.settings.node_silent_after_s
+            )
         except SQLAlchemyError as exc:
             self._error(report, "database", f"writing job {job.uid}: {exc.__class__.__name__}")
             log.error("collector: job %s not written: %s", job.uid, exc)

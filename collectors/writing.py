@@ -56,9 +56,12 @@ def prepare(pods: Iterable[PodLoad]) -> PreparedLoad:
 
 
 def write(
-    session_factory: sessionmaker[Session], job_id: int, load: CollectedLoad
+    session_factory: sessionmaker[Session],
+    job_id: int,
+    load: CollectedLoad,
+    silent_after_s: float,
 ) -> CollectedResult | None:
-    """Store ``load`` in one transaction; ``None`` when the job no longer exists. Raises
-    ``SQLAlchemyError`` with nothing stored."""
+    """Store ``load`` in one transaction (``store_collected``); ``None`` when the job no
+    longer exists. Raises ``SQLAlchemyError`` with nothing stored."""
     with session_factory() as session, session.begin():
-        return store_collected(session, job_id, load)
+        return store_collected(session, job_id, load, silent_after_s)

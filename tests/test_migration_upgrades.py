@@ -348,6 +348,11 @@ def _revision_0015() -> list[tuple[type, dict]]:
     return [(JobRow, _job(11, "j11", vouched_at=_at(5)))]
 
 
+def _revision_0018() -> list[tuple[type, dict]]:
+    # A node Brain learned from samples, no master registering it.
+    return [(NodeRow, {**_node(3, 1, "ps", 1), "status": "running", "learned": True})]
+
+
 # What each revision lets a deployment store (revisions that changed no data: none).
 ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     "0001": _revision_0001,
@@ -367,6 +372,8 @@ ROWS_OF: dict[str, Callable[[], list[tuple[type, dict]]]] = {
     # 0016's one row is the migration's own; 0017's rows are its summaries' days, which
     # it writes itself (test_the_upgrade_splits_every_stored_summary_by_day).
     "0016": lambda: [],
+    "0017": lambda: [],
+    "0018": _revision_0018,
 }
 
 
@@ -521,5 +528,24 @@ def test_the_upgrade_splits_every_stored_summary_by_day(new_database):
             written_now = [row for summary in summaries for row in day_rows(summary)]
             columns = [a.key for a in JobUsageDayRow.__mapper__.column_attrs]
             assert [{c: getattr(r, c) for c in columns} for r in stored] == written_now
+    finally:
+        engine.dispose()
+
+
+def test_nodes_stored_before_read_as_registered_and_keep_their_status(new_database):
+    """0018: Brain cannot tell which stored node a master registered, so none counts as
+    learned (none goes silent), and a node learned from now on does."""
+    url = new_database()
+    migrate.upgrade(url, "0017")
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            _store(conn, [(JobRow, _job(1, "j1")), (NodeRow, _node(1, 1, "ps", 0))])
+        migrate.upgrade(url)
+        with engine.begin() as conn:
+            _store(conn, [(NodeRow, {**_node(2, 1, "ps", 1), "learned": True})])
+        with make_session_factory(engine)() as session:
+            stored = session.execute(select(NodeRow.id, NodeRow.learned).order_by(NodeRow.id))
+            assert stored.all() == [(1, False), (2, True)]
     finally:
         engine.dispose()

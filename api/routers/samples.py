@@ -30,6 +30,7 @@ from brain.domain import utcnow
 from brain.errors import TooLarge
 from brain.services import jobs, nodes, samples
 from brain.services.clock import reject_future
+from brain.services.silent_nodes import settle_silent_nodes
 from brain.telemetry import Telemetry
 
 router = APIRouter(
@@ -88,6 +89,8 @@ def post_samples(
     reject_future(_latest("speed", batch.speed), now, settings.clock_skew_s)
     job = jobs.get_job(session, job_ref)
     result = samples.ingest(session, job, batch.nodes, [p.to_point() for p in batch.speed])
+    if batch.nodes:
+        settle_silent_nodes(session, job, settings.collector.node_silent_after_s)
     after_commit(session, lambda: _count(telemetry, result))
     return IngestOut(accepted=result.accepted, duplicates=result.duplicates)
 

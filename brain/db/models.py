@@ -139,6 +139,9 @@ class NodeRow(Base):
     status: Mapped[str] = mapped_column(String(32), default="running")
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
+    # Brain created it from a sample or an event, and no master has registered it since:
+    # its samples are the only sign that it runs (``brain.services.silent_nodes``).
+    learned: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class NodeSampleRow(Base):

@@ -21,6 +21,7 @@ from brain.domain import JobStatus
 from brain.services.events import EventInput, record_events
 from brain.services.nodes import NodeRef, ensure_nodes
 from brain.services.samples import NodePoint, ingest
+from brain.services.silent_nodes import settle_silent_nodes
 
 # Points per ingest statement: bounds the size of one INSERT of a long backfill.
 INGEST_CHUNK = 10_000
@@ -139,9 +140,12 @@ def last_sample_times(session: Session, job_ids: Iterable[int]) -> dict[int, dat
     return times
 
 
-def store_collected(session: Session, job_id: int, load: CollectedLoad) -> CollectedResult | None:
+def store_collected(
+    session: Session, job_id: int, load: CollectedLoad, silent_after_s: float
+) -> CollectedResult | None:
     """Store a job's scraped load: points insert-or-ignore on (node, ts), events once on
-    (job, kind, ts, node). ``None`` when the job was deleted meanwhile."""
+    (job, kind, ts, node); then the job's learned nodes silent for ``silent_after_s`` are
+    stopped (``silent_nodes``). ``None`` when the job was deleted meanwhile."""
     job = session.get(JobRow, job_id)
     if job is None:
         return None
@@ -154,6 +158,8 @@ def store_collected(session: Session, job_id: int, load: CollectedLoad) -> Colle
     if load.events:
         ensure_nodes(session, job, load.event_nodes)
         recorded = record_events(session, job, load.events).accepted
+    if load.points:
+        settle_silent_nodes(session, job, silent_after_s)
     return CollectedResult(
         stored=stored,
         duplicates=duplicates,

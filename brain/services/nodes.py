@@ -19,6 +19,7 @@ from brain.db.models import JobRow, NodeRow
 from brain.domain import RoleSpec, utcnow
 from brain.errors import InvalidInput
 from brain.services.node_replacements import NODE_MIGRATED, migrated_nodes_replaced
+from brain.services.silent_nodes import NODE_SILENT
 
 # Nodes in these states no longer run: they neither count nor hold a stage back
 # (``migrated``: replaced by a newly named node, see ``node_replacements``).
@@ -115,6 +116,9 @@ def _describe(node: NodeRow, data: NodeInput) -> None:
     node.gpu = data.gpu
     node.status = data.status
     node.finished_at = data.finished_at
+    # Registered: the node's status is its master's word from now on, kept when its
+    # samples stop (only a learned node goes silent, ``silent_nodes``).
+    node.learned = False
 
 
 def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict[str, int]:
@@ -134,7 +138,7 @@ def ensure_nodes(session: Session, job: JobRow, refs: Iterable[NodeRef]) -> dict
         check_roles(session, job, {ref.role for ref in missing})
         now = utcnow()
         replaced = migrated_nodes_replaced(
-            session, job, [(r.name, r.role, r.index) for r in missing], _live
+            session, job, [(r.name, r.role, r.index) for r in missing], _holds_place
         )
         rows = [_new_node_row(job, ref, now, replaced.get(ref.name)) for ref in missing]
         insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
@@ -152,13 +156,20 @@ def _node_ids(session: Session, job: JobRow, wanted: dict[str, NodeRef]) -> dict
     return ids
 
 
-def _live(node: NodeRow) -> bool:
-    return node.status not in GONE_NODE_STATUSES
+def _holds_place(node: NodeRow) -> bool:
+    """Whether the node holds a place of its role's count when a new node is paired with
+    the migrated one it replaces: a live node, or a learned one stopped because its
+    samples stopped. A migrated PS goes silent when its new pod starts, and that pod may
+    be seen later than the silence setting (a slow image pull): the migrated node still
+    awaits its replacement, which is no new node the count made room for."""
+    silenced = node.learned and node.status == NODE_SILENT
+    return silenced or node.status not in GONE_NODE_STATUSES
 
 
-def _new_node_row(job: JobRow, ref: NodeRef, now: datetime, replaces: NodeRow | None) -> dict:
-    """A new node's row: the size of the migrated node it replaces, else its role's."""
-    size = replaces or (job.roles or {}).get(ref.role, RoleSpec())
+def _new_node_row(job: JobRow, ref: NodeRef, now: datetime, migrated: RoleSpec | None) -> dict:
+    """A new node's row: the size it was migrated to (it replaces a migrated node), else
+    its role's."""
+    size = migrated or (job.roles or {}).get(ref.role, RoleSpec())
     return {
         "job_id": job.id,
         "name": ref.name,
@@ -169,4 +180,5 @@ def _new_node_row(job: JobRow, ref: NodeRef, now: datetime, replaces: NodeRow | 
         "gpu": size.gpu or 0.0,
         "status": "running",
         "created_at": now,
+        "learned": True,
     }
