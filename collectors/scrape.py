@@ -129,6 +129,7 @@ class Collector:
         self.mapper = mapper or SeriesMapper.from_settings(settings)
         self.planner = WindowPlanner.from_settings(settings)
         self.lookback = timedelta(seconds=settings.collect_lookback_s)
+        self.silent_after_s = settings.node_silent_after_s
         self.discovery: Discovery | None = None
         self.training_queries: QuerySet | None = None
         if settings.discovery:
@@ -283,9 +284,7 @@ class Collector:
         if prepared.load.empty:
             return True
         try:
-            result = writing.write(
-                self.session_factory, job.id, prepared.load, self.settings.node_silent_after_s
-            )
+            result = writing.write(self.session_factory, job.id, prepared.load, self.silent_after_s)
         except SQLAlchemyError as exc:
             self._error(report, "database", f"writing job {job.uid}: {exc.__class__.__name__}")
             log.error("collector: job %s not written: %s", job.uid, exc)
