@@ -62,6 +62,11 @@ class PlanStatus(StrEnum):
     no_change = "no_change"
 
 
+# The status message of a plan no job master got: computed after the gRPC deadline, the
+# master was answered with no plan (it stays ``proposed``, but nothing applies it).
+PLAN_NOT_SERVED = "computed after the gRPC deadline; the master got no plan"
+
+
 # Well-known roles; any other role name is accepted as well.
 ROLE_PS = "ps"
 ROLE_CHIEF = "chief"

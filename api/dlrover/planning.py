@@ -29,7 +29,7 @@ from api.dlrover.stages import BrainCall, Reply, carries, translate
 from api.dlrover.transaction import transaction
 from brain.config import Settings
 from brain.db.models import JobRow, ScalePlanRow
-from brain.domain import Stage
+from brain.domain import PLAN_NOT_SERVED, Stage
 from brain.errors import NotFound
 from brain.optimizing import OptimizerRegistry
 from brain.optimizing.changes import changes_of
@@ -40,7 +40,6 @@ from brain.services.nodes import NodeRef
 from brain.services.optimizer_context import current_roles, roles_in
 
 log = logging.getLogger(__name__)
-LATE = "computed after the gRPC deadline; the master got no plan"
 
 
 class Planner:
@@ -103,7 +102,7 @@ class Planner:
         with transaction(self._sessions) as session:
             answer, plan, stale = self._plan(session, ask.uid, ask.namespace, call)
             if expired.is_set() and plan is not None:
-                plan.status_message = LATE
+                plan.status_message = PLAN_NOT_SERVED
         if stale is not None:
             # Committed: the summary, computed after the answer, counts the kill.
             self._summarize(stale)

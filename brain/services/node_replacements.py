@@ -17,10 +17,11 @@ Migrated nodes are paired oldest migration first, new nodes lowest index first.
 A master that reports no plan status (DLRover 0.6.1: the job has no plan reported
 ``applied``, ``rejected`` or ``failed``) applies what it was served without saying so.
 For its jobs the migration looked for is the newest served plan's (``proposed``, or
-``superseded`` by a later one) that migrated a node of the role, when the pairing is
-unambiguous: that plan migrated exactly one node of the role, a node Brain learned from
-samples (a master that registers its nodes registers the new one too). The new node then
-takes the size that plan gave (the node's own where the plan kept one).
+``superseded`` by a later one; not one computed too late for the master to get it) that
+migrated a node of the role, when the pairing is unambiguous: that plan migrated exactly
+one node of the role, a node Brain learned from samples (a master that registers its
+nodes registers the new one too). The new node then takes the size that plan gave (the
+node's own where the plan kept one).
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from brain.db.models import JobRow, NodeRow, ScalePlanRow
-from brain.domain import PlanStatus, RoleSpec, utcnow
+from brain.domain import PLAN_NOT_SERVED, PlanStatus, RoleSpec, utcnow
 from brain.optimizing.proposal import NodeChange
 
 # The status of a node a migration replaced with a newly named one.
@@ -169,6 +170,11 @@ def _served_migrations(session: Session, job: JobRow, roles: set[str]) -> dict[s
         .where(
             ScalePlanRow.job_id == job.id,
             ScalePlanRow.status.in_([s.value for s in SERVED_PLAN_STATUSES]),
+            # The null check: SQL's != is never true of a plan without a message.
+            or_(
+                ScalePlanRow.status_message.is_(None),
+                ScalePlanRow.status_message != PLAN_NOT_SERVED,
+            ),
         )
         .order_by(ScalePlanRow.id.desc())
         .limit(RECENT_APPLIED_PLANS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from brain.db.models import JobRow
-from brain.domain import Stage
+from brain.db.models import JobRow, ScalePlanRow
+from brain.domain import PLAN_NOT_SERVED, Stage
 from brain.services.optimizer_context import build_context
 from tests.builders import hot_ps_job, node_point
 
@@ -157,6 +157,18 @@ def test_a_served_plan_pairs_nothing_for_a_master_that_reports_plan_statuses(cli
     )
     assert reported.status_code == 200, reported.text
     _served_hot_ps_plan(client)
+    _push(client, node_point("j-edljob-ps-2", "2026-03-01T00:03:00Z", 3.0, 9000))
+    nodes = _nodes(client)
+    assert nodes["j-edljob-ps-2"] == (4.0, "running")
+    assert nodes["j-edljob-ps-0"] == (4.0, "running")
+
+
+def test_a_plan_computed_too_late_for_the_master_pairs_nothing(client, session):
+    hot_ps_job(client, namespace="ml")
+    late = _served_hot_ps_plan(client)
+    # the gRPC deadline passed: the master was answered with no plan, and migrated nothing
+    session.get(ScalePlanRow, late["id"]).status_message = PLAN_NOT_SERVED
+    session.commit()
     _push(client, node_point("j-edljob-ps-2", "2026-03-01T00:03:00Z", 3.0, 9000))
     nodes = _nodes(client)
     assert nodes["j-edljob-ps-2"] == (4.0, "running")
