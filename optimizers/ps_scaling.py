@@ -174,8 +174,8 @@ class PsScalingSettings(PsChangeSettings):
         ge=0,
         le=86400,
         description="PS that ps_scaling added are judged this long after they were applied: "
-        "when the speed at the same trainers did not rise by min_gain, they go again, and the "
-        "tier is not grown past that count again.",
+        "when the speed did not rise by min_gain over the speed at the same trainers just "
+        "before them, they go again, and the tier is not grown past that count again.",
     )
     min_gain: float = Field(
         0.02,
@@ -216,8 +216,8 @@ class PsScalingOptimizer:
     tier's cooldown, ``ps_change_interval_s``, nor within ``reverse_after_s`` of a plan
     that cut the PS count (adding PS back so soon would reverse it).
 
-    Both directions: PS it added that did not raise the speed at the same trainers by
-    ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
+    Both directions: PS it added that did not raise the speed over the speed just before
+    them by ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
     past that count again (not PS added to make room for more workers, which were not to
     raise it); a tier below ``shrink_below`` with no count changed for
     ``shrink_after_s`` gets fewer PS (a lone PS fewer cores) for its load at
@@ -658,6 +658,29 @@ def _ps_change_speed(
     return _PsChangeSpeed(now, after, earlier, change, noise)
 
 
+def _addition_speed(
+    context: OptimizerContext, plan: PlanView, settings: PsScalingSettings
+) -> _PsChangeSpeed | None:
+    """The speed now against the configuration just before ``plan`` added PS, at the same
+    trainers, not against the configuration before the current one: a PS migrated since
+    would hide what the added PS did. The noise is ``min_gain``, or two standard errors
+    when more. None while either has fewer than ``speed_samples`` samples, and when the
+    trainers differ (their speed is not the PS's)."""
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    now = observed.current
+    earlier = next((c for s, c in reversed(observed.measured) if s.ts < plan.applied_at), None)
+    if now is None or earlier is None or now.ps_count == earlier.ps_count:
+        return None
+    if (now.trainers, now.trainer_cpu) != (earlier.trainers, earlier.trainer_cpu):
+        return None
+    after, previous = observed.point(now), observed.point(earlier)
+    if after.samples < settings.speed_samples or previous.samples < settings.speed_samples:
+        return None
+    change = after.steps_per_sec / previous.steps_per_sec - 1
+    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, previous.relative_stderr))
+    return _PsChangeSpeed(now, after, previous, change, noise)
+
+
 def _paid(context: OptimizerContext, settings: PsScalingSettings) -> bool:
     """The speed at the same trainers rose by ``min_gain`` (two standard errors when more)
     from the configuration before the current one, which had other PS cores: the last
@@ -733,8 +756,9 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
 
 
 def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
-    """Back to the PS count before ps_scaling's last addition, when the speed at the same
-    trainers did not rise by ``min_gain`` (stalls and restarts left out)."""
+    """Back to the PS count before ps_scaling's last addition, when the speed did not rise
+    by ``min_gain`` over the speed just before it (``_addition_speed``; stalls and
+    restarts left out)."""
     added = _last_addition(context)
     if added is None:
         return None
@@ -745,11 +769,13 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
         # The trainers kept their pace when these PS came: the speed at the same trainers
         # was not theirs to raise (on a growing load, their worth shows later).
         return None
-    measured = _ps_change_speed(context, settings)
+    if before >= len(ps_nodes):
+        return None
+    measured = _addition_speed(context, plan, settings)
     if measured is None:
         return None
     now, after, earlier, gain, noise = measured
-    if gain >= noise or before >= len(ps_nodes):
+    if gain >= noise:
         return None
     cpu_before = next(
         (r.evidence[PS_CPU_BEFORE] for r in plan.reasons if PS_CPU_BEFORE in r.evidence), None

@@ -1,7 +1,7 @@
 """ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
 
 from brain.domain import Limits, RoleSpec, Stage
-from brain.optimizing import Reason
+from brain.optimizing import NodeChange, Reason
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
 from tests.builders.views import context, job, node, plan, series, speeds
 
@@ -258,6 +258,53 @@ def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     again = propose(plans=[created, added, taken_back])
     assert again.is_empty
     assert "more than 2 PS did not help earlier" in again.reasons[0].message
+
+
+def test_added_ps_are_judged_against_the_speed_just_before_them():
+    # ps_scaling took 2 PS to 4 1500 s ago: 20.0 -> 30.0 steps/s at the same 4 trainers (12
+    # samples after the 90 s of restarts); hot_ps then moved ps-0 to 6 cores 700 s ago:
+    # 30.1 (11 samples). Against the configuration just before the current one (the
+    # migration's) the speed rose +0.3 %; against the one just before the addition
+    # 30.1 / 20.0 = +50.5 %, more than 2 %: they helped, and stay.
+    created = plan(
+        stage=Stage.create,
+        seconds_ago=3600,
+        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+    )
+    added = plan(
+        seconds_ago=1500,
+        roles={"ps": RoleSpec(count=4)},
+        reasons=(Reason("ps_scaling", "PS 2 -> 4", {"ps_count": 2}),),
+        plan_id=2,
+    )
+    moved = plan(
+        seconds_ago=700,
+        migrate=(NodeChange(role="ps", name="j-edljob-ps-0", cpu=6),),
+        reasons=(Reason("hot_ps", "migrate to 6 cores"),),
+        plan_id=3,
+    )
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    four[0] = node("j-edljob-ps-0", "ps", cpu=6, memory_mib=8192, index=0)
+    points = [s for n in four for s in series(n.name, cpu=[2.4] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    speed = speeds([(4, 20.0)] * 15 + [(4, 30.0)] * 14 + [(4, 30.1)] * 11)
+    plans = [created, added, moved]
+    proposal = propose(points, speed=speed, plans=plans, nodes=four + WORKERS)
+    assert proposal.is_empty
+    assert "below 80%: not saturated" in proposal.reasons[0].message
+    # had the speed barely moved (20.0 -> 20.0, then 20.1 after the move: +0.5 %), back
+    # to 2 PS
+    flat = speeds([(4, 20.0)] * 15 + [(4, 20.0)] * 14 + [(4, 20.1)] * 11)
+    proposal = propose(points, speed=flat, plans=plans, nodes=four + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=2)}
+    assert "at 4 trainers 20.00 -> 20.10 steps/s (+0.5%, less than 2.0%)" in (
+        proposal.reasons[0].message
+    )
+    # trainers changed (5 workers since a plan 400 s ago): their speed is not the PS's,
+    # and the PS stay
+    grown = plan(seconds_ago=400, roles={"worker": RoleSpec(count=5)}, plan_id=4)
+    later = speeds([(4, 20.0)] * 15 + [(4, 20.0)] * 18 + [(5, 20.1)] * 7)
+    assert propose(points, speed=later, plans=[*plans, grown], nodes=four + WORKERS).is_empty
 
 
 def test_ps_added_to_make_room_for_workers_are_not_judged_by_the_speed_at_the_same_trainers():
