@@ -650,12 +650,7 @@ def _ps_change_speed(
         return None
     if now.ps_cpu == previous.ps_cpu:
         return None
-    after, earlier = observed.point(now), observed.point(previous)
-    if after.samples < settings.speed_samples or earlier.samples < settings.speed_samples:
-        return None
-    change = after.steps_per_sec / earlier.steps_per_sec - 1
-    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, earlier.relative_stderr))
-    return _PsChangeSpeed(now, after, earlier, change, noise)
+    return _compared(now, observed.point(now), observed.point(previous), settings)
 
 
 def _addition_speed(
@@ -673,12 +668,20 @@ def _addition_speed(
         return None
     if (now.trainers, now.trainer_cpu) != (earlier.trainers, earlier.trainer_cpu):
         return None
-    after, previous = observed.point(now), observed.point(earlier)
-    if after.samples < settings.speed_samples or previous.samples < settings.speed_samples:
+    return _compared(now, observed.point(now), observed.point(earlier), settings)
+
+
+def _compared(
+    now: Configuration, after: SpeedPoint, before: SpeedPoint, settings: PsScalingSettings
+) -> _PsChangeSpeed | None:
+    """The speed ``after`` (at ``now``) against the speed ``before``; the noise is
+    ``min_gain``, or two standard errors when more. None while either has fewer than
+    ``speed_samples`` samples."""
+    if after.samples < settings.speed_samples or before.samples < settings.speed_samples:
         return None
-    change = after.steps_per_sec / previous.steps_per_sec - 1
-    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, previous.relative_stderr))
-    return _PsChangeSpeed(now, after, previous, change, noise)
+    change = after.steps_per_sec / before.steps_per_sec - 1
+    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, before.relative_stderr))
+    return _PsChangeSpeed(now, after, before, change, noise)
 
 
 def _paid(context: OptimizerContext, settings: PsScalingSettings) -> bool:
@@ -1284,12 +1287,11 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     # The speed just before the trade, not the mean of all the job ran at that
     # configuration: a PS load that grows slows it down the longer it runs, and its early
     # samples would make any later speed look slower.
-    after = observed.point(now)
     previous = _newest_point(observed, earlier, settings.speed_samples)
-    if after.samples < settings.speed_samples or previous.samples < settings.speed_samples:
+    measured = _compared(now, observed.point(now), previous, settings)
+    if measured is None:
         return None
-    change = after.steps_per_sec / previous.steps_per_sec - 1
-    noise = max(settings.min_gain, 2 * math.hypot(after.relative_stderr, previous.relative_stderr))
+    after, change, noise = measured.after, measured.change, measured.noise
     if change >= noise:
         return _right_size(context, ps_nodes, trainers, recent, settings)
     count, cpu = before["ps_count"], before["ps_cpu"]
