@@ -305,6 +305,19 @@ def test_as_many_more_workers_as_fit_with_what_each_uses():
     assert "+100% CPU in use" in proposal.reasons[0].message
 
 
+def test_no_worker_is_sized_from_the_cpu_it_used_through_a_stall():
+    # Workers of 9 cores using 0.5 each while the speed sat at 0 (a checkpoint, a PS
+    # down) over their last 3 samples. Read as their need, (30 - 4 - 0.67 x 4) / 4 = 5.8
+    # cores each covers 0.5 and 4 workers add +100 % CPU in use: 2 -> 4 workers of 5.8.
+    # Through a stall that use says nothing, and one more worker of 9 cores exceeds
+    # 30 cores (4 + 3 x 9 = 31): no worker change.
+    stalled = speeds([(2, 20.0)] * 3 + [(2, 0.0)] * 3)
+    proposal = propose(sized_context(0.5, 30, speed=stalled))
+    assert "worker" not in proposal.roles
+    # The same use with the speed held: the old sizing, from the use
+    assert propose(sized_context(0.5, 30)).roles == {"worker": RoleSpec(count=4, cpu=5.8)}
+
+
 def test_a_ps_migrated_to_more_cpu_counts_at_its_own_size():
     # the PS node runs 6 cores (its role says 4): (30 - 6) / 3 = 8.0 cores each
     proposal = propose(sized_context(7.5, 30, ps_cpu=6))
