@@ -736,8 +736,17 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
         if not _over_limits(context, roles):
             break
     else:
+        # A tier this busy under a full limit: workers for more, smaller PS, when the
+        # trade is predicted to gain (it is judged and undone like any other).
+        traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings)
+        if traded is not None:
+            return traded
         return no_change(
-            NAME, f"{waiting}; one more PS would exceed the job's limits", evidence, threshold
+            NAME,
+            f"{waiting}; one more PS would exceed the job's limits, and no trade of workers "
+            f"for more, smaller PS is predicted to gain {settings.trade_min_gain:.0%}",
+            evidence,
+            threshold | {"trade_min_gain": settings.trade_min_gain},
         )
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     if unnamed:
