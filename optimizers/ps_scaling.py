@@ -193,6 +193,15 @@ class PsScalingSettings(PsChangeSettings):
         "smaller PS and, when they do not fit beside the workers, fewer workers, in one plan; "
         "made when it is predicted to gain at least this much speed.",
     )
+    paced_trade_min_gain: float = Field(
+        0.2,
+        ge=0.0,
+        le=4.0,
+        description="The gain a trade must be predicted to bring when the trainers keep their "
+        "pace (use over worker_wait of their CPU) beside a saturated tier under a full limit. "
+        "Higher than trade_min_gain: the prediction takes their unused CPU for a wait on the "
+        "PS, where it may only be a worker sized above its use.",
+    )
     ps_port: int = Field(
         2222, ge=1, le=65535, description="Port of the PS services in `ps_hosts` (DLRover: 2222)."
     )
@@ -738,15 +747,16 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
     else:
         # A tier this busy under a full limit: workers for more, smaller PS, when the
         # trade is predicted to gain (it is judged and undone like any other).
-        traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings)
+        least = settings.paced_trade_min_gain
+        traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings, least)
         if traded is not None:
             return traded
         return no_change(
             NAME,
             f"{waiting}; one more PS would exceed the job's limits, and no trade of workers "
-            f"for more, smaller PS is predicted to gain {settings.trade_min_gain:.0%}",
+            f"for more, smaller PS is predicted to gain {least:.0%}",
             evidence,
-            threshold | {"trade_min_gain": settings.trade_min_gain},
+            threshold | {"paced_trade_min_gain": least},
         )
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     if unnamed:
@@ -1168,7 +1178,9 @@ def _cost_per_step(context, ps_nodes, today: float) -> float:
     return min(median(ratios[:4]), today)
 
 
-def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Proposal | None:
+def _trade(
+    context, ps_nodes, recent, trainer_util, evidence, settings, least: float | None = None
+) -> Proposal | None:
     """More, smaller PS and, when they do not fit beside the workers within the limits,
     fewer workers, in one plan: the PS tier holds the speed and cannot grow.
 
@@ -1178,7 +1190,8 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
     step at its most efficient and share the busiest PS's part of the traffic (a hot shard
     stays on its PS: ``hot + (1 - hot) / k``, the hot part read from today's loads). For
     one or ``step`` more PS, the most workers that fit beside PS sized for their speed;
-    the best predicted speed is taken when it gains ``trade_min_gain``. No trade where
+    the best predicted speed is taken when it gains ``least`` (``trade_min_gain`` unless
+    given). No trade where
     the PS, all of the busiest one's size, would on average serve less than two thirds of
     its load (``TRADE_MAX_SPREAD``)."""
     now = len(ps_nodes)
@@ -1217,7 +1230,10 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
             if best is None or predicted > best[0] * 1.01:
                 best = (predicted, k, n, cpu, roles)
             break
-    if best is None or best[0] / speed - 1 < settings.trade_min_gain:
+    # Named as the setting that set it, in the plan's thresholds.
+    least_name = "trade_min_gain" if least is None else "paced_trade_min_gain"
+    least = settings.trade_min_gain if least is None else least
+    if best is None or best[0] / speed - 1 < least:
         return None
     predicted, k, n, cpu, roles = best
     if n < workers.count and _workers_grown_recently(context, settings.reverse_after_s):
@@ -1263,7 +1279,7 @@ def _trade(context, ps_nodes, recent, trainer_util, evidence, settings) -> Propo
                 f"{ps_role.cpu:g} -> {cpu:g} cores each{fewer}",
                 evidence,
                 {
-                    "trade_min_gain": settings.trade_min_gain,
+                    least_name: least,
                     "max_busy": settings.max_busy,
                     "step": settings.step,
                     "worker_wait": settings.worker_wait,

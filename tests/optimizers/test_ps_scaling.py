@@ -90,10 +90,32 @@ def test_a_busy_tier_makes_room_for_more_workers_while_the_limit_allows():
     assert proposal.reasons[0].evidence["ps_cpu_used"] == 7.0
 
 
-def test_a_busy_tier_gets_no_ps_past_the_limit():
+def test_a_busy_tier_under_a_full_limit_trades_for_more_smaller_ps():
+    # A third PS of 4 cores needs 28 > 27.9 cores. The trade: PS core-s per step, the
+    # median of the four lowest 7.0 / speed, (7 / 20.1 + 7 / 20.0) / 2 = 0.34915; the 4
+    # trainers at full pace 20 / 0.8 = 25 steps/s; ps-0 holds (3.6 - 3.4) / 7 = 2.86 % of
+    # the traffic beyond an even share, so of 3 PS the busiest serves 0.0286 + 0.9714 / 3
+    # = 35.24 %: ceil(0.34915 x 25 x 0.3524 / 0.85) = 3.7 cores each, 3 x 3.7 + 4 x 4 =
+    # 27.1 cores, no worker given up: 25 steps/s, +25 % >= paced_trade_min_gain 20 %.
+    # (4 PS of 2.8 predict no more.)
     proposal = propose(samples(worker=3.2), limits=Limits(cpu=27.9))
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=3.7)}
+    assert "predicted 25.00 steps/s (+25%). PS 2 -> 3, 4 -> 3.7 cores each" in (
+        proposal.reasons[0].message
+    )
+    assert proposal.reasons[0].threshold["paced_trade_min_gain"] == 0.2
+    # Trainers that keep their pace may only be sized above their use: a trade for less
+    # than paced_trade_min_gain is not made (trade_min_gain, 10 %, is for waiting ones)
+    proposal = propose(
+        samples(worker=3.2),
+        limits=Limits(cpu=27.9),
+        settings=PsScalingSettings(paced_trade_min_gain=0.3),
+    )
     assert proposal.is_empty
-    assert "one more PS would exceed the job's limits" in proposal.reasons[0].message
+    assert (
+        "one more PS would exceed the job's limits, and no trade of workers for more, "
+        "smaller PS is predicted to gain 30%" in proposal.reasons[0].message
+    )
 
 
 def test_room_for_more_ps_than_one():
