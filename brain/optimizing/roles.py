@@ -113,7 +113,9 @@ def node_level_totals(
 ) -> dict[str, float]:
     """The job's total request once ``roles`` apply: existing nodes keep their own
     request (a node migrated earlier may differ from its role) unless the role is
-    resized; places of the count beyond them are new nodes of the role's size, or
+    resized, in any of its sizes: the master then relaunches every node of it at the
+    role's whole size (a new memory takes a PS migrated to 3.1 cores back to the role's
+    0.92); places of the count beyond them are new nodes of the role's size, or
     ``failed`` nodes of the role coming back: the master may relaunch one as it was
     (a PS migrated to 8.7 cores comes back at 8.7, not at its role's 3.8) or start a
     new one, so each counts the larger of its own size and the role's."""
@@ -125,16 +127,21 @@ def node_level_totals(
         count = spec.count or 0
         kept = existing[:count]
         missing = max(count - len(kept), 0)
+        resized = role_resized(planned, now)
         for f in SIZE_FIELDS:
             role_size = getattr(spec, f) or 0.0
-            # A plan that repeats the role's size resizes nothing: a master relaunches
-            # nodes only when the size changes, so a node migrated to its own size keeps it.
-            resized = getattr(planned, f) not in (None, getattr(now, f))
             own = sum(role_size if resized else (getattr(n, f) or role_size) for n in kept)
             back = [] if resized else [getattr(n, f) for n in failed if n.role == role]
             returning = [max(size, role_size) for size in sorted(back, reverse=True)[:missing]]
             totals[f] += own + sum(returning) + (missing - len(returning)) * role_size
     return totals
+
+
+def role_resized(planned: RoleSpec, now: RoleSpec) -> bool:
+    """Whether ``planned`` changes any size of the role: a plan that repeats the role's
+    size resizes nothing (a master relaunches nodes only when the size changes, so a
+    node migrated to its own size keeps it)."""
+    return any(getattr(planned, f) not in (None, getattr(now, f)) for f in SIZE_FIELDS)
 
 
 def bounds_dict(bounds: RoleBounds) -> dict[str, int]:

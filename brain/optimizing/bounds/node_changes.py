@@ -13,7 +13,13 @@ from brain.domain import Limits, RoleSpec
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.context import JobView, NodeView
 from brain.optimizing.proposal import GUARD, NodeChange, Proposal, Reason
-from brain.optimizing.roles import EPSILON, SIZE_FIELDS, node_level_totals
+from brain.optimizing.roles import (
+    EPSILON,
+    SIZE_FIELDS,
+    current_role,
+    node_level_totals,
+    role_resized,
+)
 
 
 def node_changes(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
@@ -39,7 +45,7 @@ def fit_node_changes(
     fitted_migrate = []
     for change in migrate:
         node = sizes.get(change.name or "")
-        current = {f: (_before_migration(node, roles, f) if node else 0.0) for f in SIZE_FIELDS}
+        current = _before_migration(node, roles, job, nodes)
         fitted, used, why = _within_headroom(change, current, used, job.limits, "migrate")
         reasons += why
         if fitted is not None:
@@ -58,13 +64,22 @@ def fit_node_changes(
     return fitted_launch, fitted_migrate, reasons
 
 
-def _before_migration(node: NodeView, roles: dict[str, RoleSpec], field: str) -> float:
-    """What ``node`` runs with once ``roles`` apply, before its migration: the plan's size
-    of its role where the plan resizes the role (the master relaunches every node of it
-    at that size), else its own. A migration that carries a node's 7.2 cores while the
-    plan's role gives its PS 1.3 adds 5.9 cores, not nothing."""
-    planned = getattr(roles.get(node.role, RoleSpec()), field)
-    return getattr(node, field) if planned is None else planned
+def _before_migration(
+    node: NodeView | None, roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
+) -> dict[str, float]:
+    """What ``node`` runs with once ``roles`` apply, before its migration: the role's
+    whole size where the plan resizes the role in any size (the master relaunches every
+    node of it at that size), else its own. A migration that carries a node's 7.2 cores
+    while the plan's role gives its PS 1.3 adds 5.9 cores, not nothing; so does one that
+    keeps a PS's 3.1 cores while the plan gives its role only a new memory."""
+    if node is None:
+        return dict.fromkeys(SIZE_FIELDS, 0.0)
+    planned = roles.get(node.role, RoleSpec())
+    now = current_role(node.role, job, nodes)
+    if not role_resized(planned, now):
+        return {f: getattr(node, f) for f in SIZE_FIELDS}
+    spec = now.overlay(planned)
+    return {f: getattr(spec, f) or 0.0 for f in SIZE_FIELDS}
 
 
 def _within_headroom(
