@@ -733,7 +733,8 @@ def _give_back(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
     keep = math.ceil(job.now.trainers * busy / settings.trim_target - 1e-9) - job.chiefs
     free = job.workers - math.ceil((needed - room) / cpu - 1e-9)
     count = max(keep, free, context.job.bounds_of(ROLE_WORKER).min_count or 1)
-    if count >= job.workers:
+    floor = _floor(context.plans)
+    if count >= job.workers or (floor is not None and count < floor):
         return None
     freed = (job.workers - count) * cpu
     return Proposal(
@@ -860,6 +861,23 @@ def _ceiling(plans: Sequence[PlanView], key: str, cpu_increase: bool = False) ->
         and r.evidence.get(before, math.inf) > r.evidence[key]
     ]
     return min(values, default=None)
+
+
+def _floor(plans: Sequence[PlanView]) -> int | None:
+    """The highest worker count an applied take-back of a cut went back up to: fewer
+    workers than that made the job slower, and giving them back again to the same PS
+    would repeat a change already judged (29 -> 27 workers, taken back as 2.5 % slower,
+    was cut again 10 minutes later)."""
+    values = [
+        r.evidence[TAKEN_BACK_TO]
+        for p in plans
+        if p.status == PlanStatus.applied and _sets_workers(p)
+        for r in p.reasons
+        if r.optimizer == NAME
+        and TAKEN_BACK_TO in r.evidence
+        and r.evidence.get(COUNT_BEFORE, math.inf) < r.evidence[TAKEN_BACK_TO]
+    ]
+    return max(values, default=None)
 
 
 def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | None:

@@ -496,7 +496,7 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
     # the limit leaves 2. The workers use 1.6 of 4 cores (40 % <= 70 %): they wait on it.
     # 11 trainers x 0.4 / 0.85 = 5.18 -> 6 trainers keep today's speed (5 workers), and
     # ceil((5.36 - 2) / 4) = 1 worker frees the room: the more of 5 and 10 - 1 = 9 -> 9
-    def give_back(worker_cpu_used, limit_cpu, speed=None):
+    def give_back(worker_cpu_used, limit_cpu, speed=None, plans=()):
         roles = {
             "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
             "worker": RoleSpec(count=10, cpu=4, memory_mib=8192),
@@ -511,6 +511,7 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
             nodes=[PS, *workers],
             samples=points,
             speed=speed or speeds([(11, 50.0)] * 3),
+            plans=plans,
         )
         return propose(ctx)
 
@@ -532,6 +533,24 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
     # CPU is the stall's, not a wait on the PS
     stalled = speeds([(11, 50.0)] * 3 + [(11, 0.0)] + [(11, 50.0)] * 2)
     assert give_back(1.6, 54, speed=stalled).is_empty
+    # Cut to 9 before, then taken back to 10 as slower: not cut to 9 again
+    undone = Reason(
+        "worker_tuning",
+        "back to 10 workers",
+        {"taken_back_to": 10, "taken_back_cpu": 4, "worker_count_before": 9},
+    )
+    back = plan(seconds_ago=700, roles={"worker": RoleSpec(count=10)}, reasons=(undone,))
+    again = give_back(1.6, 54, plans=[back])
+    assert again.is_empty
+    assert "the PS hold the speed, workers stay" in again.reasons[0].message
+    # a take-back of growth (12 -> 10) sets no floor: the cut to 9 stands
+    shrunk = Reason(
+        "worker_tuning",
+        "back to 10 workers",
+        {"taken_back_to": 10, "taken_back_cpu": 4, "worker_count_before": 12},
+    )
+    back = plan(seconds_ago=700, roles={"worker": RoleSpec(count=10)}, reasons=(shrunk,))
+    assert give_back(1.6, 54, plans=[back]).roles == {"worker": RoleSpec(count=9)}
 
 
 def curve_points(trainers, curve, samples=3):
