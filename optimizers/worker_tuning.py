@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -850,15 +850,11 @@ def _ceiling(plans: Sequence[PlanView], key: str, cpu_increase: bool = False) ->
     """The lowest worker count (``TAKEN_BACK_TO``) or CPU (``TAKEN_BACK_CPU``) an applied
     take-back of a growth of it went down to: growth past it did not pay. Other decreases
     (the guard fitting limits, a role's max_count) say nothing of what growth pays."""
-    before = CPU_BEFORE if cpu_increase or key == TAKEN_BACK_CPU else COUNT_BEFORE
+    before_key = CPU_BEFORE if cpu_increase or key == TAKEN_BACK_CPU else COUNT_BEFORE
     values = [
-        r.evidence[key]
-        for p in plans
-        if p.status == PlanStatus.applied and _sets_workers(p)
-        for r in p.reasons
-        if r.optimizer == NAME
-        and key in r.evidence
-        and r.evidence.get(before, math.inf) > r.evidence[key]
+        value
+        for value, before in _take_backs(plans, key, before_key)
+        if before is None or before > value
     ]
     return min(values, default=None)
 
@@ -869,15 +865,24 @@ def _floor(plans: Sequence[PlanView]) -> int | None:
     would repeat a change already judged (29 -> 27 workers, taken back as 2.5 % slower,
     was cut again 10 minutes later)."""
     values = [
-        r.evidence[TAKEN_BACK_TO]
-        for p in plans
-        if p.status == PlanStatus.applied and _sets_workers(p)
-        for r in p.reasons
-        if r.optimizer == NAME
-        and TAKEN_BACK_TO in r.evidence
-        and r.evidence.get(COUNT_BEFORE, math.inf) < r.evidence[TAKEN_BACK_TO]
+        value
+        for value, before in _take_backs(plans, TAKEN_BACK_TO, COUNT_BEFORE)
+        if before is not None and before < value
     ]
     return max(values, default=None)
+
+
+def _take_backs(
+    plans: Sequence[PlanView], key: str, before_key: str
+) -> Iterator[tuple[float, float | None]]:
+    """``(value taken back to, value before the take-back)`` of worker_tuning's applied
+    take-backs that name ``key`` (the value before is None where the reason gives none)."""
+    for p in plans:
+        if p.status != PlanStatus.applied or not _sets_workers(p):
+            continue
+        for r in p.reasons:
+            if r.optimizer == NAME and key in r.evidence:
+                yield r.evidence[key], r.evidence.get(before_key)
 
 
 def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | None:
