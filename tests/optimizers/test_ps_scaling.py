@@ -15,6 +15,12 @@ PS = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in r
 WORKERS = [
     node(f"j-edljob-worker-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(4)
 ]
+# The job as created an hour ago: 2 PS and 4 workers of 4 cores each.
+CREATED = plan(
+    stage=Stage.create,
+    seconds_ago=3600,
+    roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
+)
 STALLED = speeds([(4, v) for v in (20.0, 20.2, 19.8, 20.0, 20.1, 19.9)])
 
 
@@ -254,11 +260,6 @@ def test_a_lone_over_provisioned_ps_gets_fewer_cores():
 def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     # ps_scaling took 2 PS of 4 cores to 4; at the same 4 trainers the speed went
     # 20.0 -> 20.1 steps/s (+0.5 % < 2 %): back to 2 PS
-    created = plan(
-        stage=Stage.create,
-        seconds_ago=3600,
-        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
-    )
     added = plan(
         seconds_ago=1150,
         roles={"ps": RoleSpec(count=4)},
@@ -269,7 +270,7 @@ def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     points = [s for n in four for s in series(n.name, cpu=[1.8] * 8)]
     points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
     speed = speeds([(4, 20.0)] * 10 + [(4, 20.1)] * 10, every_s=120)
-    proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
+    proposal = propose(points, speed=speed, plans=[CREATED, added], nodes=four + WORKERS)
     assert proposal.roles == {"ps": RoleSpec(count=2)}
     assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(2)]
     assert "it did not help, PS 4 -> 2" in proposal.reasons[0].message
@@ -277,7 +278,7 @@ def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     taken_back = plan(
         seconds_ago=1000, roles=proposal.roles, reasons=tuple(proposal.reasons), plan_id=3
     )
-    again = propose(plans=[created, added, taken_back])
+    again = propose(plans=[CREATED, added, taken_back])
     assert again.is_empty
     assert "more than 2 PS did not help earlier" in again.reasons[0].message
 
@@ -288,11 +289,6 @@ def test_added_ps_are_judged_against_the_speed_just_before_them():
     # 30.1 (11 samples). Against the configuration just before the current one (the
     # migration's) the speed rose +0.3 %; against the one just before the addition
     # 30.1 / 20.0 = +50.5 %, more than 2 %: they helped, and stay.
-    created = plan(
-        stage=Stage.create,
-        seconds_ago=3600,
-        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
-    )
     added = plan(
         seconds_ago=1500,
         roles={"ps": RoleSpec(count=4)},
@@ -310,7 +306,7 @@ def test_added_ps_are_judged_against_the_speed_just_before_them():
     points = [s for n in four for s in series(n.name, cpu=[2.4] * 8)]
     points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
     speed = speeds([(4, 20.0)] * 15 + [(4, 30.0)] * 14 + [(4, 30.1)] * 11)
-    plans = [created, added, moved]
+    plans = [CREATED, added, moved]
     proposal = propose(points, speed=speed, plans=plans, nodes=four + WORKERS)
     assert proposal.is_empty
     assert "below 80%: not saturated" in proposal.reasons[0].message
@@ -336,11 +332,6 @@ def test_ps_added_to_make_room_for_workers_are_not_judged_by_the_speed_at_the_sa
     # addition back (and held the tier at 2 PS for good); this one stays.
     made_room = propose(samples(worker=3.2), limits=Limits(cpu=28))
     assert made_room.roles == {"ps": RoleSpec(count=3)}
-    created = plan(
-        stage=Stage.create,
-        seconds_ago=3600,
-        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
-    )
     added = plan(
         seconds_ago=1150, roles=made_room.roles, reasons=tuple(made_room.reasons), plan_id=2
     )
@@ -350,7 +341,7 @@ def test_ps_added_to_make_room_for_workers_are_not_judged_by_the_speed_at_the_sa
     points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
     speed = speeds([(4, 20.0)] * 10 + [(4, 20.1)] * 10, every_s=120)
     proposal = propose(
-        points, speed=speed, plans=[created, added], nodes=three + WORKERS, limits=Limits(cpu=28)
+        points, speed=speed, plans=[CREATED, added], nodes=three + WORKERS, limits=Limits(cpu=28)
     )
     assert proposal.is_empty
     assert "PS tier at 60% CPU, below 80%: not saturated" in proposal.reasons[0].message
@@ -447,11 +438,6 @@ def test_a_network_bound_tier_is_not_shrunk():
 def test_resized_ps_that_did_not_help_go_back_to_their_count_and_size():
     # ps_scaling took 2 PS of 4 cores to 4 PS of 1 core (PS cores 8 -> 4); at the same 4
     # trainers 20.0 -> 20.1 steps/s (+0.5 % < 2 %): back to 2 PS of 4 cores
-    created = plan(
-        stage=Stage.create,
-        seconds_ago=3600,
-        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
-    )
     added = plan(
         seconds_ago=1150,
         roles={"ps": RoleSpec(count=4, cpu=1.0)},
@@ -462,7 +448,7 @@ def test_resized_ps_that_did_not_help_go_back_to_their_count_and_size():
     points = [s for n in four for s in series(n.name, cpu=[0.45] * 8)]
     points += [s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)]
     speed = speeds([(4, 20.0)] * 10 + [(4, 20.1)] * 10, every_s=120)
-    proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
+    proposal = propose(points, speed=speed, plans=[CREATED, added], nodes=four + WORKERS)
     assert proposal.roles == {"ps": RoleSpec(count=2, cpu=4)}
     assert "it did not help, PS 4 -> 2, 4 cores each as before" in proposal.reasons[0].message
 
@@ -470,11 +456,6 @@ def test_resized_ps_that_did_not_help_go_back_to_their_count_and_size():
 def test_a_shrink_that_slowed_the_job_is_taken_back_and_not_repeated():
     # ps_scaling cut 2 PS of 4 cores to 1 (PS cores 8 -> 4) 1150 s ago; at the same 4
     # trainers 20.0 -> 18.0 steps/s (-10 %, beyond 2 %): back to 2 PS of 4 cores
-    created = plan(
-        stage=Stage.create,
-        seconds_ago=3600,
-        roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
-    )
     shrunk = plan(
         seconds_ago=1150,
         roles={"ps": RoleSpec(count=1, memory_mib=16384)},
@@ -489,12 +470,12 @@ def test_a_shrink_that_slowed_the_job_is_taken_back_and_not_repeated():
     points = series(lone[0].name, cpu=[3.0] * 8)
     points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
     speed = speeds([(4, 20.0)] * 10 + [(4, 18.0)] * 10, every_s=120)
-    proposal = propose(points, speed=speed, plans=[created, shrunk], nodes=lone + WORKERS)
+    proposal = propose(points, speed=speed, plans=[CREATED, shrunk], nodes=lone + WORKERS)
     assert proposal.roles == {"ps": RoleSpec(count=2, cpu=4)}
     assert "back to 2 PS of 4 cores, and no more shrinking" in proposal.reasons[0].message
     # at -1 % (within 2 %) the shrink stays
     flat = speeds([(4, 20.0)] * 10 + [(4, 19.8)] * 10, every_s=120)
-    assert propose(points, speed=flat, plans=[created, shrunk], nodes=lone + WORKERS).is_empty
+    assert propose(points, speed=flat, plans=[CREATED, shrunk], nodes=lone + WORKERS).is_empty
     # once taken back, an idle tier is not shrunk again
     undone = plan(seconds_ago=1300, roles=proposal.roles, reasons=tuple(proposal.reasons))
     idle = [s for n in PS for s in series(n.name, cpu=[0.6] * 8)]
