@@ -19,7 +19,13 @@ from brain.optimizing import (
 )
 from brain.optimizing.roles import current_role, exceeded_limits, planned_totals
 from brain.optimizing.speed_fit import Configuration, Prediction, SpeedFit, SpeedPoint, fit
-from brain.optimizing.speed_points import Observed, observe, stalled_since, trainers_now
+from brain.optimizing.speed_points import (
+    Observed,
+    during,
+    observe,
+    stalled_periods,
+    trainers_now,
+)
 from optimizers._common import cooling_down, mean, no_change, reason
 
 NAME = "worker_tuning"
@@ -899,19 +905,24 @@ def _busiest_ps(context: OptimizerContext, samples: int) -> tuple[str, float] | 
 
 
 def _worker_cpu_used(context: OptimizerContext, settings: WorkerTuningSettings) -> float | None:
-    """The cores a worker uses, over the workers' last ``worker_samples`` samples. None
-    without samples, and when training stalled over them (a speed sample at 0 or below
-    ``stall_share`` of their median): workers idle through data loading, a checkpoint or
-    a PS down, and sizing them from that use shrank 25 workers of 1.1 cores to 43 of 0.4."""
+    """The cores a worker uses, over the workers' last ``worker_samples`` samples, less
+    those taken while training stalled (a speed sample at 0 or below ``stall_share`` of
+    their median): workers idle through data loading, a checkpoint or a PS down, and
+    sizing them from that use shrank 25 workers of 1.1 cores to 43 of 0.4. None without
+    samples, or when every one was taken in a stall. Only the stalled samples go: a job
+    that stalls often would otherwise never be sized again."""
     nodes = [n for n in context.nodes_of(ROLE_WORKER) if n.cpu > 0]
     recent = [context.samples_of(n.name)[-settings.worker_samples :] for n in nodes]
     recent = [r for r in recent if r]
     if not recent:
         return None
     since = min(s.ts for r in recent for s in r)
-    if stalled_since(context, since, settings.stall_share):
+    stalls = stalled_periods(context, since, settings.stall_share)
+    kept = [[s for s in r if not during(stalls, s.ts)] for r in recent]
+    kept = [r for r in kept if r]
+    if not kept:
         return None
-    return mean([mean([s.cpu for s in r]) for r in recent])
+    return mean([mean([s.cpu for s in r]) for r in kept])
 
 
 def _exceeds(context: OptimizerContext, roles: dict[str, RoleSpec]) -> dict:

@@ -152,11 +152,33 @@ def stalled_since(context: OptimizerContext, since: datetime, stall_share: float
     """How many speed samples at or after ``since`` are stalls: 0, or below
     ``stall_share`` of the median of those samples. CPU measured over such a window
     shows the stall (idle trainers, a dead PS missing), not what the job needs."""
-    window = [s.steps_per_sec for s in context.speed if s.ts >= since]
+    return len(stalled_periods(context, since, stall_share))
+
+
+def stalled_periods(
+    context: OptimizerContext, since: datetime, stall_share: float
+) -> list[tuple[datetime | None, datetime]]:
+    """The periods the stalled speed samples at or after ``since`` measured (see
+    ``stalled_since``): each from the speed sample before it (None for the first the job
+    sent) to its own time, since a speed is the steps over the time since the last."""
+    speed = sorted(context.speed, key=lambda s: s.ts)
+    first = next((i for i, s in enumerate(speed) if s.ts >= since), len(speed))
+    window = speed[first:]
     if not window:
-        return 0
-    typical = median(window)
-    return sum(1 for v in window if v <= 0 or v < stall_share * typical)
+        return []
+    typical = median(s.steps_per_sec for s in window)
+    return [
+        (speed[i - 1].ts if i > 0 else None, s.ts)
+        for i, s in enumerate(speed[first:], start=first)
+        if s.steps_per_sec <= 0 or s.steps_per_sec < stall_share * typical
+    ]
+
+
+def during(periods: Sequence[tuple[datetime | None, datetime]], ts: datetime) -> bool:
+    """Whether a node sample taken at ``ts`` measured one of ``periods``: after its
+    start, up to and including its end (a scrape, like a speed, covers the time before
+    it)."""
+    return any((start is None or start < ts) and ts <= end for start, end in periods)
 
 
 def trainers_now(context: OptimizerContext) -> tuple[int, int]:

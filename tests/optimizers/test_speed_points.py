@@ -5,7 +5,7 @@ from datetime import timedelta
 from brain.domain import RoleSpec, Stage
 from brain.optimizing import NodeChange
 from brain.optimizing.speed_fit import Configuration
-from brain.optimizing.speed_points import observe, stalled_since
+from brain.optimizing.speed_points import during, observe, stalled_periods, stalled_since
 from tests.builders.views import NOW, context, job, node, plan, speeds
 
 ROLES = {
@@ -75,3 +75,22 @@ def test_stalled_samples_since_a_time():
     assert stalled_since(ctx, NOW - timedelta(seconds=240), 0.5) == 2
     assert stalled_since(ctx, NOW - timedelta(seconds=60), 0.5) == 0
     assert stalled_since(ctx, NOW + timedelta(seconds=1), 0.5) == 0
+
+
+def test_node_samples_taken_during_a_stall():
+    # speed samples every 60 s, the last at NOW: 10, 10, 0, 10; the 0, sent 60 s ago,
+    # measured the minute from 120 s to 60 s ago. Of node samples every 15 s over the
+    # last 3 minutes, those after 120 s ago up to 60 s ago are the stall's
+    ctx = context(Stage.running, job(roles=ROLES), speed=speeds([(4, v) for v in (10, 10, 0, 10)]))
+    periods = stalled_periods(ctx, NOW - timedelta(seconds=180), 0.5)
+    assert periods == [(NOW - timedelta(seconds=120), NOW - timedelta(seconds=60))]
+    taken = [NOW - timedelta(seconds=15 * k) for k in range(12, -1, -1)]
+    assert [t for t in taken if during(periods, t)] == [
+        NOW - timedelta(seconds=s) for s in (105, 90, 75, 60)
+    ]
+    # the job's first speed sample stalled: it measured everything up to it
+    first = context(Stage.running, job(roles=ROLES), speed=speeds([(4, 0.0), (4, 10.0)]))
+    periods = stalled_periods(first, NOW - timedelta(seconds=600), 0.5)
+    assert periods == [(None, NOW - timedelta(seconds=60))]
+    assert during(periods, NOW - timedelta(seconds=3600))
+    assert not during(periods, NOW - timedelta(seconds=59))

@@ -504,7 +504,8 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
         }
         workers = [node(f"w-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(10)]
         points = series("ps-0", cpu=[7.6] * 3)
-        points += [s for w in workers for s in series(w.name, cpu=[worker_cpu_used] * 3)]
+        used = worker_cpu_used if isinstance(worker_cpu_used, list) else [worker_cpu_used] * 3
+        points += [s for w in workers for s in series(w.name, cpu=used)]
         ctx = context(
             Stage.running,
             job(roles=roles, limits=Limits(cpu=limit_cpu)),
@@ -529,10 +530,17 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
     # workers at 0.8 of 4 (20 %): 11 x 0.2 / 0.85 = 2.59 -> 3 trainers, 2 workers would
     # keep the speed, but 9 free the room: 9 still (no more go than the PS needs)
     assert give_back(0.8, 54).roles == {"worker": RoleSpec(count=9)}
-    # a stalled speed sample over the workers' last 3 samples (a checkpoint): their idle
-    # CPU is the stall's, not a wait on the PS
+    # A stalled speed sample (a checkpoint) 120 s ago, over the first of the workers'
+    # last 3 samples: the 0.4 cores they idled at then are the stall's and left out.
+    # The other two, 1.6 of 4 (40 %), are what they use: 9 as above, where the mean of
+    # all three (1.2, 30 %) would count the stall.
     stalled = speeds([(11, 50.0)] * 3 + [(11, 0.0)] + [(11, 50.0)] * 2)
-    assert give_back(1.6, 54, speed=stalled).is_empty
+    through = give_back([0.4, 1.6, 1.6], 54, speed=stalled)
+    assert through.roles == {"worker": RoleSpec(count=9)}
+    assert through.reasons[0].evidence["worker_utilization"] == 0.4
+    # All three in the stall (the speed 0 since 120 s ago): their use says nothing
+    idle = speeds([(11, 50.0)] * 3 + [(11, 0.0)] * 3)
+    assert give_back([0.4, 0.4, 0.4], 54, speed=idle).is_empty
     # Cut to 9 before, then taken back to 10 as slower: not cut to 9 again
     undone = Reason(
         "worker_tuning",
