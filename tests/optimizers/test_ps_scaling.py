@@ -96,6 +96,24 @@ def test_a_busy_tier_makes_room_for_more_workers_while_the_limit_allows():
     assert proposal.reasons[0].evidence["ps_cpu_used"] == 7.0
 
 
+def test_a_busy_ps_that_is_not_hot_alone_makes_the_tier_busy():
+    # ps-0 at 3.4 of 4 (85 %), ps-1 at 2.6 (65 %): tier 75 %, below 80 %, but ps-0 holds
+    # the speed and hot_ps leaves it (0.85 < 1.5 x 0.65: more PS would help, not a larger
+    # one). Workers at 3.2 of 4 (80 %) keep their pace: room for more workers, as for a
+    # busy tier. Today's 6.0 PS cores at 60 % of 4: ceil(2.5) = 3 PS, within 28 cores.
+    proposal = propose(samples(ps=(3.4, 2.6), worker=3.2), limits=Limits(cpu=28))
+    assert proposal.roles == {"ps": RoleSpec(count=3)}
+    assert "PS tier at 75% CPU (its busiest PS at 85%)" in proposal.reasons[0].message
+    assert proposal.reasons[0].evidence["ps_cpu_used"] == 6.0
+    # ps-1 at 2.0 (50 %): 0.85 >= 1.5 x 0.5, ps-0 is hot on its own: hot_ps moves it
+    alone = propose(samples(ps=(3.4, 2.0), worker=3.2), limits=Limits(cpu=28))
+    assert alone.is_empty
+    # both at 3.0 (75 %): nothing holds the speed
+    calm = propose(samples(ps=(3.0, 3.0), worker=3.2), limits=Limits(cpu=28))
+    assert calm.is_empty
+    assert "PS tier at 75% CPU, below 80%: not saturated" in calm.reasons[0].message
+
+
 def test_a_busy_tier_under_a_full_limit_trades_for_more_smaller_ps():
     # A third PS of 4 cores needs 28 > 27.9 cores. The trade: PS core-s per step, the
     # median of the four lowest 7.0 / speed, (7 / 20.1 + 7 / 20.0) / 2 = 0.34915; the 4
