@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from statistics import median
 from typing import ClassVar
 
@@ -9,7 +10,7 @@ from pydantic import Field
 
 from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, Stage
 from brain.optimizing import Changes, ContextInput, OptimizerContext, Proposal
-from brain.optimizing.roles import current_role
+from brain.optimizing.roles import current_role, planned_totals
 from brain.optimizing.speed_points import STALL_SHARE, stalled_since
 from optimizers._common import (
     CpuStepSettings,
@@ -65,6 +66,29 @@ class HotPsSettings(CpuStepSettings, PsChangeSettings):
         description="A PS moved to a larger size that is no longer hot goes back to its peak "
         "use / target_utilization cores (at least the role's size) when that is at most this "
         "share of what it has: the cores it no longer uses serve the workers.",
+    )
+    cold_utilization: float = Field(
+        0.85,
+        ge=0.1,
+        le=1.0,
+        description="When the job's CPU limit has no room for a hot PS's migration, the "
+        "other PS give it cores: each keeps its peak use, scaled to the pace the hot PS's new "
+        "cores allow, at most this busy.",
+    )
+    cold_pinned_at: float = Field(
+        0.95,
+        ge=0.5,
+        le=1.0,
+        description="A hot PS takes cores from the other PS only when pinned at its request "
+        "(its mean use at least this share of its cores): below, it does not hold the speed, "
+        "and a comm-bound job's PS at 83 % took them for nothing.",
+    )
+    cold_min_gain: float = Field(
+        0.1,
+        ge=0.0,
+        le=4.0,
+        description="Cores from the other PS go to a hot PS only when they let it (and the "
+        "speed it holds) grow by at least this share: every PS they come from relaunches.",
     )
     max_growth: float = Field(
         4.0,
@@ -150,7 +174,8 @@ class HotPsOptimizer:
             if interval is not None:
                 proposal.reasons.extend(interval.reasons)
                 continue
-            _migrate(context, ps, recent[ps.name], settings, threshold, proposal)
+            others = ps_nodes if len(hot) == 1 else []
+            _migrate(context, ps, recent, others, settings, threshold, proposal)
         return proposal
 
 
@@ -171,7 +196,13 @@ def _node_evidence(ps, samples) -> dict:
     return {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in samples]}
 
 
-def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal: Proposal) -> None:
+def _migrate(
+    context, ps, recent, ps_nodes, settings: HotPsSettings, threshold, proposal: Proposal
+) -> None:
+    """``ps`` migrated to the cores its peak (at the trainers' full pace) needs; when the
+    job's CPU limit has no room for them, to what the other PS of ``ps_nodes`` can give
+    (``_from_the_others``)."""
+    samples = recent[ps.name]
     used = max(s.cpu for s in samples)
     cap = context.node_max.cpu
     evidence = _node_evidence(ps, samples)
@@ -194,6 +225,27 @@ def _migrate(context, ps, samples, settings: HotPsSettings, threshold, proposal:
                 f"{cap}: cannot grow",
                 evidence,
                 threshold | {"node_max_cpu": cap},
+            )
+        )
+        return
+    hot_why = (
+        f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
+        f"{settings.hot_samples} samples ({why})"
+    )
+    traded = _from_the_others(context, ps, cpu, ps_nodes, recent, settings)
+    if traded is not None:
+        changes, message, trade_evidence = traded
+        proposal.migrate.extend(changes)
+        proposal.reasons.append(
+            reason(
+                NAME,
+                f"{hot_why}: {cpu} cores wanted; {message}",
+                evidence | trade_evidence,
+                threshold
+                | {
+                    "cold_utilization": settings.cold_utilization,
+                    "cold_min_gain": settings.cold_min_gain,
+                },
             )
         )
         return
@@ -247,3 +299,61 @@ def _give_back(context, ps_nodes, recent, settings: HotPsSettings, threshold) ->
         return None
     interval = ps_changed_recently(NAME, context, settings.ps_change_interval_s)
     return interval if interval is not None else proposal
+
+
+def _from_the_others(context, hot, wanted, ps_nodes, recent, settings: HotPsSettings):
+    """Cores for a hot PS pinned at its request (``cold_pinned_at``) from the other PS,
+    when the job's CPU limit has too little room for ``wanted``: ``(migrations, message,
+    evidence)``, or None.
+
+    The hot PS holds the speed, so giving it ``g`` times its cores lets the speed grow
+    up to ``g`` times, and each other PS then needs its peak use times ``g`` over
+    ``cold_utilization``. The largest ``g`` whose cores fit the room and what the others
+    free: ``(room + their cores + the hot PS's) / (the hot PS's + their peaks /
+    cold_utilization)``, at most ``wanted / its cores`` and at most what leaves every
+    other PS within ``cold_utilization`` of its cores; none below ``1 + cold_min_gain``.
+    A hot-ps job sat at 0.75 of its best with its hot PS at 100 % and
+    the limit full while four other PS idled at 36 %."""
+    limit = context.job.limits.cpu
+    others = [ps for ps in ps_nodes if ps.name != hot.name]
+    pinned = mean([s.cpu for s in recent[hot.name]]) >= settings.cold_pinned_at * hot.cpu
+    if limit is None or not others or not pinned:
+        return None
+    room = max(limit - planned_totals({}, context.job, context.nodes).cpu, 0.0)
+    if wanted - hot.cpu <= room + 1e-9:
+        return None
+    peaks = {ps.name: max(s.cpu for s in recent[ps.name]) for ps in others}
+    spare = sum(ps.cpu for ps in others)
+    need = sum(peaks.values()) / settings.cold_utilization
+    # No other PS is left busier than cold_utilization at the new pace, shrunk or not.
+    busiest = min(ps.cpu * settings.cold_utilization / max(peaks[ps.name], 1e-9) for ps in others)
+    growth = min((room + spare + hot.cpu) / (hot.cpu + need), wanted / hot.cpu, busiest)
+    if growth < 1 + settings.cold_min_gain:
+        return None
+    step = settings.cpu_step
+    smaller = {
+        ps.name: min(ceil_to(peaks[ps.name] * growth / settings.cold_utilization, step), ps.cpu)
+        for ps in others
+    }
+    freed = sum(ps.cpu - smaller[ps.name] for ps in others)
+    # The others' sizes are rounded up: the hot PS takes what is left, rounded down.
+    cpu = min(math.floor((hot.cpu + room + freed) / step + 1e-9) * step, wanted)
+    cpu = round(cpu, 6)
+    if cpu < hot.cpu * (1 + settings.cold_min_gain):
+        return None
+    given = [ps for ps in others if smaller[ps.name] < ps.cpu - 1e-9]
+    changes = [resized(hot, cpu=cpu)] + [resized(ps, cpu=smaller[ps.name]) for ps in given]
+    message = (
+        f"the CPU limit {limit:g} leaves {room:.2f} cores, so the other PS (peaks "
+        + ", ".join(f"{peaks[ps.name]:.2f}" for ps in others)
+        + f") give theirs: {hot.name} {hot.cpu:g} -> {cpu:g} cores, and at its pace "
+        f"(x{cpu / hot.cpu:.2f}) each other PS at most {settings.cold_utilization:.0%} busy: "
+        + ", ".join(f"{ps.name} {ps.cpu:g} -> {smaller[ps.name]:g}" for ps in given)
+    )
+    evidence = {
+        "new_cpu": cpu,
+        "cpu_room": round(room, 3),
+        "other_ps_peaks": {k: round(v, 3) for k, v in peaks.items()},
+        "other_ps_cpu": {ps.name: smaller[ps.name] for ps in given},
+    }
+    return changes, message, evidence

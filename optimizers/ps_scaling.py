@@ -397,6 +397,10 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
     ceiling = _ceiling(context)
     if ceiling is not None and count > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
+    # As many of the wanted PS as fit the limits: the guard would cut the workers for
+    # the rest, whatever the PS then serve.
+    while count > now + 1 and _over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
+        count -= 1
     grown = _workers_grown_recently(context, settings.reverse_after_s)
     if grown is not None and _over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
         plan_id, elapsed = grown
@@ -409,8 +413,7 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
             threshold | {"reverse_after_s": settings.reverse_after_s},
         )
     if _over_limits(context, {ROLE_PS: RoleSpec(count=count)}):
-        # The guard would cut the workers to fit, whatever the PS then serve: trade
-        # workers for smaller PS instead, or nothing.
+        # Not even one more fits: trade workers for smaller PS instead, or nothing.
         traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings)
         if traded is not None:
             return traded

@@ -1,4 +1,4 @@
-from brain.domain import Resources, RoleSpec, Stage
+from brain.domain import Limits, Resources, RoleSpec, Stage
 from brain.optimizing import NodeChange
 from optimizers.hot_ps import HotPsOptimizer, HotPsSettings
 from tests.builders.views import context, job, node, plan, series, speeds
@@ -145,3 +145,42 @@ def test_a_moved_ps_keeps_its_cpu_while_the_speed_stalls():
 
     assert propose(speeds([(4, 0.0), (4, 0.0), (4, 0.0)])).is_empty
     assert [(c.name, c.cpu) for c in propose(speeds([(4, 20.0)] * 3)).migrate] == [("ps-0", 5)]
+
+
+def test_a_hot_ps_without_room_under_the_limit_takes_cores_from_the_idle_others():
+    # 3 PS of 8 cores (24) under a 26-core limit: 2 cores of room. ps-0 is pinned at its
+    # request (mean 7.8 of 8, 97.5 % >= 95 %) and wants 7.9 / 0.6 = 13.2 cores. The others
+    # peak at 2.4 and 2.0. At g x the hot PS's cores the speed grows up to g x, and each
+    # other PS needs its peak x g / 0.85: g at most (2 + 16 + 8) / (8 + 4.4 / 0.85) =
+    # 1.97, 13.2 / 8 = 1.65 and 8 x 0.85 / 2.4 = 2.83, so 1.65: ps-1 2.4 x 1.65 / 0.85 =
+    # 4.66 -> 4.7, ps-2 3.88 -> 3.9; they free 7.4 cores, with the room 9.4 >= 5.2: ps-0
+    # gets the 13.2 it wants.
+    roles = {"ps": RoleSpec(count=3, cpu=8, memory_mib=16384)}
+    pinned = series("ps-0", cpu=[7.7, 7.8, 7.9])
+    idle = [*series("ps-1", cpu=[2.0, 2.4, 2.2]), *series("ps-2", cpu=[2.0, 2.0, 2.0])]
+
+    def propose(limit_cpu, hot=pinned, settings=SETTINGS):
+        the_job = job(roles=roles, limits=Limits(cpu=limit_cpu))
+        ctx = context(Stage.running, the_job, nodes=PS, samples=[*hot, *idle])
+        return HotPsOptimizer().propose(ctx, settings)
+
+    proposal = propose(26)
+    assert [(c.name, c.cpu, c.memory_mib) for c in proposal.migrate] == [
+        ("ps-0", 13.2, 16384),
+        ("ps-1", 4.7, 16384),
+        ("ps-2", 3.9, 16384),
+    ]
+    why = proposal.reasons[0]
+    assert "ps-0 8 -> 13.2 cores" in why.message
+    assert why.evidence["cpu_room"] == 2.0
+    assert why.evidence["other_ps_cpu"] == {"ps-1": 4.7, "ps-2": 3.9}
+    # Room for the 5.2 cores: the plain migration, the others untouched
+    assert [(c.name, c.cpu) for c in propose(30).migrate] == [("ps-0", 13.2)]
+    # Hot but not pinned (7.0, 7.2, 7.6: 90.8 %): it does not hold the speed, so the
+    # others keep their cores; the plain migration to 7.6 / 0.6 = 12.7, which the guard
+    # fits to the limit as before
+    unpinned = series("ps-0", cpu=[7.0, 7.2, 7.6])
+    assert [(c.name, c.cpu) for c in propose(26, hot=unpinned).migrate] == [("ps-0", 12.7)]
+    # Asked for a growth of at least 70 %: 1.65 x is too little for three relaunches
+    fussy = HotPsSettings(hot_samples=3, cold_min_gain=0.7)
+    assert [(c.name, c.cpu) for c in propose(26, settings=fussy).migrate] == [("ps-0", 13.2)]

@@ -592,14 +592,15 @@ def test_network_bound_ps_when_the_fitted_curves_agree_more_ps_pay():
 
 
 def test_no_ps_over_the_limit_soon_after_the_workers_grew():
-    # The saturated tier wants 4 PS: 4 x 4 + 4 workers x 4 = 32 cores over a 28-core limit,
-    # so the guard would cut workers; a plan took them from 2 to 4 300 s ago: not yet
+    # The saturated tier wants 4 PS; under 27.9 cores not even a third fits (3 x 4 + 4
+    # workers x 4 = 28), so the guard would cut workers; a plan took them from 2 to 4
+    # 300 s ago: not yet
     fewer = plan(seconds_ago=1500, roles={"worker": RoleSpec(count=2)}, plan_id=1)
     grown = plan(seconds_ago=300, roles={"worker": RoleSpec(count=4)}, plan_id=2)
-    proposal = propose(plans=[fewer, grown], limits=Limits(cpu=28))
+    proposal = propose(plans=[fewer, grown], limits=Limits(cpu=27.9))
     assert proposal.is_empty
     assert proposal.reasons[0].message == (
-        "PS 2 -> 4 would exceed the job's limits, and the guard would cut the workers plan 2 "
+        "PS 2 -> 3 would exceed the job's limits, and the guard would cut the workers plan 2 "
         "added 300 s ago: not within 600 s"
     )
     # 600 s after, the workers are traded for smaller PS, the guard cutting the workers to
@@ -608,9 +609,12 @@ def test_no_ps_over_the_limit_soon_after_the_workers_grew():
     # trainers at 10 steps/s each beside 3 PS, the busiest 35.2 % of the traffic:
     # 0.35 x 30 x 0.352 / 0.85 = 4.4 cores each, 13.2 + 12 = 25.2 cores
     later = plan(seconds_ago=600, roles={"worker": RoleSpec(count=4)}, plan_id=2)
-    assert propose(plans=[fewer, later], limits=Limits(cpu=28)).roles == {
+    assert propose(plans=[fewer, later], limits=Limits(cpu=27.9)).roles == {
         "ps": RoleSpec(count=3, cpu=4.4)
     }
+    # Under 28 cores the third of the 4 wanted fits beside the workers: it comes, and no
+    # worker goes
+    assert propose(plans=[fewer, grown], limits=Limits(cpu=28)).roles == {"ps": RoleSpec(count=3)}
     # within the limits, the PS come
     assert propose(plans=[fewer, grown], limits=Limits(cpu=32)).roles == {"ps": RoleSpec(count=4)}
 

@@ -1,7 +1,8 @@
 """Launches and migrations within what the roles leave of the job's limits.
 
 A migration's growth is cut to the headroom left (a reason says so), or dropped when
-nothing is left; a launch that does not fit is dropped. Shrinking is free.
+nothing is left; a launch that does not fit is dropped. Shrinking is free, and what a
+shrinking migration frees is headroom for the plan's growths.
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ def fit_node_changes(
     migrations first, and a reason for every growth cut or launch dropped."""
     used = node_level_totals(roles, job, nodes, failed)
     sizes = {n.name: n for n in nodes}
+    # What the plan's shrinking migrations free is headroom for its growths: the whole
+    # plan is applied at once (hot_ps grows a hot PS with cores the others give up).
+    for change in migrate:
+        current = _before_migration(sizes.get(change.name or ""), roles, job, nodes)
+        for f in SIZE_FIELDS:
+            wanted = getattr(change, f)
+            if wanted is not None and wanted < current[f]:
+                used[f] -= current[f] - wanted
     reasons: list[Reason] = []
     fitted_migrate = []
     for change in migrate:

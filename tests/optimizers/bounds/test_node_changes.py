@@ -36,6 +36,28 @@ def test_shrinking_is_free():
     assert node_changes(proposal, bounding) == (proposal, [])
 
 
+def test_what_a_shrinking_migration_frees_is_headroom_for_a_growth():
+    # 3 PS of 8 cores (24 of 26): ps-0 8 -> 13.2 with ps-1 and ps-2 8 -> 4.7 and 3.9 in
+    # the same plan: 13.2 + 4.7 + 3.9 = 21.8 <= 26, whatever the order. Counted alone,
+    # the growth would get the 2 cores of room only (10).
+    ps = {"ps": RoleSpec(count=3, cpu=8, memory_mib=8192)}
+    nodes = [node(f"ps-{i}", "ps", 8, 8192, index=i) for i in range(3)]
+    moves = [
+        NodeChange(role="ps", name="ps-0", cpu=13.2),
+        NodeChange(role="ps", name="ps-1", cpu=4.7),
+        NodeChange(role="ps", name="ps-2", cpu=3.9),
+    ]
+    bounded, reasons = node_changes(
+        Proposal(migrate=moves), view(job(roles=ps, limits=Limits(cpu=26)), nodes)
+    )
+    assert (bounded.migrate, reasons) == (moves, [])
+    # Alone, the growth gets the room
+    alone, _ = node_changes(
+        Proposal(migrate=moves[:1]), view(job(roles=ps, limits=Limits(cpu=26)), nodes)
+    )
+    assert alone.migrate == [NodeChange(role="ps", name="ps-0", cpu=10)]
+
+
 def test_a_migration_is_measured_from_the_size_the_plans_role_gives_the_node():
     # The plan takes the PS role from 1 PS of 8 cores to 3 of 2 (the master relaunches
     # ps-0 at 2) and migrates ps-0's memory, carrying its 8 cores. Those are 6 cores over
