@@ -158,9 +158,19 @@ class HotPsOptimizer:
             )
         proposal = Proposal()
         interval = ps_changed_recently(NAME, context, settings.ps_change_interval_s)
+        single = len(hot) == 1
         for ps in hot:
             others = [u for name, u in utilization.items() if name != ps.name]
             if others and utilization[ps.name] < settings.relative_factor * median(others):
+                # A larger PS alone would not help much, but one pinned at its request
+                # still holds the speed, and under a full limit the others' spare cores
+                # are the only ones it can get (after a first trade they are busier).
+                if (
+                    single
+                    and interval is None
+                    and _migrate(context, ps, recent, ps_nodes, settings, threshold, proposal, True)
+                ):
+                    continue
                 proposal.reasons.append(
                     reason(
                         NAME,
@@ -174,8 +184,7 @@ class HotPsOptimizer:
             if interval is not None:
                 proposal.reasons.extend(interval.reasons)
                 continue
-            others = ps_nodes if len(hot) == 1 else []
-            _migrate(context, ps, recent, others, settings, threshold, proposal)
+            _migrate(context, ps, recent, ps_nodes if single else [], settings, threshold, proposal)
         return proposal
 
 
@@ -197,11 +206,19 @@ def _node_evidence(ps, samples) -> dict:
 
 
 def _migrate(
-    context, ps, recent, ps_nodes, settings: HotPsSettings, threshold, proposal: Proposal
-) -> None:
+    context,
+    ps,
+    recent,
+    ps_nodes,
+    settings: HotPsSettings,
+    threshold,
+    proposal: Proposal,
+    others_only: bool = False,
+) -> bool:
     """``ps`` migrated to the cores its peak (at the trainers' full pace) needs; when the
     job's CPU limit has no room for them, to what the other PS of ``ps_nodes`` can give
-    (``_from_the_others``)."""
+    (``_from_the_others``). With ``others_only``, only the latter. Whether it proposed a
+    change."""
     samples = recent[ps.name]
     used = max(s.cpu for s in samples)
     cap = context.node_max.cpu
@@ -218,6 +235,8 @@ def _migrate(
         evidence |= {"trainer_utilization": round(share, 3), "cpu_demand": round(demand, 3)}
     cpu = min(ceil_to(demand / settings.target_utilization, settings.cpu_step), cap)
     if cpu <= ps.cpu:
+        if others_only:
+            return False
         proposal.reasons.append(
             reason(
                 NAME,
@@ -227,7 +246,7 @@ def _migrate(
                 threshold | {"node_max_cpu": cap},
             )
         )
-        return
+        return False
     hot_why = (
         f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
         f"{settings.hot_samples} samples ({why})"
@@ -248,7 +267,9 @@ def _migrate(
                 },
             )
         )
-        return
+        return True
+    if others_only:
+        return False
     proposal.migrate.append(resized(ps, cpu=cpu))
     proposal.reasons.append(
         reason(
@@ -260,6 +281,7 @@ def _migrate(
             threshold | {"node_max_cpu": cap},
         )
     )
+    return True
 
 
 def _give_back(context, ps_nodes, recent, settings: HotPsSettings, threshold) -> Proposal | None:

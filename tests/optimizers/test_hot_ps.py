@@ -184,3 +184,30 @@ def test_a_hot_ps_without_room_under_the_limit_takes_cores_from_the_idle_others(
     # Asked for a growth of at least 70 %: 1.65 x is too little for three relaunches
     fussy = HotPsSettings(hot_samples=3, cold_min_gain=0.7)
     assert [(c.name, c.cpu) for c in propose(26, settings=fussy).migrate] == [("ps-0", 13.2)]
+
+
+def test_a_pinned_ps_beside_busy_others_takes_their_spare_cores_under_a_full_limit():
+    # ps-0 pinned at 97.5 %, the others at 5.6 of 8 (70 %): 0.975 < 1.5 x 0.7, so a larger
+    # ps-0 alone is not hot_ps's first answer (more PS would help). But the limit (24 of
+    # 24 cores) has no room for more PS, and the others have spare cores: g at most
+    # 24 / (8 + 11.2 / 0.85) = 1.133 (and 8 x 0.85 / 5.6 = 1.21, 13.2 / 8 = 1.65), so
+    # each other PS keeps 5.6 x 1.133 / 0.85 = 7.47 -> 7.5 cores, and ps-0 gets the 1.0
+    # they free: 9.0 cores, +12.5 % >= 10 %.
+    roles = {"ps": RoleSpec(count=3, cpu=8, memory_mib=16384)}
+    busy = [*series("ps-1", cpu=[5.6] * 3), *series("ps-2", cpu=[5.6] * 3)]
+
+    def propose(hot):
+        the_job = job(roles=roles, limits=Limits(cpu=24))
+        ctx = context(Stage.running, the_job, nodes=PS, samples=[*hot, *busy])
+        return HotPsOptimizer().propose(ctx, SETTINGS)
+
+    pinned = propose(series("ps-0", cpu=[7.7, 7.8, 7.9]))
+    assert [(c.name, c.cpu) for c in pinned.migrate] == [
+        ("ps-0", 9.0),
+        ("ps-1", 7.5),
+        ("ps-2", 7.5),
+    ]
+    # Not pinned (90.8 %): it does not hold the speed; more PS would help
+    loose = propose(series("ps-0", cpu=[7.0, 7.2, 7.6]))
+    assert loose.migrate == []
+    assert "more PS would help" in loose.reasons[0].message
