@@ -110,6 +110,14 @@ class PsScalingSettings(PsChangeSettings):
         "wait is the exchange with the PS (the network): one plan multiplies the PS count by "
         "at most this, each PS sized for its share of the load.",
     )
+    resize_min_factor: float = Field(
+        1.25,
+        ge=1.0,
+        le=16.0,
+        description="PS added to a saturated tier whose step holds their count below the "
+        "demand get a larger size only when it is at least this times the request: a new "
+        "size relaunches every PS.",
+    )
     network_min_gain: float = Field(
         0.05,
         ge=0.0,
@@ -434,8 +442,20 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
     }
     if unnamed:
         evidence["ps_hosts_unknown"] = unnamed
+    role, larger = RoleSpec(count=count), ""
+    cpu = None
+    if wanted > count:
+        cpu = _larger_ps(context, ps_nodes, count, demand, request, settings)
+    if cpu is not None:
+        role = _resized(context, ps_nodes, count, cpu)
+        evidence["ps_cpu"] = cpu
+        larger = (
+            f"; {wanted} PS of {request:g} cores would take {wanted - now} more, so each of "
+            f"the {count} gets its share, {demand:.2f} / {count} / "
+            f"{settings.target_utilization:g} -> {cpu:g} cores (as far as the limits allow)"
+        )
     return Proposal(
-        roles={ROLE_PS: RoleSpec(count=count)},
+        roles={ROLE_PS: role},
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -445,12 +465,33 @@ def _add_ps(context, ps_nodes, recent, trainer_util, evidence, threshold, settin
                 f"({evidence['speed_change']:+.1%}): PS demand at full pace "
                 f"{used:.2f} / {trainer_util:.2f} = {demand:.2f} cores, at "
                 f"{settings.target_utilization:.0%} of {request:g} cores each -> PS {now} -> "
-                f"{count} (at most +{settings.step})",
+                f"{count} (at most +{settings.step}){larger}",
                 evidence,
                 threshold,
             )
         ],
     )
+
+
+def _larger_ps(context, ps_nodes, count, demand, request, settings) -> float | None:
+    """The cores each of ``count`` PS gets when that count is fewer than the demand needs
+    at the request (the step holds it): each its share of the demand at
+    ``target_utilization``, at most the largest node, cut to what the job's limits hold.
+    None when that is less than ``resize_min_factor`` times the request (a new role size
+    relaunches every PS, and 2.5 -> 2.6 cores cost a growing-load job its last PS step),
+    or when a PS already runs above it. A job asking 1-core PS added 2 at a time for
+    50 minutes, its tier pinned at 98 % throughout."""
+    step = settings.cpu_step
+    cpu = min(ceil_to(demand / (count * settings.target_utilization), step), context.node_max.cpu)
+    while cpu > request + 1e-9 and _over_limits(
+        context, {ROLE_PS: _resized(context, ps_nodes, count, cpu)}
+    ):
+        cpu = round(math.floor(cpu * 0.95 / step) * step, 6)
+    if cpu < request * settings.resize_min_factor - 1e-9 or any(
+        n.cpu > cpu + 1e-9 for n in ps_nodes
+    ):
+        return None
+    return cpu
 
 
 def _network_bound(

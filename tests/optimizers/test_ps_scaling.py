@@ -53,20 +53,35 @@ def test_a_saturated_tier_with_waiting_workers_gets_more_ps():
     proposal = propose()
     # PS at 3.6 and 3.4 of 4 cores: tier 87.5 %; workers at 2 of 4: 50 %; speed 20.0 -> 20.0.
     # Demand at full pace 7.0 / 0.5 = 14 cores; at 60 % of 4 cores: ceil(5.83) = 6 PS,
-    # at most 2 + 2 = 4
-    assert proposal.roles == {"ps": RoleSpec(count=4)}
+    # at most 2 + 2 = 4. Those 4 get the demand's share each: 14 / 4 / 0.6 = 5.83 -> 5.9
+    # cores (the job has no limit)
+    assert proposal.roles == {"ps": RoleSpec(count=4, cpu=5.9)}
     assert proposal.ps_hosts == [f"j-edljob-ps-{i}.ml.svc:2222" for i in range(4)]
     evidence = proposal.reasons[0].evidence
     assert evidence["ps_tier_utilization"] == 0.875
     assert evidence["trainer_utilization"] == 0.5
     assert evidence["ps_cpu_demand"] == 14.0
     assert evidence["speed_change"] == 0.0
+    assert evidence["ps_cpu"] == 5.9
     assert "7.00 / 0.50 = 14.00 cores" in proposal.reasons[0].message
+    assert "each of the 4 gets its share, 14.00 / 4 / 0.6 -> 5.9 cores" in (
+        proposal.reasons[0].message
+    )
+    # Under 32 cores (16 for the workers) 4 PS of 5.9 do not fit; 4 x 4 do: the 4 PS at
+    # the request as before (no size between 4 and 5.9 fits: 95 % steps down from 5.9)
+    capped = propose(limits=Limits(cpu=32))
+    assert capped.roles == {"ps": RoleSpec(count=4)}
+    # Under 38 cores: 5.9 -> 5.6 (over) -> 5.3 (4 x 5.3 + 16 = 37.2 fits)
+    assert propose(limits=Limits(cpu=38)).roles == {"ps": RoleSpec(count=4, cpu=5.3)}
+    # Under 35 cores: ... 5.0 (36, over) -> 4.7 fits (34.8), but 4.7 < 1.25 x 4 = 5: not
+    # worth relaunching every PS, the 4 PS at the request
+    assert propose(limits=Limits(cpu=35)).roles == {"ps": RoleSpec(count=4)}
 
 
 def test_one_ps_at_a_time_and_hosts_without_a_namespace():
     proposal = propose(namespace=None, settings=PsScalingSettings(step=1))
-    assert proposal.roles == {"ps": RoleSpec(count=3)}
+    # 3 PS of 14 / 3 / 0.6 = 7.78 -> 7.8 cores
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=7.8)}
     assert proposal.ps_hosts == [f"j-edljob-ps-{i}:2222" for i in range(3)]
 
 
@@ -180,10 +195,10 @@ def test_no_ps_added_back_soon_after_a_plan_cut_the_count():
     )
     # 600 s after the cut, or after a plan that added PS, the tier may grow
     later = plan(seconds_ago=600, roles={"ps": RoleSpec(count=2)}, stage=Stage.estimate, plan_id=2)
-    assert propose(plans=[created, later]).roles == {"ps": RoleSpec(count=4)}
+    assert propose(plans=[created, later]).roles == {"ps": RoleSpec(count=4, cpu=5.9)}
     grown = plan(seconds_ago=540, roles={"ps": RoleSpec(count=2)}, plan_id=2)
     fewer = plan(seconds_ago=780, roles={"ps": RoleSpec(count=1)}, plan_id=1)
-    assert propose(plans=[fewer, grown]).roles == {"ps": RoleSpec(count=4)}
+    assert propose(plans=[fewer, grown]).roles == {"ps": RoleSpec(count=4, cpu=5.9)}
 
 
 def test_ps_named_otherwise_leave_the_hosts_to_the_master():
@@ -196,7 +211,7 @@ def test_ps_named_otherwise_leave_the_hosts_to_the_master():
     ]
     points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
     proposal = propose(points, nodes=odd + WORKERS)
-    assert proposal.roles == {"ps": RoleSpec(count=4)}
+    assert proposal.roles == {"ps": RoleSpec(count=4, cpu=5.9)}
     assert proposal.ps_hosts == []
     assert proposal.reasons[0].evidence["ps_hosts_unknown"] == ["param-server-a", "param-server-b"]
 
@@ -440,7 +455,7 @@ def test_no_ps_change_while_the_speed_stalls():
         assert "1 of the last 8 speed samples stalled" in proposal.reasons[0].message
     # 12.0 is above half the median (20.0): not a stall
     slow = speeds([(4, v) for v in (12.0, 20.2, 19.8, 20.0, 20.0, 20.1, 19.9, 20.0)])
-    assert propose(samples(), speed=slow).roles == {"ps": RoleSpec(count=4)}
+    assert propose(samples(), speed=slow).roles == {"ps": RoleSpec(count=4, cpu=5.9)}
 
 
 def test_a_network_bound_tier_is_not_shrunk():
