@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from statistics import median
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from pydantic import Field
 
@@ -165,21 +165,12 @@ class HotPsOptimizer:
                 # A larger PS alone would not help much, but one pinned at its request
                 # still holds the speed, and under a full limit the others' spare cores
                 # are the only ones it can get (after a first trade they are busier).
-                if (
-                    single
-                    and interval is None
-                    and _migrate(
-                        context,
-                        ps,
-                        recent,
-                        ps_nodes,
-                        settings,
-                        threshold,
-                        proposal,
-                        others_only=True,
-                    )
-                ):
-                    continue
+                if single and interval is None:
+                    wanted = _wanted(context, ps, recent[ps.name], settings)
+                    if _take_from_the_others(
+                        context, ps, wanted, ps_nodes, recent, settings, threshold, proposal
+                    ):
+                        continue
                 proposal.reasons.append(
                     reason(
                         NAME,
@@ -214,23 +205,18 @@ def _node_evidence(ps, samples) -> dict:
     return {"node": ps.name, "cpu": ps.cpu, "cpu_used": [s.cpu for s in samples]}
 
 
-def _migrate(
-    context,
-    ps,
-    recent,
-    ps_nodes,
-    settings: HotPsSettings,
-    threshold,
-    proposal: Proposal,
-    others_only: bool = False,
-) -> bool:
-    """``ps`` migrated to the cores its peak (at the trainers' full pace) needs; when the
-    job's CPU limit has no room for them, to what the other PS of ``ps_nodes`` can give
-    (``_from_the_others``). With ``others_only``, only the latter. Whether it proposed a
-    change."""
-    samples = recent[ps.name]
+class _Wanted(NamedTuple):
+    """The cores a hot PS is sized for, how they were reached and the evidence."""
+
+    cpu: float
+    why: str
+    evidence: dict
+
+
+def _wanted(context, ps, samples, settings: HotPsSettings) -> _Wanted:
+    """``peak / target_utilization`` cores for ``ps``, its peak first scaled to the
+    trainers' full pace when they wait on it, at most the largest node."""
     used = max(s.cpu for s in samples)
-    cap = context.node_max.cpu
     evidence = _node_evidence(ps, samples)
     share = _trainer_share(context, samples[0].ts)
     demand, why = used, f"peak {used:.2f}"
@@ -242,52 +228,68 @@ def _migrate(
             f"x {factor:.2f} at their full pace = {demand:.2f}"
         )
         evidence |= {"trainer_utilization": round(share, 3), "cpu_demand": round(demand, 3)}
-    cpu = min(ceil_to(demand / settings.target_utilization, settings.cpu_step), cap)
-    if cpu <= ps.cpu:
-        if others_only:
-            return False
+    cpu = min(
+        ceil_to(demand / settings.target_utilization, settings.cpu_step), context.node_max.cpu
+    )
+    hot_why = (
+        f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
+        f"{settings.hot_samples} samples ({why})"
+    )
+    return _Wanted(cpu, hot_why, evidence)
+
+
+def _migrate(context, ps, recent, ps_nodes, settings: HotPsSettings, threshold, proposal) -> None:
+    """``ps`` migrated to the cores it wants (``_wanted``); when the job's CPU limit has
+    no room for them, to what the other PS of ``ps_nodes`` can give
+    (``_take_from_the_others``)."""
+    wanted = _wanted(context, ps, recent[ps.name], settings)
+    cap = context.node_max.cpu
+    if wanted.cpu <= ps.cpu:
         proposal.reasons.append(
             reason(
                 NAME,
                 f"{ps.name} is hot but already has {ps.cpu} cores, the largest node allows "
                 f"{cap}: cannot grow",
-                evidence,
+                wanted.evidence,
                 threshold | {"node_max_cpu": cap},
             )
         )
-        return False
-    hot_why = (
-        f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
-        f"{settings.hot_samples} samples ({why})"
-    )
-    traded = _from_the_others(context, ps, cpu, ps_nodes, recent, settings)
-    if traded is not None:
-        changes, message, trade_evidence = traded
-        proposal.migrate.extend(changes)
-        proposal.reasons.append(
-            reason(
-                NAME,
-                f"{hot_why}: {cpu} cores wanted; {message}",
-                evidence | trade_evidence,
-                threshold
-                | {
-                    "cold_utilization": settings.cold_utilization,
-                    "cold_min_gain": settings.cold_min_gain,
-                },
-            )
-        )
-        return True
-    if others_only:
-        return False
-    proposal.migrate.append(resized(ps, cpu=cpu))
+        return
+    if _take_from_the_others(context, ps, wanted, ps_nodes, recent, settings, threshold, proposal):
+        return
+    proposal.migrate.append(resized(ps, cpu=wanted.cpu))
     proposal.reasons.append(
         reason(
             NAME,
-            f"{ps.name} used >= {settings.hot_threshold:.0%} of its {ps.cpu} cores in its last "
-            f"{settings.hot_samples} samples ({why}): migrate to {cpu} cores "
+            f"{wanted.why}: migrate to {wanted.cpu} cores "
             f"(/ {settings.target_utilization}, at most {cap})",
-            evidence | {"new_cpu": cpu},
+            wanted.evidence | {"new_cpu": wanted.cpu},
             threshold | {"node_max_cpu": cap},
+        )
+    )
+
+
+def _take_from_the_others(
+    context, ps, wanted: _Wanted, ps_nodes, recent, settings: HotPsSettings, threshold, proposal
+) -> bool:
+    """Whether ``proposal`` got ``ps`` grown with the other PS's cores (``_from_the_others``)."""
+    if wanted.cpu <= ps.cpu:
+        return False
+    traded = _from_the_others(context, ps, wanted.cpu, ps_nodes, recent, settings)
+    if traded is None:
+        return False
+    changes, message, trade_evidence = traded
+    proposal.migrate.extend(changes)
+    proposal.reasons.append(
+        reason(
+            NAME,
+            f"{wanted.why}: {wanted.cpu} cores wanted; {message}",
+            wanted.evidence | trade_evidence,
+            threshold
+            | {
+                "cold_utilization": settings.cold_utilization,
+                "cold_min_gain": settings.cold_min_gain,
+            },
         )
     )
     return True

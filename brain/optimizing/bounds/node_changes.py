@@ -42,19 +42,17 @@ def fit_node_changes(
     migrations first, and a reason for every growth cut or launch dropped."""
     used = node_level_totals(roles, job, nodes, failed)
     sizes = {n.name: n for n in nodes}
+    befores = [_before_migration(sizes.get(c.name or ""), roles, job, nodes) for c in migrate]
     # What the plan's shrinking migrations free is headroom for its growths: the whole
     # plan is applied at once (hot_ps grows a hot PS with cores the others give up).
-    for change in migrate:
-        current = _before_migration(sizes.get(change.name or ""), roles, job, nodes)
+    for change, current in zip(migrate, befores, strict=True):
         for f in SIZE_FIELDS:
             wanted = getattr(change, f)
             if wanted is not None and wanted < current[f]:
                 used[f] -= current[f] - wanted
     reasons: list[Reason] = []
     fitted_migrate = []
-    for change in migrate:
-        node = sizes.get(change.name or "")
-        current = _before_migration(node, roles, job, nodes)
+    for change, current in zip(migrate, befores, strict=True):
         fitted, used, why = _within_headroom(change, current, used, job.limits, "migrate")
         reasons += why
         if fitted is not None:
