@@ -86,7 +86,8 @@ class PsScalingSettings(PsChangeSettings):
         ge=0.05,
         le=1.0,
         description="Mean CPU used / requested of the workers (and chief) at or below which "
-        "they are waiting on the PS.",
+        "they are waiting on the PS (above it, only where the curves fitted to the job's "
+        "speeds and their unused CPU both say one more PS gains network_min_gain).",
     )
     speed_samples: int = Field(
         6, ge=2, le=1000, description="Speed samples at the current worker count needed."
@@ -312,7 +313,10 @@ class PsScalingOptimizer:
             shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
             if shrunk is not None:
                 return shrunk
-        if tier_util < settings.saturation and trainer_util <= settings.worker_wait:
+        if tier_util < settings.saturation and (
+            trainer_util <= settings.worker_wait
+            or _fit_sure_of_more_ps(context, trainer_util, len(ps_nodes), settings)
+        ):
             return _network_bound(
                 context, ps_nodes, recent, trainer_util, evidence, threshold, settings
             )
@@ -509,10 +513,16 @@ def _network_bound(
     The curves fitted to the job's measured speeds (``SpeedFit.ps_outlook``) overrule
     that prediction where they agree: no PS when even the most hopeful of them gains less
     than ``network_min_gain`` from one more (the trainers wait on each other or the serial
-    part, not on the PS), and at least one more when even the least hopeful gains it."""
+    part, not on the PS), and at least one more when even the least hopeful gains it.
+    When no count sized so fits the job's CPU limit, the cores the limit leaves the tier
+    are split over the most PS (of those counts) whose busiest stays within ``max_busy``."""
     waiting = (
         f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU while the trainers use "
         f"{trainer_util:.0%} of theirs: they wait on the exchange with the PS, not on PS CPU"
+        if trainer_util <= settings.worker_wait
+        else f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU; the trainers use "
+        f"{trainer_util:.0%} of theirs, but every curve fitted to the job's speeds has one "
+        "more PS shorten the exchange with the PS"
     )
     utilization = evidence["ps_utilization"]
     hot = _hot_alone(utilization, settings.relative_factor)
@@ -590,16 +600,38 @@ def _network_bound(
     wanted = now + 1
     while wanted < top and gain(wanted + 1) / gain(wanted) - 1 >= settings.network_min_gain:
         wanted += 1
-    for count in range(wanted, now, -1):
-        load = total * skew * gain(count) / count
-        cpu = min(max(ceil_to(load / settings.target_utilization, settings.cpu_step), 0.1), request)
+
+    def load(count: int) -> float:
+        """The busiest PS's CPU use over ``count`` PS at the speed predicted there."""
+        return total * skew * gain(count) / count
+
+    def roles_at(count: int, cpu: float) -> dict[str, RoleSpec] | None:
+        """The PS role at ``count`` PS of ``cpu`` cores, None when over the limits."""
         roles = {ROLE_PS: _resized(context, ps_nodes, count, None if cpu == request else cpu)}
-        if not _over_limits(context, roles):
+        return None if _over_limits(context, roles) else roles
+
+    counts = range(wanted, now, -1)
+    for count in counts:
+        cpu = ceil_to(load(count) / settings.target_utilization, settings.cpu_step)
+        cpu = min(max(cpu, 0.1), request)
+        roles = roles_at(count, cpu)
+        if roles is not None:
             break
     else:
-        return no_change(
-            NAME, f"{waiting}; one more PS would exceed the job's limits", evidence, threshold
-        )
+        # Sized for the target, no count fits beside the trainers: the cores the limit
+        # leaves the tier split over more PS, the busiest within max_busy (more PS shorten
+        # the exchange whatever their size).
+        for count in counts:
+            cpu = min(_ps_room(context, count, settings.cpu_step), request)
+            if cpu < settings.cpu_step or load(count) > cpu * settings.max_busy:
+                continue
+            roles = roles_at(count, cpu)
+            if roles is not None:
+                break
+        else:
+            return no_change(
+                NAME, f"{waiting}; one more PS would exceed the job's limits", evidence, threshold
+            )
     hosts, unnamed = _ps_hosts(context, ps_nodes, count, settings.ps_port)
     evidence = evidence | {
         "ps_count": now,
@@ -631,6 +663,32 @@ def _network_bound(
             )
         ],
     )
+
+
+def _fit_sure_of_more_ps(
+    context: OptimizerContext, trainer_util: float, now: int, settings: PsScalingSettings
+) -> bool:
+    """Whether the trainers wait on the exchange with the PS although they use more than
+    ``worker_wait`` of their CPU (workers sized to their use look busy while they wait):
+    every curve fitted to the job's speeds has one more PS gain at least
+    ``network_min_gain``, and so does the trainers' own wait (the share of their CPU
+    they leave unused) spread over one more PS. Either alone is too little: a fit of few
+    points, or trainers sized above their use."""
+    unused = 1 - trainer_util
+    if 1 / (trainer_util + unused * now / (now + 1)) - 1 < settings.network_min_gain:
+        return False
+    outlook = _ps_outlook(context)
+    return outlook is not None and outlook.one_more_ps_low >= settings.network_min_gain
+
+
+def _ps_room(context, count: int, step: float) -> float:
+    """The cores each of ``count`` PS may have beside the other roles within the job's CPU
+    limit, a multiple of ``step`` (infinite without a limit)."""
+    limit = context.job.limits.cpu
+    if limit is None:
+        return math.inf
+    others = planned_totals({ROLE_PS: RoleSpec(count=0)}, context.job, context.nodes).cpu
+    return math.floor((limit - others) / count / step + 1e-9) * step
 
 
 def _ps_request(context, ps_nodes: list[NodeView]) -> float:

@@ -606,6 +606,51 @@ def test_network_bound_ps_when_the_fitted_curves_agree_more_ps_pay():
     assert propose(points, settings=settings).is_empty
 
 
+def test_network_bound_ps_split_the_cores_the_limit_leaves_when_sized_ones_do_not_fit():
+    # As in the idle-tier case (PS and workers at 25 %: gain 1 / (0.25 + 1.5 / k)), under
+    # a 20-core limit: the 4 workers hold 16, the tier gets 4. Sized at 60 %, 3 PS of
+    # 2.0 x 1.333 / 3 / 0.6 = 1.48 -> 1.5 cores (4.5) are the fewest and do not fit. The
+    # 4 cores split instead: 8 PS of 0.5 would each carry 2.0 x 2.286 / 8 = 0.571 > 0.85
+    # x 0.5; 7 of 0.5 carry 0.615, 6 of 0.6 carry 0.667 > 0.51, 5 of 0.8 carry 0.727 >
+    # 0.68; 4 of 1.0 carry 2.0 x 1.6 / 4 = 0.8 <= 0.85: PS 2 -> 4, 4 -> 1 core each
+    points = samples(ps=(1.0, 1.0), worker=1.0)
+    proposal = propose(points, limits=Limits(cpu=20))
+    assert proposal.roles == {"ps": RoleSpec(count=4, cpu=1.0)}
+    assert "PS 2 -> 4, 4 -> 1 cores each" in proposal.reasons[0].message
+    # 19.9 cores: 3.9 for the tier; 4 PS of 0.9 would be 0.8 / 0.9 = 89 % busy; 3 of 1.3
+    # carry 2.0 x 1.333 / 3 = 0.889, 68 %
+    assert propose(points, limits=Limits(cpu=19.9)).roles == {"ps": RoleSpec(count=3, cpu=1.3)}
+    # 17.9 cores: 1.9 for the tier, 3 PS of 0.6 would be 148 % busy: no PS
+    short = propose(points, limits=Limits(cpu=17.9))
+    assert short.is_empty
+    assert "one more PS would exceed the job's limits" in short.reasons[0].message
+
+
+def test_busy_looking_trainers_wait_on_the_ps_when_the_fit_and_their_wait_agree():
+    # Workers at 3.0 of 4 (75 %, above worker_wait 70 %), the tier at 50 %: not saturated,
+    # and no wait their CPU shows alone. But the job ran 10.0 steps/s at 1 PS and 20.0 at
+    # 2: every curve through both gains at least +22.7 % from a third PS (as above), and
+    # the trainers' 25 % spread over 3 PS instead of 2 gains 1 / (0.75 + 0.25 x 2/3) =
+    # +9.1 % >= 5 %. A fourth would add 1.143 / 1.091 = +4.8 % < 5 %: 3 PS, each for 4.0
+    # cores x 1.091 / 3 / 0.6 = 2.42 -> 2.5 cores
+    plans, speed = _ps_count_changed(1, 2, 10.0, 20.0)
+    points = samples(ps=(2.0, 2.0), worker=3.0)
+    proposal = propose(points, speed=speed, plans=plans)
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=2.5)}
+    assert (
+        "the trainers use 75% of theirs, but every curve fitted to the job's speeds has one "
+        "more PS shorten the exchange with the PS" in proposal.reasons[0].message
+    )
+    # without the history, trainers this busy do not wait: nothing
+    alone = propose(points)
+    assert alone.is_empty
+    assert "PS tier at 50% CPU, below 80%: not saturated" in alone.reasons[0].message
+    # at 3.6 of 4 (90 %) their wait over 3 PS gains 1 / (0.9 + 0.1 x 2/3) = +3.4 % < 5 %:
+    # however sure the fit, the trainers compute nearly all of a step
+    busy = propose(samples(ps=(2.0, 2.0), worker=3.6), speed=speed, plans=plans)
+    assert busy.is_empty
+
+
 def test_no_ps_over_the_limit_soon_after_the_workers_grew():
     # The saturated tier wants 4 PS; under 27.9 cores not even a third fits (3 x 4 + 4
     # workers x 4 = 28), so the guard would cut workers; a plan took them from 2 to 4
