@@ -86,8 +86,9 @@ class PsScalingSettings(PsChangeSettings):
         ge=0.05,
         le=1.0,
         description="Mean CPU used / requested of the workers (and chief) at or below which "
-        "they are waiting on the PS (above it, only where the curves fitted to the job's "
-        "speeds and their unused CPU both say one more PS gains network_min_gain).",
+        "they are waiting on the PS (above it, only where their unused CPU says one more PS "
+        "gains network_min_gain and the curves fitted to the job's speeds agree, or cannot "
+        "tell before the job ran two PS counts beside the same trainers).",
     )
     speed_samples: int = Field(
         6, ge=2, le=1000, description="Speed samples at the current worker count needed."
@@ -315,7 +316,12 @@ class PsScalingOptimizer:
                 return shrunk
         if tier_util < settings.saturation and (
             trainer_util <= settings.worker_wait
-            or _fit_sure_of_more_ps(context, trainer_util, len(ps_nodes), settings)
+            or (
+                # An over-provisioned tier is the shrink's, a busy PS the rules below's.
+                tier_util >= settings.shrink_below
+                and not _saturated(ps_util, tier_util, settings)
+                and _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings) is not None
+            )
         ):
             return _network_bound(
                 context, ps_nodes, recent, trainer_util, evidence, threshold, settings
@@ -515,14 +521,16 @@ def _network_bound(
     than ``network_min_gain`` from one more (the trainers wait on each other or the serial
     part, not on the PS), and at least one more when even the least hopeful gains it.
     When no count sized so fits the job's CPU limit, the cores the limit leaves the tier
-    are split over the most PS (of those counts) whose busiest stays within ``max_busy``."""
+    are split over the most PS (of those counts) whose busiest stays within ``max_busy``;
+    trainers that keep their pace (``_busy_trainers_wait``) give up no cores, and the PS
+    split today's that way."""
+    tier = f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU"
     waiting = (
-        f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU while the trainers use "
-        f"{trainer_util:.0%} of theirs: they wait on the exchange with the PS, not on PS CPU"
+        f"{tier} while the trainers use {trainer_util:.0%} of theirs: they wait on the "
+        "exchange with the PS, not on PS CPU"
         if trainer_util <= settings.worker_wait
-        else f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU; the trainers use "
-        f"{trainer_util:.0%} of theirs, but every curve fitted to the job's speeds has one "
-        "more PS shorten the exchange with the PS"
+        else f"{tier}; the trainers use {trainer_util:.0%} of theirs, but "
+        + _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings)
     )
     utilization = evidence["ps_utilization"]
     hot = _hot_alone(utilization, settings.relative_factor)
@@ -610,8 +618,19 @@ def _network_bound(
         roles = {ROLE_PS: _resized(context, ps_nodes, count, None if cpu == request else cpu)}
         return None if _over_limits(context, roles) else roles
 
+    def split(count: int) -> float:
+        """Each PS's cores when the tier's cores now (or the room the CPU limit leaves
+        it) are split over ``count`` PS."""
+        room = _ps_room(context, count, settings.cpu_step)
+        if trainer_util > settings.worker_wait:
+            today = sum(n.cpu for n in ps_nodes) / count
+            room = min(room, math.floor(today / settings.cpu_step + 1e-9) * settings.cpu_step)
+        return round(min(room, request), 6)
+
     counts = range(wanted, now, -1)
-    for count in counts:
+    # Trainers that keep their pace get no fewer cores for more PS: these split today's.
+    sized = trainer_util <= settings.worker_wait
+    for count in counts if sized else ():
         cpu = ceil_to(load(count) / settings.target_utilization, settings.cpu_step)
         cpu = min(max(cpu, 0.1), request)
         roles = roles_at(count, cpu)
@@ -622,7 +641,7 @@ def _network_bound(
         # leaves the tier split over more PS, the busiest within max_busy (more PS shorten
         # the exchange whatever their size).
         for count in counts:
-            cpu = min(_ps_room(context, count, settings.cpu_step), request)
+            cpu = split(count)
             if cpu < settings.cpu_step or load(count) > cpu * settings.max_busy:
                 continue
             roles = roles_at(count, cpu)
@@ -665,20 +684,44 @@ def _network_bound(
     )
 
 
-def _fit_sure_of_more_ps(
+def _busy_trainers_wait(
     context: OptimizerContext, trainer_util: float, now: int, settings: PsScalingSettings
-) -> bool:
-    """Whether the trainers wait on the exchange with the PS although they use more than
-    ``worker_wait`` of their CPU (workers sized to their use look busy while they wait):
-    every curve fitted to the job's speeds has one more PS gain at least
-    ``network_min_gain``, and so does the trainers' own wait (the share of their CPU
-    they leave unused) spread over one more PS. Either alone is too little: a fit of few
-    points, or trainers sized above their use."""
+) -> str | None:
+    """Why the trainers may wait on the exchange with the PS although they use more than
+    ``worker_wait`` of their CPU (workers sized to their use look busy while they wait),
+    or None. The share of their CPU they leave unused, spread over one more PS, must gain
+    ``network_min_gain``, and the curves fitted to the job's speeds must agree: every
+    plausible one gains it too, or, while the job never ran another PS count beside the
+    same trainers (no curve can tell the PS's links from the rest of the wait), the most
+    hopeful one does: one more PS, judged like any addition, tells. Either alone is too
+    little: a fit of few points, or trainers sized above their use."""
     unused = 1 - trainer_util
     if 1 / (trainer_util + unused * now / (now + 1)) - 1 < settings.network_min_gain:
-        return False
-    outlook = _ps_outlook(context)
-    return outlook is not None and outlook.one_more_ps_low >= settings.network_min_gain
+        return None
+    observed = observe(context, SETTLE_S, STALL_SHARE)
+    speed_fit = None if observed.current is None else fit(observed.points)
+    outlook = None if speed_fit is None else speed_fit.ps_outlook(observed.current)
+    if outlook is None or outlook.one_more_ps_high < settings.network_min_gain:
+        return None
+    if outlook.one_more_ps_low >= settings.network_min_gain:
+        return "every curve fitted to the job's speeds has one more PS shorten the exchange"
+    if not _ps_count_varied_alone(speed_fit.points):
+        return (
+            "the job never ran another PS count beside the same trainers, and the most "
+            "hopeful curve fitted to its speeds has one more PS shorten the exchange: one "
+            "more tells"
+        )
+    return None
+
+
+def _ps_count_varied_alone(points) -> bool:
+    """Whether two measured configurations differ in their PS count alone (the same
+    trainers of the same size): only such a pair tells the PS's links from the rest."""
+    seen: dict[tuple[int, float], set[int]] = {}
+    for point in points:
+        c = point.configuration
+        seen.setdefault((c.trainers, c.trainer_cpu), set()).add(c.ps_count)
+    return any(len(counts) > 1 for counts in seen.values())
 
 
 def _ps_room(context, count: int, step: float) -> float:

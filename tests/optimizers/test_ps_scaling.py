@@ -86,10 +86,34 @@ def test_one_ps_at_a_time_and_hosts_without_a_namespace():
 
 
 def test_a_tier_below_saturation_is_left_alone():
-    # workers at 3.2 of 4 cores (80 % > 70 %): not waiting on anything
-    proposal = propose(samples(ps=(2.0, 2.0), worker=3.2))
+    # workers at 3.6 of 4 cores (90 % > 70 %): their unused 10 % over 3 PS instead of 2
+    # gains 1 / (0.9 + 0.1 x 2/3) = +3.4 % < 5 %: not waiting on anything
+    proposal = propose(samples(ps=(2.0, 2.0), worker=3.6))
     assert proposal.is_empty
     assert "PS tier at 50% CPU, below 80%" in proposal.reasons[0].message
+
+
+def test_one_more_ps_tells_whether_busy_looking_trainers_wait_on_the_exchange():
+    # Workers at 3.2 of 4 (80 %): their unused 20 % over 3 PS gains 1 / (0.8 + 0.2 x 2/3)
+    # = +7.1 % >= 5 %. The job ran one configuration: a curve of the PS count alone goes
+    # through it as well as a constant, so one more PS gains between 0 and +50 %, and
+    # only running another count tells. A fourth would add 1.111 / 1.071 = +3.7 %: 3 PS.
+    # Trainers that keep their pace give up no cores: today's 8 PS cores over 3, 2.67 ->
+    # 2.6 each, the busiest carrying 4.0 x 1.071 / 3 = 1.43 (55 %)
+    proposal = propose(samples(ps=(2.0, 2.0), worker=3.2))
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=2.6)}
+    why = proposal.reasons[0]
+    assert "the job never ran another PS count beside the same trainers" in why.message
+    assert "PS 2 -> 3, 4 -> 2.6 cores each" in why.message
+    # judged like any addition: the count and size before it
+    assert (why.evidence["ps_count"], why.evidence["ps_cpu_before"]) == (2, 4)
+    # once the job ran 2 and 4 PS beside the same trainers at the same speed, the curves
+    # agree a fifth gains nothing: no PS
+    plans, speed = _ps_count_changed(2, 4, 20.0, 20.0)
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[1.0] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    assert propose(points, speed=speed, plans=plans, nodes=four + WORKERS).is_empty
 
 
 def test_one_hot_ps_is_hot_ps_business():
@@ -123,8 +147,8 @@ def test_a_busy_ps_that_is_not_hot_alone_makes_the_tier_busy():
     # ps-1 at 2.0 (50 %): 0.85 >= 1.5 x 0.5, ps-0 is hot on its own: hot_ps moves it
     alone = propose(samples(ps=(3.4, 2.0), worker=3.2), limits=Limits(cpu=28))
     assert alone.is_empty
-    # both at 3.0 (75 %): nothing holds the speed
-    calm = propose(samples(ps=(3.0, 3.0), worker=3.2), limits=Limits(cpu=28))
+    # both at 3.0 (75 %), the workers at 3.6 of 4 (90 %): nothing holds the speed
+    calm = propose(samples(ps=(3.0, 3.0), worker=3.6), limits=Limits(cpu=28))
     assert calm.is_empty
     assert "PS tier at 75% CPU, below 80%: not saturated" in calm.reasons[0].message
 
@@ -228,7 +252,10 @@ def test_the_tier_shrinks_by_default_unless_turned_off():
     proposal = propose(points)
     assert proposal.roles == {"ps": RoleSpec(count=1, memory_mib=16384.0)}
     assert proposal.reasons[0].evidence["shrunk_from"] == {"count": 2, "cpu": 4}
-    assert propose(points, settings=PsScalingSettings(shrink_below=0)).is_empty
+    # turned off, no shrink: one more PS of today's cores tells whether the trainers'
+    # unused 20 % is a wait on the exchange (they never ran another PS count)
+    kept = propose(points, settings=PsScalingSettings(shrink_below=0))
+    assert kept.roles == {"ps": RoleSpec(count=3, cpu=2.6)}
 
 
 def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
@@ -631,20 +658,21 @@ def test_busy_looking_trainers_wait_on_the_ps_when_the_fit_and_their_wait_agree(
     # and no wait their CPU shows alone. But the job ran 10.0 steps/s at 1 PS and 20.0 at
     # 2: every curve through both gains at least +22.7 % from a third PS (as above), and
     # the trainers' 25 % spread over 3 PS instead of 2 gains 1 / (0.75 + 0.25 x 2/3) =
-    # +9.1 % >= 5 %. A fourth would add 1.143 / 1.091 = +4.8 % < 5 %: 3 PS, each for 4.0
-    # cores x 1.091 / 3 / 0.6 = 2.42 -> 2.5 cores
+    # +9.1 % >= 5 %. A fourth would add 1.143 / 1.091 = +4.8 % < 5 %: 3 PS. Trainers that
+    # keep their pace give up no cores for them: today's 8 PS cores over 3, 2.67 -> 2.6
+    # each (the busiest carrying 4.0 x 1.091 / 3 = 1.45, 56 %)
     plans, speed = _ps_count_changed(1, 2, 10.0, 20.0)
     points = samples(ps=(2.0, 2.0), worker=3.0)
     proposal = propose(points, speed=speed, plans=plans)
-    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=2.5)}
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=2.6)}
     assert (
         "the trainers use 75% of theirs, but every curve fitted to the job's speeds has one "
-        "more PS shorten the exchange with the PS" in proposal.reasons[0].message
+        "more PS shorten the exchange" in proposal.reasons[0].message
     )
-    # without the history, trainers this busy do not wait: nothing
+    # without the history the fit cannot tell: one more PS, to learn
     alone = propose(points)
-    assert alone.is_empty
-    assert "PS tier at 50% CPU, below 80%: not saturated" in alone.reasons[0].message
+    assert alone.roles == {"ps": RoleSpec(count=3, cpu=2.6)}
+    assert "the job never ran another PS count" in alone.reasons[0].message
     # at 3.6 of 4 (90 %) their wait over 3 PS gains 1 / (0.9 + 0.1 x 2/3) = +3.4 % < 5 %:
     # however sure the fit, the trainers compute nearly all of a step
     busy = propose(samples(ps=(2.0, 2.0), worker=3.6), speed=speed, plans=plans)
@@ -803,8 +831,11 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
     assert sized.roles == {"ps": RoleSpec(cpu=2.4)}
     assert "2.00 / 0.85 = 2.4 cores each, PS CPU 3.6 -> 2.4" in sized.reasons[0].message
     assert sized.reasons[0].evidence["shrunk_from"] == {"count": 2, "cpu": 3.6}
-    # at a peak of 2.5 (3.0 cores, over 2.7) they keep their size
-    assert not after(2.5).roles
+    # at a peak of 2.5 (3.0 cores, over 2.7) they keep their size; the job never ran
+    # another PS count beside 3 trainers, so one more PS of today's 7.2 cores comes next
+    kept = after(2.5)
+    assert "shrunk_from" not in kept.reasons[0].evidence
+    assert kept.roles == {"ps": RoleSpec(count=3, cpu=2.4)}
 
 
 def test_a_trade_is_judged_against_the_speed_just_before_it():
