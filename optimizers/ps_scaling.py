@@ -140,7 +140,7 @@ class PsScalingSettings(PsChangeSettings):
         ge=0.0,
         le=1.0,
         description="Mean CPU used / requested over every PS below which the tier is "
-        "over-provisioned: fewer PS (or, with one PS, fewer cores) run its load at "
+        "over-provisioned: fewer PS (or, when no fewer would, fewer cores each) run its load at "
         "target_utilization, the busiest PS at most max_busy; never while the trainers wait "
         "(at or below worker_wait: PS CPU does not show what a network-bound tier needs). "
         "A shrink after which the speed at the same trainers fell is taken back, and the "
@@ -239,7 +239,7 @@ class PsScalingOptimizer:
     them by ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
     past that count again (not PS added to make room for more workers, which were not to
     raise it); a tier below ``shrink_below`` with no count changed for
-    ``shrink_after_s`` gets fewer PS (a lone PS fewer cores) for its load at
+    ``shrink_after_s`` gets fewer PS (when no fewer would do, fewer cores each) for its load at
     ``target_utilization``, the busiest at most ``max_busy``, when that frees
     ``min_freed_share`` of the job's cores.
     """
@@ -1106,8 +1106,9 @@ def _ceiling(context) -> int | None:
 
 
 def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
-    """Fewer PS, or with one PS fewer cores, for an over-provisioned tier: today's load at
-    ``target_utilization``, the busiest PS projected at most ``max_busy``. None when the
+    """Fewer PS, or, when no fewer run the load at ``target_utilization`` (one PS, or an
+    uneven or small tier), fewer cores for each: today's load at ``target_utilization``,
+    the busiest PS projected at most ``max_busy``. None when the
     tier's PS are not all of the role's size (a migrated hot PS), or nothing smaller holds
     the load."""
     role = current_role(ROLE_PS, context.job, context.nodes)
@@ -1129,20 +1130,23 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
     least = settings.min_freed_share * job_cores
     if now > 1:
         count = max(math.ceil(total * skew / (request * settings.target_utilization) - 1e-9), 1)
-        if (now - count) * request < least:
-            return None
-        return _fewer_ps(
-            context, ps_nodes, recent, role, count, total, skew, evidence, threshold, settings
-        )
+        if count < now:
+            if (now - count) * request < least:
+                return None
+            return _fewer_ps(
+                context, ps_nodes, recent, role, count, total, skew, evidence, threshold, settings
+            )
+    # No fewer PS run the load at the target: each PS gets fewer cores instead.
     cpu = max(ceil_to(busiest / settings.target_utilization, settings.cpu_step), settings.cpu_step)
-    if cpu > 0.75 * request or busiest / cpu > settings.max_busy or request - cpu < least:
+    if cpu > 0.75 * request or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
         return None
+    uses = "the PS uses" if now == 1 else f"the busiest of {now} PS uses"
     return Proposal(
         roles={ROLE_PS: RoleSpec(cpu=cpu)},
         reasons=[
             reason(
                 NAME,
-                f"the PS uses {busiest:.2f} of its {request:g} cores "
+                f"{uses} {busiest:.2f} of its {request:g} cores "
                 f"({evidence['ps_tier_utilization']:.0%}, below {settings.shrink_below:.0%}): "
                 f"{cpu:g} cores run it at {busiest / cpu:.0%} (target "
                 f"{settings.target_utilization:.0%}), PS CPU {request:g} -> {cpu:g}",

@@ -317,6 +317,23 @@ def test_a_lone_over_provisioned_ps_gets_fewer_cores():
     assert PsScalingOptimizer().propose(ctx, SHRINKING).is_empty
 
 
+def test_over_provisioned_ps_that_no_fewer_could_carry_get_fewer_cores_each():
+    # 2 PS of 4 cores using 1.5 each (37.5 % < 40 %), the workers at 3.2 of 4 (80 %): one
+    # PS would carry 3.0 at ceil(3.0 / (0.6 x 4)) = 2, the count it has. Each gets 1.5 /
+    # 0.6 = 2.5 cores instead (at most 3/4 of 4), at 60 %: 3 of the job's 24 cores freed
+    proposal = propose(samples(ps=(1.5, 1.5), worker=3.2), settings=SHRINKING)
+    assert proposal.roles == {"ps": RoleSpec(cpu=2.5)}
+    why = proposal.reasons[0]
+    assert "the busiest of 2 PS uses 1.50 of its 4 cores" in why.message
+    assert "PS CPU 4 -> 2.5" in why.message
+    assert why.evidence["shrunk_from"] == {"count": 2, "cpu": 4}
+    # at 1.9 each (47.5 %) the tier is not over-provisioned: nothing shrinks
+    assert (
+        "shrunk_from"
+        not in propose(samples(ps=(1.9, 1.9), worker=3.6), settings=SHRINKING).reasons[0].evidence
+    )
+
+
 def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     # ps_scaling took 2 PS of 4 cores to 4; at the same 4 trainers the speed went
     # 20.0 -> 20.1 steps/s (+0.5 % < 2 %): back to 2 PS
