@@ -314,17 +314,20 @@ class PsScalingOptimizer:
             shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
             if shrunk is not None:
                 return shrunk
+        # Trainers that keep their pace may still wait on the exchange; an over-provisioned
+        # tier is the shrink's, a busy PS the rules below's.
+        busy_wait = (
+            _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings)
+            if trainer_util > settings.worker_wait
+            and settings.shrink_below <= tier_util < settings.saturation
+            and not _saturated(ps_util, tier_util, settings)
+            else None
+        )
         if tier_util < settings.saturation and (
-            trainer_util <= settings.worker_wait
-            or (
-                # An over-provisioned tier is the shrink's, a busy PS the rules below's.
-                tier_util >= settings.shrink_below
-                and not _saturated(ps_util, tier_util, settings)
-                and _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings) is not None
-            )
+            trainer_util <= settings.worker_wait or busy_wait is not None
         ):
             return _network_bound(
-                context, ps_nodes, recent, trainer_util, evidence, threshold, settings
+                context, ps_nodes, recent, trainer_util, busy_wait, evidence, threshold, settings
             )
         if not _saturated(ps_util, tier_util, settings):
             return no_change(
@@ -505,7 +508,7 @@ def _larger_ps(context, ps_nodes, count, demand, request, settings) -> float | N
 
 
 def _network_bound(
-    context, ps_nodes, recent, trainer_util, evidence, threshold, settings
+    context, ps_nodes, recent, trainer_util, busy_wait, evidence, threshold, settings
 ) -> Proposal:
     """More PS, each sized for its share of the load, when the trainers wait while the PS
     tier's CPU is not saturated: the wait is the exchange with the PS, which more PS (not
@@ -523,14 +526,13 @@ def _network_bound(
     When no count sized so fits the job's CPU limit, the cores the limit leaves the tier
     are split over the most PS (of those counts) whose busiest stays within ``max_busy``;
     trainers that keep their pace (``_busy_trainers_wait``) give up no cores, and the PS
-    split today's that way."""
+    split today's that way (``busy_wait`` says why such trainers wait)."""
     tier = f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU"
     waiting = (
         f"{tier} while the trainers use {trainer_util:.0%} of theirs: they wait on the "
         "exchange with the PS, not on PS CPU"
-        if trainer_util <= settings.worker_wait
-        else f"{tier}; the trainers use {trainer_util:.0%} of theirs, but "
-        + _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings)
+        if busy_wait is None
+        else f"{tier}; the trainers use {trainer_util:.0%} of theirs, but {busy_wait}"
     )
     utilization = evidence["ps_utilization"]
     hot = _hot_alone(utilization, settings.relative_factor)
@@ -622,15 +624,14 @@ def _network_bound(
         """Each PS's cores when the tier's cores now (or the room the CPU limit leaves
         it) are split over ``count`` PS."""
         room = _ps_room(context, count, settings.cpu_step)
-        if trainer_util > settings.worker_wait:
+        if busy_wait is not None:
             today = sum(n.cpu for n in ps_nodes) / count
             room = min(room, math.floor(today / settings.cpu_step + 1e-9) * settings.cpu_step)
         return round(min(room, request), 6)
 
     counts = range(wanted, now, -1)
     # Trainers that keep their pace get no fewer cores for more PS: these split today's.
-    sized = trainer_util <= settings.worker_wait
-    for count in counts if sized else ():
+    for count in counts if busy_wait is None else ():
         cpu = ceil_to(load(count) / settings.target_utilization, settings.cpu_step)
         cpu = min(max(cpu, 0.1), request)
         roles = roles_at(count, cpu)
