@@ -65,6 +65,12 @@ def ceil_to(value: float, step: float) -> float:
     return round(steps * step, 6)
 
 
+def floor_to(value: float, step: float) -> float:
+    """``value`` rounded down to a multiple of ``step`` (0 or less when it is less than a
+    step)."""
+    return round(math.floor(value / step + _EPSILON) * step, 6)
+
+
 def ceil_mib(value: float) -> float:
     """``value`` rounded up to whole MiB, at least 1 MiB."""
     return float(max(math.ceil(value - _EPSILON), 1))

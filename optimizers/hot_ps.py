@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from statistics import median
 from typing import ClassVar, NamedTuple
 
@@ -16,6 +15,7 @@ from optimizers._common import (
     CpuStepSettings,
     PsChangeSettings,
     ceil_to,
+    floor_to,
     mean,
     no_change,
     ps_changed_recently,
@@ -370,8 +370,7 @@ def _from_the_others(context, hot, wanted, ps_nodes, recent, settings: HotPsSett
     }
     freed = sum(ps.cpu - smaller[ps.name] for ps in others)
     # The others' sizes are rounded up: the hot PS takes what is left, rounded down.
-    cpu = min(math.floor((hot.cpu + room + freed) / step + 1e-9) * step, wanted)
-    cpu = round(cpu, 6)
+    cpu = min(floor_to(hot.cpu + room + freed, step), wanted)
     if cpu < hot.cpu * (1 + settings.cold_min_gain):
         return None
     given = [ps for ps in others if smaller[ps.name] < ps.cpu - 1e-9]

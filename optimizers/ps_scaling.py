@@ -31,6 +31,7 @@ from optimizers._common import (
     PsChangeSettings,
     ceil_mib,
     ceil_to,
+    floor_to,
     mean,
     no_change,
     over_limits,
@@ -319,7 +320,7 @@ class PsScalingOptimizer:
         busy_wait = (
             _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings)
             if trainer_util > settings.worker_wait
-            and settings.shrink_below <= tier_util < settings.saturation
+            and tier_util >= settings.shrink_below
             and not _saturated(ps_util, tier_util, settings)
             else None
         )
@@ -626,7 +627,7 @@ def _network_bound(
         room = _ps_room(context, count, settings.cpu_step)
         if busy_wait is not None:
             today = sum(n.cpu for n in ps_nodes) / count
-            room = min(room, math.floor(today / settings.cpu_step + 1e-9) * settings.cpu_step)
+            room = min(room, floor_to(today, settings.cpu_step))
         return round(min(room, request), 6)
 
     counts = range(wanted, now, -1)
@@ -732,7 +733,7 @@ def _ps_room(context, count: int, step: float) -> float:
     if limit is None:
         return math.inf
     others = planned_totals({ROLE_PS: RoleSpec(count=0)}, context.job, context.nodes).cpu
-    return math.floor((limit - others) / count / step + 1e-9) * step
+    return floor_to((limit - others) / count, step)
 
 
 def _ps_request(context, ps_nodes: list[NodeView]) -> float:
