@@ -22,7 +22,7 @@ from brain.optimizing.roles import current_role, effective_roles, planned_totals
 from brain.optimizing.speed_fit import (
     MIN_SAMPLE_NOISE,
     Configuration,
-    PsOutlook,
+    SpeedFit,
     SpeedPoint,
     fit,
 )
@@ -126,7 +126,17 @@ class PsScalingSettings(PsChangeSettings):
         ge=0.0,
         le=1.0,
         description="A network-bound tier grows while one more PS is predicted to gain at "
-        "least this much speed.",
+        "least this much speed (network_step_gain where every curve fitted to the job's "
+        "speeds has the growth gain this).",
+    )
+    network_step_gain: float = Field(
+        0.02,
+        ge=0.0,
+        le=1.0,
+        description="Where every curve fitted to the job's speeds has more PS gain "
+        "network_min_gain, the count grows in one plan while each further PS is predicted, "
+        "on the best curve, to gain at least this: the exchange shortens by less with each "
+        "PS, and climbing one PS per judged plan stops short.",
     )
     reverse_after_s: float = Field(
         600,
@@ -574,42 +584,54 @@ def _network_bound(
     def gain(count: int) -> float:
         return 1 / (share + (1 - share) * now / count)
 
-    top = math.floor(now * settings.network_factor + 1e-9)
     ceiling = _ceiling(context)
     if ceiling is not None and now + 1 > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
-    if ceiling is not None:
-        top = min(top, ceiling)
-    outlook = _ps_outlook(context)
-    if outlook is not None:
+    top = _network_top(context, now, settings)
+    counts_fit = _fitted_gains(context)
+    counts_fitted = (
+        {} if counts_fit is None else {k: counts_fit.gains(k) for k in range(now + 1, top + 1)}
+    )
+    if counts_fitted:
+        most = max(g[2] for g in counts_fitted.values())
         evidence = evidence | {
-            "fitted_one_more_ps_gain": [
-                round(outlook.one_more_ps_low, 4),
-                round(outlook.one_more_ps_gain, 4),
-                round(outlook.one_more_ps_high, 4),
-            ]
+            "fitted_one_more_ps_gain": [round(g, 4) for g in counts_fitted[now + 1]]
         }
-        if outlook.one_more_ps_high < settings.network_min_gain:
+        if most < settings.network_min_gain:
             return no_change(
                 NAME,
-                f"{waiting}; but every curve that fits the job's speeds has one more PS gain "
-                f"at most {outlook.one_more_ps_high:+.1%}, less than "
-                f"{settings.network_min_gain:.0%}: the wait is not on the PS (the trainers' "
-                "own synchronisation, the serial part)",
+                f"{waiting}; but every curve that fits the job's speeds has up to {top} PS "
+                f"gain at most {most:+.1%}, less than {settings.network_min_gain:.0%}: the "
+                "wait is not on the PS (the trainers' own synchronisation, the serial part)",
                 evidence,
                 threshold | {"network_min_gain": settings.network_min_gain},
             )
-    sure = outlook is not None and outlook.one_more_ps_low >= settings.network_min_gain
-    if not sure and gain(now + 1) - 1 < settings.network_min_gain:
-        return no_change(
-            NAME,
-            f"{waiting}, a wait of {1 - share:.0%} of a step; one more PS is predicted to gain "
-            f"{gain(now + 1) - 1:+.1%}, less than {settings.network_min_gain:.0%}",
-            evidence,
-            threshold | {"network_min_gain": settings.network_min_gain},
-        )
+    # Every plausible curve has some count up to top gain network_min_gain: the least
+    # hopeful one predicts each count's speed, and the count grows while each further PS
+    # gains network_step_gain on it; else the trainers' unused share predicts, one PS at
+    # a time.
+    sure = any(g[0] >= settings.network_min_gain for g in counts_fitted.values())
+    if sure:
+
+        def gain(count: int) -> float:
+            return 1 + counts_fitted[count][0]
+
+        step_gain = settings.network_step_gain
+    else:
+        step_gain = settings.network_min_gain
+        if gain(now + 1) - 1 < settings.network_min_gain:
+            return no_change(
+                NAME,
+                f"{waiting}, a wait of {1 - share:.0%} of a step; one more PS is predicted to "
+                f"gain {gain(now + 1) - 1:+.1%}, less than {settings.network_min_gain:.0%}",
+                evidence,
+                threshold | {"network_min_gain": settings.network_min_gain},
+            )
     wanted = now + 1
-    while wanted < top and gain(wanted + 1) / gain(wanted) - 1 >= settings.network_min_gain:
+    while wanted < top and (
+        gain(wanted) - 1 < settings.network_min_gain
+        or gain(wanted + 1) / gain(wanted) - 1 >= step_gain
+    ):
         wanted += 1
 
     def load(count: int) -> float:
@@ -630,7 +652,10 @@ def _network_bound(
             room = min(room, floor_to(today, settings.cpu_step))
         return round(min(room, request), 6)
 
-    counts = range(wanted, now, -1)
+    # Fewer PS than wanted where more do not fit, but none that gains too little to be
+    # told from the noise (the fit's least hopeful curve can reach the least gain only
+    # further up).
+    counts = [k for k in range(wanted, now, -1) if gain(k) - 1 >= settings.network_min_gain]
     # Trainers that keep their pace get no fewer cores for more PS: these split today's.
     for count in counts if busy_wait is None else ():
         cpu = ceil_to(load(count) / settings.target_utilization, settings.cpu_step)
@@ -675,10 +700,11 @@ def _network_bound(
                 NAME,
                 f"{waiting}. Over {count} PS instead of {now} the wait ({1 - share:.0%} of a "
                 f"step) takes {now}/{count} of its time: predicted {gain(count) - 1:+.0%} speed "
-                f"(one more PS would gain less than {settings.network_min_gain:.0%}, or "
+                f"(one more PS would gain less than {step_gain:.0%}, or "
                 f"{settings.network_factor:g} x the PS at most); each PS sized for its share "
                 f"of {total:.2f} cores of load x {gain(count):.2f} at "
-                f"{settings.target_utilization:.0%}: {sizes}{_fitted(outlook, sure)}",
+                f"{settings.target_utilization:.0%}: {sizes}"
+                f"{_fitted(counts_fitted.get(count), count, sure)}",
                 evidence,
                 threshold | {"network_factor": settings.network_factor},
             )
@@ -692,22 +718,25 @@ def _busy_trainers_wait(
     """Why the trainers may wait on the exchange with the PS although they use more than
     ``worker_wait`` of their CPU (workers sized to their use look busy while they wait),
     or None. The share of their CPU they leave unused, spread over one more PS, must gain
-    ``network_min_gain``, and the curves fitted to the job's speeds must agree: every
-    plausible one gains it too, or, while the job never ran another PS count beside the
-    same trainers (no curve can tell the PS's links from the rest of the wait), the most
-    hopeful one does: one more PS, judged like any addition, tells. Either alone is too
-    little: a fit of few points, or trainers sized above their use."""
+    ``network_min_gain``, and the curves fitted to the job's speeds must agree (today's PS
+    cores split over more PS, up to ``_network_top``): every plausible one gains it at
+    some count, or, while the job never ran another PS count beside the same trainers (no
+    curve can tell the PS's links from the rest of the wait), the most hopeful one does:
+    one more PS, judged like any addition, tells. Either alone is too little: a fit of
+    few points, or trainers sized above their use."""
     unused = 1 - trainer_util
     if 1 / (trainer_util + unused * now / (now + 1)) - 1 < settings.network_min_gain:
         return None
-    observed = observe(context, SETTLE_S, STALL_SHARE)
-    speed_fit = None if observed.current is None else fit(observed.points)
-    outlook = None if speed_fit is None else speed_fit.ps_outlook(observed.current)
-    if outlook is None or outlook.one_more_ps_high < settings.network_min_gain:
+    counts_fit = _fitted_gains(context)
+    top = _network_top(context, now, settings)
+    if counts_fit is None or top <= now:
         return None
-    if outlook.one_more_ps_low >= settings.network_min_gain:
-        return "every curve fitted to the job's speeds has one more PS shorten the exchange"
-    if not _ps_count_varied_alone(speed_fit.points):
+    fitted = [counts_fit.gains(count) for count in range(now + 1, top + 1)]
+    if max(g[2] for g in fitted) < settings.network_min_gain:
+        return None
+    if max(g[0] for g in fitted) >= settings.network_min_gain:
+        return "every curve fitted to the job's speeds has more PS shorten the exchange"
+    if not _ps_count_varied_alone(counts_fit.fitted.points):
         return (
             "the job never ran another PS count beside the same trainers, and the most "
             "hopeful curve fitted to its speeds has one more PS shorten the exchange: one "
@@ -752,25 +781,48 @@ def _trainer_utilization(trainers: list[NodeView], recent: dict) -> float:
     return mean([use[n.name] / n.cpu for n in trainers])
 
 
-def _fitted(outlook: PsOutlook | None, sure: bool) -> str:
-    """What the fitted curves say of one more PS, for a reason's message."""
-    if outlook is None:
+def _fitted(gains: tuple[float, float, float] | None, count: int, sure: bool) -> str:
+    """What the fitted curves say of ``count`` PS, for a reason's message."""
+    if gains is None:
         return ""
-    agree = ", every one of them at least the least gain asked" if sure else ""
+    agree = ", the least of them chose the count" if sure else ""
     return (
-        f". The curves fitted to the job's speeds give one more PS "
-        f"{outlook.one_more_ps_low:+.1%} to {outlook.one_more_ps_high:+.1%}{agree}"
+        f". The curves fitted to the job's speeds give {count} PS "
+        f"{gains[0]:+.1%} to {gains[2]:+.1%}{agree}"
     )
 
 
-def _ps_outlook(context: OptimizerContext) -> PsOutlook | None:
-    """What the curves fitted to the job's measured speeds say one more PS gains at the
-    configuration it runs (None before a speed was measured there)."""
+def _network_top(context: OptimizerContext, now: int, settings: PsScalingSettings) -> int:
+    """The most PS one network-bound plan may grow ``now`` to: ``network_factor`` x
+    today's, at most the count a take-back left as a ceiling."""
+    top = math.floor(now * settings.network_factor + 1e-9)
+    ceiling = _ceiling(context)
+    return top if ceiling is None else min(top, ceiling)
+
+
+class _PsCountFit(NamedTuple):
+    """The curves fitted to the job's measured speeds, at the configuration it runs."""
+
+    fitted: SpeedFit
+    now: Configuration
+
+    def gains(self, count: int) -> tuple[float, float, float]:
+        """What today's PS cores split over ``count`` PS gain by the plausible curves:
+        (least, best curve's, most). The same cores: only the exchange, which more PS
+        shorten, counts (a curve that credits PS cores would credit cores a network-bound
+        plan need not add)."""
+        return self.fitted.ps_gains(self.now, count, self.now.ps_cpu)
+
+
+def _fitted_gains(context: OptimizerContext) -> _PsCountFit | None:
+    """The job's fit at the configuration it runs, for the gains of PS counts (None
+    before a speed was measured there, or without PS)."""
     observed = observe(context, SETTLE_S, STALL_SHARE)
-    if observed.current is None:
+    now = observed.current
+    speed_fit = None if now is None else fit(observed.points)
+    if speed_fit is None or now.ps_count <= 0:
         return None
-    speed_fit = fit(observed.points)
-    return None if speed_fit is None else speed_fit.ps_outlook(observed.current)
+    return _PsCountFit(speed_fit, now)
 
 
 def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:

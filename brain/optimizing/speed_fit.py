@@ -185,16 +185,9 @@ class SpeedFit:
         if not _runs(configuration) or configuration.ps_count <= 0:
             return None
         per_ps = configuration.ps_cpu / configuration.ps_count
-        more = Configuration(
-            configuration.trainers,
-            configuration.trainer_cpu,
-            configuration.ps_cpu + per_ps,
-            configuration.ps_count + 1,
+        gains = self.ps_gains(
+            configuration, configuration.ps_count + 1, configuration.ps_cpu + per_ps
         )
-        gains = []
-        for model in self.models:
-            now = model.seconds_per_step(configuration)
-            gains.append(now / model.seconds_per_step(more) - 1 if now > 0 else 0.0)
         best = self.models[0]
         total = best.seconds_per_step(configuration)
         if total <= 0:
@@ -204,10 +197,23 @@ class SpeedFit:
         return PsOutlook(
             waiting_share=1 - compute / total,
             ps_share=ps / total,
-            one_more_ps_gain=gains[0],
-            one_more_ps_low=min(gains),
-            one_more_ps_high=max(gains),
+            one_more_ps_gain=gains[1],
+            one_more_ps_low=gains[0],
+            one_more_ps_high=gains[2],
         )
+
+    def ps_gains(
+        self, configuration: Configuration, ps_count: int, ps_cpu: float
+    ) -> tuple[float, float, float]:
+        """The relative speed gain of ``ps_count`` PS with ``ps_cpu`` cores in all over
+        ``configuration``, the trainers the same: the least of the plausible curves', the
+        best curve's and the most (0 where a curve's step takes no time)."""
+        other = Configuration(configuration.trainers, configuration.trainer_cpu, ps_cpu, ps_count)
+        gains = []
+        for model in self.models:
+            now, then = model.seconds_per_step(configuration), model.seconds_per_step(other)
+            gains.append(now / then - 1 if now > 0 and then > 0 else 0.0)
+        return min(gains), gains[0], max(gains)
 
 
 def features(configuration: Configuration) -> np.ndarray:

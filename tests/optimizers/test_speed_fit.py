@@ -122,6 +122,23 @@ def test_a_network_bound_is_the_ps_count_and_one_more_ps_is_predicted():
     )
 
 
+def test_ps_gains_at_any_count_split_today_s_cores_or_add_to_them():
+    # The curve above at 8 trainers and 2 PS (0.06 s a step). Today's 8 PS cores split
+    # over 6 PS: 0.01 + 0.025 + 0.05 / 6 = 0.04333 s, +38.5 %; the twin with PS cores in
+    # place of the serial part keeps its 0.08 / 8 = 0.01 s, so every curve agrees
+    curve = lambda w, n: 0.01 + 0.2 / w + 0.05 / n  # noqa: E731
+    fitted = fit([at(w, n, curve(w, n)) for w, n in ((2, 1), (4, 1), (4, 2), (8, 4), (16, 2))])
+    now = Configuration(8, 4.0, 8.0, 2)
+    low, best, high = fitted.ps_gains(now, 6, 8.0)
+    split = 0.06 / (0.035 + 0.05 / 6) - 1
+    assert all(math.isclose(g, split, rel_tol=1e-6) for g in (low, best, high))
+    # 6 PS of 4 cores (24 in all): the twin gains its PS cores too, 0.025 + 0.08 / 24 +
+    # 0.05 / 6 = 0.03667 s, +63.6 %
+    low, best, high = fitted.ps_gains(now, 6, 24.0)
+    assert math.isclose(low, split, rel_tol=1e-6) and math.isclose(best, split, rel_tol=1e-6)
+    assert math.isclose(high, 0.06 / (0.025 + 0.08 / 24 + 0.05 / 6) - 1, rel_tol=1e-6)
+
+
 def test_trainers_waiting_on_each_other_are_no_network_bound_once_the_ps_count_varied():
     # 1 / speed = 0.2 / w + 0.002 w: the trainers wait on each other (synchronisation),
     # 39 % of a step at 8 trainers (0.016 of 0.041 s). At one PS count it could as well be
