@@ -151,7 +151,8 @@ class PsScalingSettings(PsChangeSettings):
         ge=0.0,
         le=1.0,
         description="Mean CPU used / requested over every PS below which the tier is "
-        "over-provisioned: fewer PS (or, when no fewer would, fewer cores each) run its load at "
+        "over-provisioned: fewer PS (or, when no fewer would or they free less than "
+        "min_freed_share, fewer cores each) run its load at "
         "target_utilization, the busiest PS at most max_busy; never while the trainers wait "
         "(at or below worker_wait: PS CPU does not show what a network-bound tier needs). "
         "A shrink after which the speed at the same trainers fell is taken back, and the "
@@ -250,7 +251,8 @@ class PsScalingOptimizer:
     them by ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
     past that count again (not PS added to make room for more workers, which were not to
     raise it); a tier below ``shrink_below`` with no count changed for
-    ``shrink_after_s`` gets fewer PS (when no fewer would do, fewer cores each) for its load at
+    ``shrink_after_s`` gets fewer PS (when no fewer would do, or they free too little, fewer
+    cores each) for its load at
     ``target_utilization``, the busiest at most ``max_busy``, when that frees
     ``min_freed_share`` of the job's cores.
     """
@@ -1161,7 +1163,8 @@ def _ceiling(context) -> int | None:
 
 def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
     """Fewer PS, or, when no fewer run the load at ``target_utilization`` (one PS, or an
-    uneven or small tier), fewer cores for each: today's load at ``target_utilization``,
+    uneven or small tier) or fewer free less than ``min_freed_share``, fewer cores for
+    each: today's load at ``target_utilization``,
     the busiest PS projected at most ``max_busy``. None when the
     tier's PS are not all of the role's size (a migrated hot PS), or nothing smaller holds
     the load."""
@@ -1184,13 +1187,12 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
     least = settings.min_freed_share * job_cores
     if now > 1:
         count = max(math.ceil(total * skew / (request * settings.target_utilization) - 1e-9), 1)
-        if count < now:
-            if (now - count) * request < least:
-                return None
+        # Fewer PS that free too few cores leave the cores of each to give back instead.
+        if count < now and (now - count) * request >= least:
             return _fewer_ps(
                 context, ps_nodes, recent, role, count, total, skew, evidence, threshold, settings
             )
-    # No fewer PS run the load at the target: each PS gets fewer cores instead.
+    # No fewer PS run the load at the target, or free enough: each PS gets fewer cores.
     cpu = max(ceil_to(busiest / settings.target_utilization, settings.cpu_step), settings.cpu_step)
     if cpu > 0.75 * request or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
         return None

@@ -334,6 +334,24 @@ def test_over_provisioned_ps_that_no_fewer_could_carry_get_fewer_cores_each():
     )
 
 
+def test_over_provisioned_ps_whose_fewer_would_free_too_little_get_fewer_cores_each():
+    # 2 PS of 4 cores using 1.0 each (25 %), the workers at 3.2 of 4 (80 %): one PS of 4
+    # would carry 2.0 at 50 % and free 4 of the job's 24 cores. With min_freed_share at
+    # 17.5 % (4.2 cores) that is too little; each PS gets 1.0 / 0.6 = 1.67 -> 1.7 cores
+    # instead (at most 3/4 of 4, 59 % busy), freeing 2 x 2.3 = 4.6 >= 4.2. At 20 % (4.8)
+    # neither frees enough: no shrink. At 15 % (3.6) one PS of 4 frees enough
+    fewer_cores = SHRINKING.model_copy(update={"min_freed_share": 0.175})
+    proposal = propose(samples(ps=(1.0, 1.0), worker=3.2), settings=fewer_cores)
+    assert proposal.roles == {"ps": RoleSpec(cpu=1.7)}
+    assert "the busiest of 2 PS uses 1.00 of its 4 cores" in proposal.reasons[0].message
+    too_little = SHRINKING.model_copy(update={"min_freed_share": 0.2})
+    assert "shrunk_from" not in (
+        propose(samples(ps=(1.0, 1.0), worker=3.2), settings=too_little).reasons[0].evidence
+    )
+    fewer_ps = SHRINKING.model_copy(update={"min_freed_share": 0.15})
+    assert propose(samples(ps=(1.0, 1.0), worker=3.2), settings=fewer_ps).roles["ps"].count == 1
+
+
 def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
     # ps_scaling took 2 PS of 4 cores to 4; at the same 4 trainers the speed went
     # 20.0 -> 20.1 steps/s (+0.5 % < 2 %): back to 2 PS
