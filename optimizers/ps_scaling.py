@@ -135,8 +135,8 @@ class PsScalingSettings(PsChangeSettings):
         le=1.0,
         description="Where every curve fitted to the job's speeds has more PS gain "
         "network_min_gain, the count grows in one plan while each further PS is predicted, "
-        "on the best curve, to gain at least this: the exchange shortens by less with each "
-        "PS, and climbing one PS per judged plan stops short.",
+        "on the least hopeful of them, to gain at least this: the exchange shortens by less "
+        "with each PS, and climbing one PS per judged plan stops short.",
     )
     reverse_after_s: float = Field(
         600,
