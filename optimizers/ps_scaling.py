@@ -590,7 +590,7 @@ def _network_bound(
     if ceiling is not None and now + 1 > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
     top = _network_top(context, now, settings)
-    counts_fit = _fitted_gains(context)
+    counts_fit = _fitted_gains(context, split=busy_wait is not None)
     counts_fitted = (
         {} if counts_fit is None else {k: counts_fit.gains(k) for k in range(now + 1, top + 1)}
     )
@@ -729,7 +729,7 @@ def _busy_trainers_wait(
     unused = 1 - trainer_util
     if 1 / (trainer_util + unused * now / (now + 1)) - 1 < settings.network_min_gain:
         return None
-    counts_fit = _fitted_gains(context)
+    counts_fit = _fitted_gains(context, split=True)
     top = _network_top(context, now, settings)
     if counts_fit is None or top <= now:
         return None
@@ -807,16 +807,18 @@ class _PsCountFit(NamedTuple):
 
     fitted: SpeedFit
     now: Configuration
+    # Today's PS cores split over more PS (trainers that keep their pace give up no
+    # cores), else each PS at today's mean cores (added PS come at up to the request).
+    split: bool
 
     def gains(self, count: int) -> tuple[float, float, float]:
-        """What today's PS cores split over ``count`` PS gain by the plausible curves:
-        (least, best curve's, most). The same cores: only the exchange, which more PS
-        shorten, counts (a curve that credits PS cores would credit cores a network-bound
-        plan need not add)."""
-        return self.fitted.ps_gains(self.now, count, self.now.ps_cpu)
+        """What ``count`` PS gain by the plausible curves: (least, best curve's, most)."""
+        now = self.now
+        cores = now.ps_cpu if self.split else now.ps_cpu / now.ps_count * count
+        return self.fitted.ps_gains(now, count, cores)
 
 
-def _fitted_gains(context: OptimizerContext) -> _PsCountFit | None:
+def _fitted_gains(context: OptimizerContext, split: bool) -> _PsCountFit | None:
     """The job's fit at the configuration it runs, for the gains of PS counts (None
     before a speed was measured there, or without PS)."""
     observed = observe(context, SETTLE_S, STALL_SHARE)
@@ -824,7 +826,7 @@ def _fitted_gains(context: OptimizerContext) -> _PsCountFit | None:
     speed_fit = None if now is None else fit(observed.points)
     if speed_fit is None or now.ps_count <= 0:
         return None
-    return _PsCountFit(speed_fit, now)
+    return _PsCountFit(speed_fit, now, split)
 
 
 def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:

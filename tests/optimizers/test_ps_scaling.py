@@ -599,10 +599,13 @@ def test_network_bound_ps_are_added_only_once_the_last_were_judged_and_while_the
         stage=Stage.create, roles={"ps": RoleSpec(count=2, cpu=4), "worker": RoleSpec(count=4)}
     )
     speed = speeds([(4, 20.0)] * 12 + [(4, 26.0)] * 8)
-    # (PS at 1.0 of 4, workers at 25 %: 1 / (0.25 + 3 / k) gains >= 5 % per PS up to 11,
-    # 1.913; 12 adds 4.5 %. Each 4.0 x 1.913 / 11 / 0.6 = 1.16 -> 1.2 cores)
+    # (PS at 1.0 of 4, workers at 25 %. The curves through 20.0 at 2 PS and 26.0 at 4, each
+    # PS of 4 cores: t0 + t5 / n (or t4 / p) gives 1 / (0.02692 + 0.04615 x 4 / k), t0 +
+    # t6 w / n^2 (t6 = 0.01538, t0 = 0.03462) 1 / (0.03462 + 0.06154 / k^2), the least
+    # hopeful: +3.7 % at 5 PS, +5.9 % at 6, +7.2 % at 7 (+1.2 % on 6, below 2 %): 6 PS,
+    # each 4.0 x 1.059 / 6 / 0.6 = 1.18 -> 1.2 cores)
     proposal = propose(points, speed=speed, plans=[created, added], nodes=four + WORKERS)
-    assert proposal.roles == {"ps": RoleSpec(count=11, cpu=1.2)}
+    assert proposal.roles == {"ps": RoleSpec(count=6, cpu=1.2)}
     # the same speed before and after: not yet
     flat = speeds([(4, 20.0)] * 20)
     assert propose(points, speed=flat, plans=[created, added], nodes=four + WORKERS).is_empty
@@ -655,10 +658,11 @@ def test_network_bound_ps_when_the_fitted_curves_agree_more_ps_pay():
     # 2 PS at 1.0 of 4 (25 %), workers at 2.6 of 4 (65 %): the wait rule predicts a third
     # PS gains 1 / (0.65 + 0.35 x 2/3) = +13.2 %, below a 15 % network_min_gain. The job
     # ran 10.0 steps/s at 1 PS of 8 cores and 20.0 at 2 of 4: the count alone changed.
-    # The curves through both that rank within the noise, today's 8 PS cores split over
-    # more PS: t5 / n (0.1 / n: 30.0 at 3 PS, +50 %), t0 + t6 w / n^2 (1 / 10 = t0 + 4 t6,
-    # 1 / 20 = t0 + t6: t6 = 1 / 60, t0 = 1 / 30; 1 / (1 / 30 + 4 / 540) = 24.5 at 3 PS,
-    # +22.7 %) and the like: at least +22.7 % >= 15 %. The least hopeful curve then sets
+    # The curves through both that rank within the noise, a third PS of 4 cores: t5 / n
+    # (0.1 / n: 30.0 at 3 PS, +50 %), t0 + t6 w / n^2 (1 / 10 = t0 + 4 t6, 1 / 20 = t0 +
+    # t6: t6 = 1 / 60, t0 = 1 / 30; 1 / (1 / 30 + 4 / 540) = 24.5 at 3 PS, +22.7 %), t4 /
+    # p + t6 w / n^2 (t4 = 0.2667: 1 / (0.2667 / 12 + 4 / 540) = 33.75, +68.75 %) and the
+    # like: at least +22.7 % >= 15 %. The least hopeful curve, which no PS core moves, sets
     # the count: 1 / (1 / 30 + 1 / (15 k^2)) is 26.67 at 4 PS (+8.6 % on 3), 27.78 at 5
     # (+4.2 %), 28.42 at 6 (+2.3 %), 28.82 at 7 (+1.4 %, below network_step_gain 2 %):
     # 6 PS, +42.1 %, each sized for 2.0 cores of load x 1.421 / 6 / 0.6 = 0.79 -> 0.8
@@ -668,7 +672,7 @@ def test_network_bound_ps_when_the_fitted_curves_agree_more_ps_pay():
     proposal = propose(points, speed=speed, plans=plans, settings=settings)
     assert proposal.roles == {"ps": RoleSpec(count=6, cpu=0.8)}
     low, _, high = proposal.reasons[0].evidence["fitted_one_more_ps_gain"]
-    assert (low, high) == (0.2273, 0.5)
+    assert (low, high) == (0.2273, 0.6875)
     assert proposal.reasons[0].evidence["predicted_speed_gain"] == 0.4211
     assert "the least of them chose the count" in proposal.reasons[0].message
     # with a network_step_gain of 5 %, a fifth PS gains too little (+4.2 %): 4 PS of
@@ -676,11 +680,12 @@ def test_network_bound_ps_when_the_fitted_curves_agree_more_ps_pay():
     steps = PsScalingSettings(network_min_gain=0.15, network_step_gain=0.05)
     stepped = propose(points, speed=speed, plans=plans, settings=steps)
     assert stepped.roles == {"ps": RoleSpec(count=4, cpu=1.2)}
-    # when the count and the PS cores changed together (1 PS of 4 cores -> 2 of 4), a
-    # curve that credits the cores (t4 / p) is as plausible, and split cores gain
-    # nothing on it: the wait rule alone decides, +13.2 % < 15 %, no PS
+    # when the count and the PS cores changed together (1 PS of 4 cores -> 2 of 4), the
+    # curve that credits the cores instead (t4 / p = 0.4 / p) gains +50 % at 3 PS of 4,
+    # and the least hopeful one is the same t0 + t6 w / n^2: 6 PS of 0.8 cores again
     plans, speed = _ps_count_changed(1, 2, 10.0, 20.0)
-    assert propose(points, speed=speed, plans=plans, settings=settings).is_empty
+    together = propose(points, speed=speed, plans=plans, settings=settings)
+    assert together.roles == {"ps": RoleSpec(count=6, cpu=0.8)}
     # without the history the wait rule alone decides too: no PS
     assert propose(points, settings=settings).is_empty
 
