@@ -532,12 +532,16 @@ def _network_bound(
     ``network_factor`` x today's; the PS then get ``load x predicted gain / k /
     target_utilization`` cores each (the busiest's share kept), never more than today's.
 
-    The curves fitted to the job's measured speeds (``SpeedFit.ps_outlook``) overrule
-    that prediction where they agree: no PS when even the most hopeful of them gains less
-    than ``network_min_gain`` from one more (the trainers wait on each other or the serial
-    part, not on the PS), and at least one more when even the least hopeful gains it.
-    When no count sized so fits the job's CPU limit, the cores the limit leaves the tier
-    are split over the most PS (of those counts) whose busiest stays within ``max_busy``;
+    The curves fitted to the job's measured speeds (``SpeedFit.ps_gains``, each added PS
+    at today's cores per PS, or today's cores split for trainers that keep their pace)
+    overrule that prediction where they agree: no PS when even the most hopeful of them
+    gains less than ``network_min_gain`` at every count up to ``network_factor`` x today's
+    (the trainers wait on each other or the serial part, not on the PS); when even the
+    least hopeful gains it at some count, that curve predicts instead, and the count grows
+    while each further PS gains ``network_step_gain`` on it, to no count that gains less
+    than ``network_min_gain``. When no count sized so fits the job's CPU limit, the cores
+    the limit leaves the tier are split over the most PS (of those counts) whose busiest
+    stays within ``max_busy``;
     trainers that keep their pace (``_busy_trainers_wait``) give up no cores, and the PS
     split today's that way (``busy_wait`` says why such trainers wait)."""
     tier = f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU"
