@@ -541,9 +541,9 @@ def _network_bound(
     while each further PS gains ``network_step_gain`` on it, to no count that gains less
     than ``network_min_gain``. When no count sized so fits the job's CPU limit, the cores
     the limit leaves the tier are split over the most PS (of those counts) whose busiest
-    stays within ``max_busy``;
-    trainers that keep their pace (``_busy_trainers_wait``) give up no cores, and the PS
-    split today's that way (``busy_wait`` says why such trainers wait)."""
+    stays within ``max_busy``; trainers that keep their pace (``_busy_trainers_wait``) give
+    up no cores, and the PS split today's that way (``busy_wait`` says why such trainers
+    wait)."""
     tier = f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU"
     waiting = (
         f"{tier} while the trainers use {trainer_util:.0%} of theirs: they wait on the "
