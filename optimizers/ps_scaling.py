@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from functools import cached_property
 from statistics import median, pstdev
 from typing import ClassVar, NamedTuple
 
@@ -329,8 +330,10 @@ class PsScalingOptimizer:
                 return shrunk
         # Trainers that keep their pace may still wait on the exchange; an over-provisioned
         # tier is the shrink's, a busy PS the rules below's.
+        # The job's fit, worked out at most once this round (both rules below read it).
+        job_fit = _JobFit(context)
         busy_wait = (
-            _busy_trainers_wait(context, trainer_util, len(ps_nodes), settings)
+            _busy_trainers_wait(context, job_fit, trainer_util, len(ps_nodes), settings)
             if trainer_util > settings.worker_wait
             and tier_util >= settings.shrink_below
             and not _saturated(ps_util, tier_util, settings)
@@ -340,7 +343,15 @@ class PsScalingOptimizer:
             trainer_util <= settings.worker_wait or busy_wait is not None
         ):
             return _network_bound(
-                context, ps_nodes, recent, trainer_util, busy_wait, evidence, threshold, settings
+                context,
+                job_fit,
+                ps_nodes,
+                recent,
+                trainer_util,
+                busy_wait,
+                evidence,
+                threshold,
+                settings,
             )
         if not _saturated(ps_util, tier_util, settings):
             return no_change(
@@ -521,7 +532,7 @@ def _larger_ps(context, ps_nodes, count, demand, request, settings) -> float | N
 
 
 def _network_bound(
-    context, ps_nodes, recent, trainer_util, busy_wait, evidence, threshold, settings
+    context, job_fit, ps_nodes, recent, trainer_util, busy_wait, evidence, threshold, settings
 ) -> Proposal:
     """More PS, each sized for its share of the load, when the trainers wait while the PS
     tier's CPU is not saturated: the wait is the exchange with the PS, which more PS (not
@@ -594,10 +605,8 @@ def _network_bound(
     if ceiling is not None and now + 1 > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
     top = _network_top(context, now, settings)
-    counts_fit = _fitted_gains(context, split=busy_wait is not None)
-    counts_fitted = (
-        {} if counts_fit is None else {k: counts_fit.gains(k) for k in range(now + 1, top + 1)}
-    )
+    counts_fit = job_fit.counts(split=busy_wait is not None)
+    counts_fitted = {} if counts_fit is None else counts_fit.above(now, top)
     if counts_fitted:
         most = max(g[2] for g in counts_fitted.values())
         evidence = evidence | {
@@ -719,7 +728,11 @@ def _network_bound(
 
 
 def _busy_trainers_wait(
-    context: OptimizerContext, trainer_util: float, now: int, settings: PsScalingSettings
+    context: OptimizerContext,
+    job_fit: _JobFit,
+    trainer_util: float,
+    now: int,
+    settings: PsScalingSettings,
 ) -> str | None:
     """Why the trainers may wait on the exchange with the PS although they use more than
     ``worker_wait`` of their CPU (workers sized to their use look busy while they wait),
@@ -733,11 +746,11 @@ def _busy_trainers_wait(
     unused = 1 - trainer_util
     if 1 / (trainer_util + unused * now / (now + 1)) - 1 < settings.network_min_gain:
         return None
-    counts_fit = _fitted_gains(context, split=True)
+    counts_fit = job_fit.counts(split=True)
     top = _network_top(context, now, settings)
     if counts_fit is None or top <= now:
         return None
-    fitted = [counts_fit.gains(count) for count in range(now + 1, top + 1)]
+    fitted = counts_fit.above(now, top).values()
     if max(g[2] for g in fitted) < settings.network_min_gain:
         return None
     if max(g[0] for g in fitted) >= settings.network_min_gain:
@@ -821,16 +834,31 @@ class _PsCountFit(NamedTuple):
         cores = now.ps_cpu if self.split else now.ps_cpu / now.ps_count * count
         return self.fitted.ps_gains(now, count, cores)
 
+    def above(self, now: int, top: int) -> dict[int, tuple[float, float, float]]:
+        """The gains of each count from ``now`` + 1 PS to ``top``."""
+        return {count: self.gains(count) for count in range(now + 1, top + 1)}
 
-def _fitted_gains(context: OptimizerContext, split: bool) -> _PsCountFit | None:
-    """The job's fit at the configuration it runs, for the gains of PS counts (None
-    before a speed was measured there, or without PS)."""
-    observed = observe(context, SETTLE_S, STALL_SHARE)
-    now = observed.current
-    speed_fit = None if now is None else fit(observed.points)
-    if speed_fit is None or now.ps_count <= 0:
-        return None
-    return _PsCountFit(speed_fit, now, split)
+
+class _JobFit:
+    """The curves fitted to the job's measured speeds at the configuration it runs,
+    worked out when first asked for."""
+
+    def __init__(self, context: OptimizerContext):
+        self._context = context
+
+    @cached_property
+    def _fitted(self) -> tuple[SpeedFit, Configuration] | None:
+        observed = observe(self._context, SETTLE_S, STALL_SHARE)
+        now = observed.current
+        speed_fit = None if now is None else fit(observed.points)
+        if speed_fit is None or now.ps_count <= 0:
+            return None
+        return speed_fit, now
+
+    def counts(self, split: bool) -> _PsCountFit | None:
+        """The fit read for PS counts (None before a speed was measured at the current
+        configuration, or without PS)."""
+        return None if self._fitted is None else _PsCountFit(*self._fitted, split)
 
 
 def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:
