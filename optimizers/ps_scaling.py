@@ -130,6 +130,15 @@ class PsScalingSettings(PsChangeSettings):
         "least this much speed (network_step_gain where every curve fitted to the job's "
         "speeds has the growth gain this).",
     )
+    network_explore_factor: float = Field(
+        1.5,
+        ge=1.0,
+        le=16.0,
+        description="Where the curves fitted to the job's speeds cannot tell yet what more PS "
+        "gain, a network-bound tier grows to the fewest PS the trainers' wait predicts to gain "
+        "network_min_gain, when that is at most this times today's count (or one more): a "
+        "step the speed can tell from the noise, judged before the next.",
+    )
     network_step_gain: float = Field(
         0.02,
         ge=0.0,
@@ -634,13 +643,24 @@ def _network_bound(
         step_gain = settings.network_step_gain
     else:
         step_gain = settings.network_min_gain
-        if gain(now + 1) - 1 < settings.network_min_gain:
+        explore = max(now + 1, min(top, math.floor(now * settings.network_explore_factor + 1e-9)))
+        if gain(explore) - 1 < settings.network_min_gain:
             return no_change(
                 NAME,
-                f"{waiting}, a wait of {1 - share:.0%} of a step; one more PS is predicted to "
-                f"gain {gain(now + 1) - 1:+.1%}, less than {settings.network_min_gain:.0%}",
+                f"{waiting}, a wait of {1 - share:.0%} of a step; "
+                + (
+                    "one more PS is"
+                    if explore == now + 1
+                    else f"{explore} PS ({settings.network_explore_factor:g} x today's) are"
+                )
+                + f" predicted to gain {gain(explore) - 1:+.1%}, less than "
+                f"{settings.network_min_gain:.0%}",
                 evidence,
-                threshold | {"network_min_gain": settings.network_min_gain},
+                threshold
+                | {
+                    "network_min_gain": settings.network_min_gain,
+                    "network_explore_factor": settings.network_explore_factor,
+                },
             )
     wanted = now + 1
     while wanted < top and (

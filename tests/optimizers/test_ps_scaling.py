@@ -618,6 +618,38 @@ def test_network_bound_ps_are_added_only_once_the_last_were_judged_and_while_the
     assert "one more PS is predicted to gain +13.2%, less than 15%" in proposal.reasons[0].message
 
 
+def test_network_bound_ps_step_to_the_fewest_the_wait_says_pay_when_the_fit_cannot_tell():
+    # 4 PS at 1.0 of 4 cores (25 %), workers at 2.6 of 4 (65 %): they wait 35 % of a
+    # step. A fifth PS predicts 1 / (0.65 + 0.35 x 4/5) = +7.5 %, below a 10 %
+    # network_min_gain, but 6 PS (1.5 x 4) predict 1 / (0.65 + 0.35 x 4/6) = +13.2 %. The
+    # job ran one configuration, so the fitted curves cannot tell (0 to +50 %): the wait
+    # predicts, and the tier steps to 6 PS (a seventh adds 1.176 / 1.132 = +3.9 %, below
+    # 10 %), each sized for 4.0 cores of load x 1.132 / 6 / 0.6 = 1.26 -> 1.3 cores
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[1.0] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[2.6] * 8)]
+    settings = PsScalingSettings(network_min_gain=0.1)
+    proposal = propose(points, nodes=four + WORKERS, settings=settings)
+    assert proposal.roles == {"ps": RoleSpec(count=6, cpu=1.3)}
+    assert proposal.reasons[0].evidence["predicted_speed_gain"] == 0.1321
+    assert "PS 4 -> 6, 4 -> 1.3 cores each" in proposal.reasons[0].message
+    # at most 1.25 x today's (5 PS, +7.5 %) when exploring: no PS
+    near = PsScalingSettings(network_min_gain=0.1, network_explore_factor=1.25)
+    held = propose(points, nodes=four + WORKERS, settings=near)
+    assert held.is_empty
+    assert "one more PS is predicted to gain +7.5%, less than 10%" in held.reasons[0].message
+    # at 1.5 x today's but a 15 % least gain: 6 PS predict too little
+    held = propose(
+        points,
+        nodes=four + WORKERS,
+        settings=PsScalingSettings(network_min_gain=0.15),
+    )
+    assert held.is_empty
+    assert "6 PS (1.5 x today's) are predicted to gain +13.2%, less than 15%" in (
+        held.reasons[0].message
+    )
+
+
 def _ps_count_changed(before, after, speed_before, speed_after, cpu_before=4):
     """A job whose estimate took ``before`` PS of ``cpu_before`` cores to ``after`` of 4
     600 s ago, with 10 speed samples at 4 trainers each side (the first after it within
