@@ -548,9 +548,11 @@ def _network_bound(
     more PS CPU) shorten. The trainers compute ``trainer_util`` of a step and wait the
     rest; spread over ``k`` PS instead of ``now``, the wait takes ``now / k`` of its time,
     so the speed is predicted to grow ``1 / (busy + (1 - busy) now / k)``. The count
-    grows while one more PS is predicted to gain ``network_min_gain``, to at most
-    ``network_factor`` x today's; the PS then get ``load x predicted gain / k /
-    target_utilization`` cores each (the busiest's share kept), never more than today's.
+    goes to the fewest PS predicted to gain ``network_min_gain`` when that is at most
+    ``network_explore_factor`` x today's (or one more), and on while each further PS is
+    predicted to gain it too, to at most ``network_factor`` x today's; the PS then get
+    ``load x predicted gain / k / target_utilization`` cores each (the busiest's share
+    kept), never more than today's.
 
     The curves fitted to the job's measured speeds (``SpeedFit.ps_gains``, each added PS
     at today's cores per PS, or today's cores split for trainers that keep their pace)
@@ -632,8 +634,8 @@ def _network_bound(
             )
     # Every plausible curve has some count up to top gain network_min_gain: the least
     # hopeful one predicts each count's speed, and the count grows while each further PS
-    # gains network_step_gain on it; else the trainers' unused share predicts, one PS at
-    # a time.
+    # gains network_step_gain on it; else the trainers' unused share predicts, from the
+    # fewest PS it has gain network_min_gain (a step the speed tells from the noise).
     sure = any(g[0] >= settings.network_min_gain for g in counts_fitted.values())
     if sure:
 
