@@ -88,9 +88,10 @@ class PsScalingSettings(PsChangeSettings):
         ge=0.05,
         le=1.0,
         description="Mean CPU used / requested of the workers (and chief) at or below which "
-        "they are waiting on the PS (above it, only where their unused CPU says one more PS "
-        "gains network_min_gain and the curves fitted to the job's speeds agree, or cannot "
-        "tell before the job ran two PS counts beside the same trainers).",
+        "they are waiting on the PS (above it, only where their unused CPU says more PS, up "
+        "to network_explore_factor x today's, gain network_min_gain and the curves fitted to "
+        "the job's speeds agree, or cannot tell before the job ran two PS counts beside the "
+        "same trainers).",
     )
     speed_samples: int = Field(
         6, ge=2, le=1000, description="Speed samples at the current worker count needed."
@@ -758,19 +759,23 @@ def _busy_trainers_wait(
 ) -> str | None:
     """Why the trainers may wait on the exchange with the PS although they use more than
     ``worker_wait`` of their CPU (workers sized to their use look busy while they wait),
-    or None. The share of their CPU they leave unused, spread over one more PS, must gain
-    ``network_min_gain``, and the curves fitted to the job's speeds must agree (today's PS
-    cores split over more PS, up to ``_network_top``): every plausible one gains it at
-    some count, or, while the job never ran another PS count beside the same trainers (no
-    curve can tell the PS's links from the rest of the wait), the most hopeful one does:
-    one more PS, judged like any addition, tells. Either alone is too little: a fit of
-    few points, or trainers sized above their use."""
-    unused = 1 - trainer_util
-    if 1 / (trainer_util + unused * now / (now + 1)) - 1 < settings.network_min_gain:
+    or None. The share of their CPU they leave unused, spread over
+    ``network_explore_factor`` x today's PS (at least one more), must gain
+    ``network_min_gain`` (one more PS beside many gains little however long the wait), and
+    the curves fitted to the job's speeds must agree (today's PS cores split over more PS,
+    up to ``_network_top``): every plausible one gains it at some count, or, while the job
+    never ran another PS count beside the same trainers (no curve can tell the PS's links
+    from the rest of the wait), the most hopeful one does: more PS, judged like any
+    addition, tell. Either alone is too little: a fit of few points, or trainers sized
+    above their use."""
+    top = _network_top(context, now, settings)
+    if top <= now:
+        return None
+    explore = max(now + 1, min(top, math.floor(now * settings.network_explore_factor + 1e-9)))
+    if 1 / (trainer_util + (1 - trainer_util) * now / explore) - 1 < settings.network_min_gain:
         return None
     counts_fit = job_fit.counts(split=True)
-    top = _network_top(context, now, settings)
-    if counts_fit is None or top <= now:
+    if counts_fit is None:
         return None
     fitted = counts_fit.above(now, top).values()
     if max(g[2] for g in fitted) < settings.network_min_gain:
@@ -780,8 +785,8 @@ def _busy_trainers_wait(
     if not _ps_count_varied_alone(counts_fit.fitted.points):
         return (
             "the job never ran another PS count beside the same trainers, and the most "
-            "hopeful curve fitted to its speeds has one more PS shorten the exchange: one "
-            "more tells"
+            "hopeful curve fitted to its speeds has more PS shorten the exchange: more PS "
+            "tell"
         )
     return None
 

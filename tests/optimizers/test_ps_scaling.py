@@ -1,5 +1,7 @@
 """ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
 
+import math
+
 from brain.domain import Limits, RoleSpec, Stage
 from brain.optimizing import NodeChange, Reason
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
@@ -114,6 +116,30 @@ def test_one_more_ps_tells_whether_busy_looking_trainers_wait_on_the_exchange():
     points = [s for n in four for s in series(n.name, cpu=[1.0] * 8)]
     points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
     assert propose(points, speed=speed, plans=plans, nodes=four + WORKERS).is_empty
+
+
+def test_busy_looking_trainers_beside_many_ps_step_to_the_fewest_more_that_pay():
+    # 4 PS at 2.0 of 4 cores (50 %), workers at 3.2 of 4 (80 %): a fifth PS gains only
+    # 1 / (0.8 + 0.2 x 4/5) = +4.2 %, below 5 %, but 6 PS (1.5 x 4) gain 1 / (0.8 + 0.2 x
+    # 4/6) = +7.1 %. The job ran one configuration, so the most hopeful curve has more PS
+    # pay and none can tell the PS's links from the rest of the wait: the tier steps to 6
+    # PS (a seventh adds 1.094 / 1.071 = +2.1 %, below 5 %). Trainers that keep their pace
+    # give up no cores: today's 16 PS cores over 6, 2.67 -> 2.6 each, the busiest carrying
+    # 8.0 x 1.071 / 6 = 1.43 (55 %)
+    four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
+    points = [s for n in four for s in series(n.name, cpu=[2.0] * 8)]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    proposal = propose(points, nodes=four + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=6, cpu=2.6)}
+    assert "the job never ran another PS count beside the same trainers" in (
+        proposal.reasons[0].message
+    )
+    assert "PS 4 -> 6, 4 -> 2.6 cores each" in proposal.reasons[0].message
+    # at most 1.25 x today's when exploring (5 PS, +4.2 %): not waiting on the PS
+    near = PsScalingSettings(network_explore_factor=1.25)
+    held = propose(points, nodes=four + WORKERS, settings=near)
+    assert held.is_empty
+    assert "PS tier at 50% CPU, below 80%: not saturated" in held.reasons[0].message
 
 
 def test_one_hot_ps_is_hot_ps_business():
@@ -383,7 +409,11 @@ def test_added_ps_are_judged_against_the_speed_just_before_them():
     # samples after the 90 s of restarts); hot_ps then moved ps-0 to 6 cores 700 s ago:
     # 30.1 (11 samples). Against the configuration just before the current one (the
     # migration's) the speed rose +0.3 %; against the one just before the addition
-    # 30.1 / 20.0 = +50.5 %, more than 2 %: they helped, and stay.
+    # 30.1 / 20.0 = +50.5 %, more than 2 %: they helped, and stay. The trainers use 80 %
+    # of their CPU: their unused 20 % over 6 PS (1.5 x 4) gains 1 / (0.8 + 0.2 x 4/6) =
+    # +7.1 %, and every curve through 20.0 at 2 PS and 30.0 at 4 has a fifth PS gain at
+    # least +6.0 %: the tier grows on (to the count the least hopeful curve sets), today's
+    # 18 PS cores split over them, none more than the request.
     added = plan(
         seconds_ago=1500,
         roles={"ps": RoleSpec(count=4)},
@@ -403,8 +433,13 @@ def test_added_ps_are_judged_against_the_speed_just_before_them():
     speed = speeds([(4, 20.0)] * 15 + [(4, 30.0)] * 14 + [(4, 30.1)] * 11)
     plans = [CREATED, added, moved]
     proposal = propose(points, speed=speed, plans=plans, nodes=four + WORKERS)
-    assert proposal.is_empty
-    assert "below 80%: not saturated" in proposal.reasons[0].message
+    assert proposal.reasons[0].evidence["fitted_one_more_ps_gain"][0] == 0.06
+    assert "every curve fitted to the job's speeds has more PS shorten the exchange" in (
+        proposal.reasons[0].message
+    )
+    count = proposal.roles["ps"].count
+    assert count > 4
+    assert proposal.roles["ps"].cpu == math.floor(18 / count * 10) / 10
     # had the speed barely moved (20.0 -> 20.0, then 20.1 after the move: +0.5 %), back
     # to 2 PS
     flat = speeds([(4, 20.0)] * 15 + [(4, 20.0)] * 14 + [(4, 20.1)] * 11)
