@@ -138,7 +138,9 @@ class PsScalingSettings(PsChangeSettings):
         description="Where the curves fitted to the job's speeds cannot tell yet what more PS "
         "gain, a network-bound tier grows to the fewest PS the trainers' wait predicts to gain "
         "network_min_gain, when that is at most this times today's count (or one more): a "
-        "step the speed can tell from the noise, judged before the next.",
+        "step the speed can tell from the noise, judged before the next. Trainers that look "
+        "busy (over worker_wait) wait on the PS only if their unused CPU gains "
+        "network_min_gain over that many PS.",
     )
     network_step_gain: float = Field(
         0.02,
@@ -646,7 +648,7 @@ def _network_bound(
         step_gain = settings.network_step_gain
     else:
         step_gain = settings.network_min_gain
-        explore = max(now + 1, min(top, math.floor(now * settings.network_explore_factor + 1e-9)))
+        explore = _network_explore(now, top, settings)
         if gain(explore) - 1 < settings.network_min_gain:
             return no_change(
                 NAME,
@@ -771,7 +773,7 @@ def _busy_trainers_wait(
     top = _network_top(context, now, settings)
     if top <= now:
         return None
-    explore = max(now + 1, min(top, math.floor(now * settings.network_explore_factor + 1e-9)))
+    explore = _network_explore(now, top, settings)
     if 1 / (trainer_util + (1 - trainer_util) * now / explore) - 1 < settings.network_min_gain:
         return None
     counts_fit = job_fit.counts(split=True)
@@ -844,6 +846,12 @@ def _network_top(context: OptimizerContext, now: int, settings: PsScalingSetting
     top = math.floor(now * settings.network_factor + 1e-9)
     ceiling = _ceiling(context)
     return top if ceiling is None else min(top, ceiling)
+
+
+def _network_explore(now: int, top: int, settings: PsScalingSettings) -> int:
+    """The most PS the trainers' wait alone may reach for (the fitted curves cannot tell
+    yet): ``network_explore_factor`` x today's, at least one more, at most ``top``."""
+    return max(now + 1, min(top, math.floor(now * settings.network_explore_factor + 1e-9)))
 
 
 class _PsCountFit(NamedTuple):
