@@ -127,9 +127,10 @@ class PsScalingSettings(PsChangeSettings):
         0.05,
         ge=0.0,
         le=1.0,
-        description="A network-bound tier grows while one more PS is predicted to gain at "
-        "least this much speed (network_step_gain where every curve fitted to the job's "
-        "speeds has the growth gain this).",
+        description="A network-bound tier grows to a PS count predicted to gain at least this "
+        "much speed, and on while each further PS is predicted to gain it too "
+        "(network_step_gain where every curve fitted to the job's speeds has the growth gain "
+        "this).",
     )
     network_explore_factor: float = Field(
         1.5,
@@ -618,7 +619,7 @@ def _network_bound(
     ceiling = _ceiling(context)
     if ceiling is not None and now + 1 > ceiling:
         return _no_more_help(now, ceiling, evidence, threshold)
-    top = _network_top(context, now, settings)
+    top = _network_top(now, ceiling, settings)
     counts_fit = job_fit.counts(split=busy_wait is not None)
     counts_fitted = {} if counts_fit is None else counts_fit.above(now, top)
     if counts_fitted:
@@ -770,7 +771,7 @@ def _busy_trainers_wait(
     from the rest of the wait), the most hopeful one does: more PS, judged like any
     addition, tell. Either alone is too little: a fit of few points, or trainers sized
     above their use."""
-    top = _network_top(context, now, settings)
+    top = _network_top(now, _ceiling(context), settings)
     if top <= now:
         return None
     explore = _network_explore(now, top, settings)
@@ -840,11 +841,10 @@ def _fitted(gains: tuple[float, float, float] | None, count: int, sure: bool) ->
     )
 
 
-def _network_top(context: OptimizerContext, now: int, settings: PsScalingSettings) -> int:
+def _network_top(now: int, ceiling: int | None, settings: PsScalingSettings) -> int:
     """The most PS one network-bound plan may grow ``now`` to: ``network_factor`` x
-    today's, at most the count a take-back left as a ceiling."""
+    today's, at most ``ceiling``, the count a take-back left (``_ceiling``)."""
     top = math.floor(now * settings.network_factor + 1e-9)
-    ceiling = _ceiling(context)
     return top if ceiling is None else min(top, ceiling)
 
 
@@ -882,7 +882,7 @@ class _JobFit:
         self._context = context
 
     @cached_property
-    def _fitted(self) -> tuple[SpeedFit, Configuration] | None:
+    def _at_now(self) -> tuple[SpeedFit, Configuration] | None:
         observed = observe(self._context, SETTLE_S, STALL_SHARE)
         now = observed.current
         speed_fit = None if now is None else fit(observed.points)
@@ -893,7 +893,7 @@ class _JobFit:
     def counts(self, split: bool) -> _PsCountFit | None:
         """The fit read for PS counts (None before a speed was measured at the current
         configuration, or without PS)."""
-        return None if self._fitted is None else _PsCountFit(*self._fitted, split)
+        return None if self._at_now is None else _PsCountFit(*self._at_now, split)
 
 
 def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:
