@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 from functools import cached_property
 from statistics import median, pstdev
 from typing import ClassVar, NamedTuple
@@ -172,6 +173,29 @@ class PsScalingSettings(PsChangeSettings):
         "A shrink after which the speed at the same trainers fell is taken back, and the "
         "tier is not shrunk again. 0: never shrink.",
     )
+    trim_below: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="Mean CPU used / requested over every PS below which, though above "
+        "shrink_below, each PS gets fewer cores: the busiest PS's use at trim_to, when that "
+        "frees min_freed_share of the job's cores and no count changed for trim_after_s nor "
+        "were the workers more within shrink_after_s (their load comes back with them). The "
+        "cores go to the workers. Judged like a shrink. 0: never trim.",
+    )
+    trim_to: float = Field(
+        0.75,
+        ge=0.1,
+        le=1.0,
+        description="CPU used / requested the busiest PS is trimmed to (at most max_busy).",
+    )
+    trim_after_s: float = Field(
+        600,
+        ge=0,
+        le=86400,
+        description="A tier is trimmed only when no applied plan changed a count for this "
+        "long (by default as long as worker_tuning's cooldown_s).",
+    )
     max_busy: float = Field(
         0.85,
         ge=0.1,
@@ -268,7 +292,9 @@ class PsScalingOptimizer:
     ``shrink_after_s`` gets fewer PS (when no fewer would do, or they free too little, fewer
     cores each) for its load at
     ``target_utilization``, the busiest at most ``max_busy``, when that frees
-    ``min_freed_share`` of the job's cores.
+    ``min_freed_share`` of the job's cores. A tier between ``shrink_below`` and
+    ``trim_below`` whose workers the CPU limit keeps from growing is trimmed: each PS gets
+    the busiest one's use at ``trim_to``, the rest for the workers.
     """
 
     name: ClassVar[str] = NAME
@@ -332,13 +358,18 @@ class PsScalingOptimizer:
         paused = _paused(context, recent)
         if paused is not None:
             return paused
-        if (
-            tier_util < settings.shrink_below
-            and trainer_util > settings.worker_wait
-            and _counts_steady(context, settings.shrink_after_s)
-            and not _shrink_undone(context)
-        ):
-            shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
+        if trainer_util > settings.worker_wait and not _shrink_undone(context):
+            shrunk = None
+            if tier_util < settings.shrink_below and _counts_steady(
+                context, settings.shrink_after_s
+            ):
+                shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
+            elif (
+                settings.shrink_below <= tier_util < settings.trim_below
+                and _counts_steady(context, settings.trim_after_s)
+                and not _workers_fewer_than_lately(context, settings.shrink_after_s)
+            ):
+                shrunk = _trim(context, ps_nodes, recent, evidence, threshold, settings)
             if shrunk is not None:
                 return shrunk
         # Trainers that keep their pace may still wait on the exchange; an over-provisioned
@@ -423,6 +454,17 @@ def _workers_grown_recently(context: OptimizerContext, window_s: float) -> tuple
     if after <= before or elapsed >= window_s:
         return None
     return plan_id, elapsed
+
+
+def _workers_fewer_than_lately(context: OptimizerContext, window_s: float) -> bool:
+    """Whether the job ran more workers within ``window_s`` than it runs now (a cut that
+    may come back, as after a cluster shortage: the PS load of those workers with it)."""
+    counted = _applied_counts(context, ROLE_WORKER)
+    since = context.now - timedelta(seconds=window_s)
+    lately = [count for at, _, count in counted if at >= since]
+    before = [count for at, _, count in counted if at < since]
+    now = current_role(ROLE_WORKER, context.job, context.nodes).count or 0
+    return max(lately + before[-1:], default=0) > now
 
 
 def _count_cut_recently(context: OptimizerContext, window_s: float) -> Proposal | None:
@@ -1265,6 +1307,64 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
     cpu = max(ceil_to(busiest / settings.target_utilization, settings.cpu_step), settings.cpu_step)
     if cpu > 0.75 * request or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
         return None
+    return _fewer_cores(
+        now,
+        request,
+        busiest,
+        cpu,
+        settings.shrink_below,
+        settings.target_utilization,
+        evidence,
+        threshold,
+    )
+
+
+def _trim(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
+    """Fewer cores for each PS of a tier below ``trim_below`` (above ``shrink_below``):
+    the busiest PS's mean use at ``trim_to``, when that frees ``min_freed_share`` of the
+    job's cores and the CPU limit keeps more workers out; None otherwise, or when the PS
+    are not all of the role's size (a migrated hot PS). A comm-bound job under a full
+    limit kept 3 PS of 1.1 cores at 57 % while its workers could not grow: the cores the
+    tier does not use are the workers' (worker_tuning makes them more)."""
+    request = _ps_request(context, ps_nodes)
+    if any(n.cpu != request for n in ps_nodes) or not _workers_held_by_the_limit(context):
+        return None
+    now = len(ps_nodes)
+    busiest = max(_mean_use(ps_nodes, recent).values())
+    cpu = max(ceil_to(busiest / settings.trim_to, settings.cpu_step), settings.cpu_step)
+    least = settings.min_freed_share * planned_totals({}, context.job, context.nodes).cpu
+    if cpu >= request or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
+        return None
+    evidence = evidence | {"ps_count": now, "ps_cpu_request": request}
+    return _fewer_cores(
+        now,
+        request,
+        busiest,
+        cpu,
+        settings.trim_below,
+        settings.trim_to,
+        evidence,
+        threshold,
+        ", the rest for more workers, which the CPU limit keeps out",
+    )
+
+
+def _workers_held_by_the_limit(context) -> bool:
+    """Whether the job's CPU limit is what keeps one more worker (of today's size) out:
+    below its max_count, with less room under the limit than a worker's cores."""
+    limit = context.job.limits.cpu
+    workers = current_role(ROLE_WORKER, context.job, context.nodes)
+    maximum = context.job.bounds_of(ROLE_WORKER).max_count
+    if limit is None or not workers.cpu or (maximum is not None and workers.count >= maximum):
+        return False
+    return limit - planned_totals({}, context.job, context.nodes).cpu < workers.cpu
+
+
+def _fewer_cores(
+    now, request, busiest, cpu, below, target, evidence, threshold, why: str = ""
+) -> Proposal:
+    """Each of ``now`` PS from ``request`` to ``cpu`` cores, the busiest at ``target``:
+    a shrink's or a trim's plan, judged alike (``SHRUNK_FROM``)."""
     uses = "the PS uses" if now == 1 else f"the busiest of {now} PS uses"
     return Proposal(
         roles={ROLE_PS: RoleSpec(cpu=cpu)},
@@ -1272,9 +1372,9 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
             reason(
                 NAME,
                 f"{uses} {busiest:.2f} of its {request:g} cores "
-                f"({evidence['ps_tier_utilization']:.0%}, below {settings.shrink_below:.0%}): "
+                f"({evidence['ps_tier_utilization']:.0%}, below {below:.0%}): "
                 f"{cpu:g} cores run it at {busiest / cpu:.0%} (target "
-                f"{settings.target_utilization:.0%}), PS CPU {request:g} -> {cpu:g}",
+                f"{target:.0%}), PS CPU {request:g} -> {cpu:g}{why}",
                 evidence | {"new_cpu": cpu, SHRUNK_FROM: {"count": now, "cpu": request}},
                 threshold,
             )

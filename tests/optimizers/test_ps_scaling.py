@@ -2,7 +2,7 @@
 
 import math
 
-from brain.domain import Limits, RoleSpec, Stage
+from brain.domain import Limits, RoleBounds, RoleSpec, Stage
 from brain.optimizing import NodeChange, Reason
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
 from tests.builders.views import context, job, node, plan, series, speeds
@@ -376,6 +376,70 @@ def test_over_provisioned_ps_whose_fewer_would_free_too_little_get_fewer_cores_e
     )
     fewer_ps = SHRINKING.model_copy(update={"min_freed_share": 0.15})
     assert propose(samples(ps=(1.0, 1.0), worker=3.2), settings=fewer_ps).roles["ps"].count == 1
+
+
+def test_a_tier_below_60_percent_under_a_full_limit_gives_its_spare_cores_to_the_workers():
+    # 2 PS of 4 cores using 2.0 and 2.4 (55 %: above the 40 % that would shrink, below the
+    # 60 % that trims), the workers at 3.2 of 4 (80 %: not waiting), the 24-core limit full
+    # (2 x 4 + 4 x 4): the busiest PS's 2.4 at 75 % is 3.2 cores, 2.4 / 3.2 = 75 % busy
+    # (<= 85 %), freeing 2 x 0.8 = 1.6 cores of the job's 24 (>= 5 %: 1.2)
+    points = samples(ps=(2.0, 2.4), worker=3.2)
+    full = Limits(cpu=24)
+    proposal = propose(points, limits=full)
+    assert proposal.roles == {"ps": RoleSpec(cpu=3.2)}
+    why = proposal.reasons[0]
+    assert why.message == (
+        "the busiest of 2 PS uses 2.40 of its 4 cores (55%, below 60%): 3.2 cores run it at "
+        "75% (target 75%), PS CPU 4 -> 3.2, the rest for more workers, which the CPU limit "
+        "keeps out"
+    )
+    assert why.evidence["shrunk_from"] == {"count": 2, "cpu": 4}
+
+    def trimmed(**kwargs) -> bool:
+        return any("shrunk_from" in r.evidence for r in propose(points, **kwargs).reasons)
+
+    # no limit, or one with room for a fifth worker of 4 cores (28 - 24): the spare cores
+    # have no worker to go to, and a trim relaunches every PS
+    assert not trimmed()
+    assert not trimmed(limits=Limits(cpu=28))
+    assert trimmed(limits=Limits(cpu=27.9))
+    # a count changed within trim_after_s (600 s): the load has not settled
+    assert not trimmed(
+        limits=full, plans=[plan(seconds_ago=599, roles={"worker": RoleSpec(count=4)})]
+    )
+    assert trimmed(limits=full, plans=[plan(seconds_ago=600, roles={"worker": RoleSpec(count=4)})])
+    # the job ran 6 workers within shrink_after_s (1200 s), cut to 4 since: their PS load
+    # may come back with them (a cluster shortage that ends). Counted from the count in
+    # force when the window opened: 6 set 1500 s ago, 4 set 700 s ago
+    cut = [
+        plan(seconds_ago=1500, roles={"worker": RoleSpec(count=6)}, plan_id=1),
+        plan(seconds_ago=700, roles={"worker": RoleSpec(count=4)}, plan_id=2),
+    ]
+    assert not trimmed(limits=full, plans=cut)
+    grown = [
+        plan(seconds_ago=1500, roles={"worker": RoleSpec(count=3)}, plan_id=1),
+        plan(seconds_ago=700, roles={"worker": RoleSpec(count=4)}, plan_id=2),
+    ]
+    assert trimmed(limits=full, plans=grown)
+    # below shrink_below (40 %) the tier waits shrink_after_s for fewer PS, not a trim
+    idle = samples(ps=(1.0, 1.2), worker=3.2)
+    settled = [plan(seconds_ago=700, roles={"worker": RoleSpec(count=4)})]
+    assert not any(
+        "shrunk_from" in r.evidence for r in propose(idle, limits=full, plans=settled).reasons
+    )
+    # trim_below 0 turns it off
+    assert not trimmed(limits=full, settings=PsScalingSettings(trim_below=0))
+    # workers at their max_count: no more of them to take the cores
+    at_most = context(
+        Stage.running,
+        job(roles=ROLES, limits=full, bounds={"worker": RoleBounds(max_count=4)}),
+        nodes=PS + WORKERS,
+        samples=points,
+        speed=STALLED,
+    )
+    assert not any(
+        "shrunk_from" in r.evidence for r in PsScalingOptimizer().propose(at_most, SETTINGS).reasons
+    )
 
 
 def test_added_ps_that_did_not_help_go_again_and_are_not_added_again():
