@@ -193,7 +193,8 @@ class PsScalingSettings(PsChangeSettings):
         600,
         ge=0,
         le=86400,
-        description="A tier is trimmed only when no applied plan changed a count for this "
+        description="A tier is trimmed, or an over-provisioned one given fewer cores for "
+        "each PS before shrink_after_s, only when no applied plan changed a count for this "
         "long (by default as long as worker_tuning's cooldown_s).",
     )
     max_busy: float = Field(
@@ -222,9 +223,11 @@ class PsScalingSettings(PsChangeSettings):
         1200,
         ge=0,
         le=86400,
-        description="The tier shrinks only when no applied plan changed a count (PS, "
+        description="The tier gets fewer PS only when no applied plan changed a count (PS, "
         "workers) for this long: the estimate's PS were sized for the workers still to come, "
-        "and a count reversed soon after is an oscillation.",
+        "and a count reversed soon after is an oscillation. From trim_after_s on, when the "
+        "job ran no more workers within this window than now, each PS gets fewer cores "
+        "instead (a size is undone more cheaply than a count).",
     )
     cpu_step: float = Field(
         0.1, ge=0.01, le=4.0, description="CPU granularity in cores of a shrunk PS."
@@ -289,8 +292,8 @@ class PsScalingOptimizer:
     them by ``min_gain`` (judged ``judge_after_s`` later) go again, and the tier does not grow
     past that count again (not PS added to make room for more workers, which were not to
     raise it); a tier below ``shrink_below`` with no count changed for
-    ``shrink_after_s`` gets fewer PS (when no fewer would do, or they free too little, fewer
-    cores each) for its load at
+    ``shrink_after_s`` (``trim_after_s``: fewer cores only) gets fewer PS (when no fewer
+    would do, or they free too little, fewer cores each) for its load at
     ``target_utilization``, the busiest at most ``max_busy``, when that frees
     ``min_freed_share`` of the job's cores. A tier between ``shrink_below`` and
     ``trim_below`` whose workers the CPU limit keeps from growing is trimmed: each PS gets
@@ -364,6 +367,14 @@ class PsScalingOptimizer:
                 context, settings.shrink_after_s
             ):
                 shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
+            elif (
+                tier_util < settings.shrink_below
+                and _counts_steady(context, settings.trim_after_s)
+                and not _workers_fewer_than_lately(context, settings.shrink_after_s)
+            ):
+                shrunk = _shrink(
+                    context, ps_nodes, recent, evidence, threshold, settings, cores_only=True
+                )
             elif (
                 settings.shrink_below <= tier_util < settings.trim_below
                 and _counts_steady(context, settings.trim_after_s)
@@ -1272,7 +1283,9 @@ def _ceiling(context) -> int | None:
     return min(_applied_evidence(context, TAKEN_BACK_TO), default=None)
 
 
-def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
+def _shrink(
+    context, ps_nodes, recent, evidence, threshold, settings, cores_only: bool = False
+) -> Proposal | None:
     """Fewer PS, or, when no fewer run the load at ``target_utilization`` (one PS, or an
     uneven or small tier) or fewer free less than ``min_freed_share``, fewer cores for
     each: today's load at ``target_utilization``,
@@ -1296,7 +1309,7 @@ def _shrink(context, ps_nodes, recent, evidence, threshold, settings) -> Proposa
     }
     job_cores = planned_totals({}, context.job, context.nodes).cpu
     least = settings.min_freed_share * job_cores
-    if now > 1:
+    if now > 1 and not cores_only:
         count = max(math.ceil(total * skew / (request * settings.target_utilization) - 1e-9), 1)
         # Fewer PS that free too few cores leave the cores of each to give back instead.
         if count < now and (now - count) * request >= least:

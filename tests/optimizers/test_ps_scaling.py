@@ -110,12 +110,17 @@ def test_one_more_ps_tells_whether_busy_looking_trainers_wait_on_the_exchange():
     # judged like any addition: the count and size before it
     assert (why.evidence["ps_count"], why.evidence["ps_cpu_before"]) == (2, 4)
     # once the job ran 2 and 4 PS beside the same trainers at the same speed, the curves
-    # agree a fifth gains nothing: no PS
+    # agree a fifth gains nothing: no PS (the tier, at 25 % 600 s after its count changed,
+    # gets fewer cores for each PS instead: 1.0 / 0.6 = 1.67 -> 1.7)
     plans, speed = _ps_count_changed(2, 4, 20.0, 20.0)
     four = [node(f"j-edljob-ps-{i}", "ps", cpu=4, memory_mib=8192, index=i) for i in range(4)]
     points = [s for n in four for s in series(n.name, cpu=[1.0] * 8)]
     points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
-    assert propose(points, speed=speed, plans=plans, nodes=four + WORKERS).is_empty
+    fewer_cores = propose(points, speed=speed, plans=plans, nodes=four + WORKERS)
+    assert fewer_cores.roles == {"ps": RoleSpec(cpu=1.7)}
+    # with shrinking off, nothing
+    off = PsScalingSettings(shrink_below=0)
+    assert propose(points, speed=speed, plans=plans, nodes=four + WORKERS, settings=off).is_empty
 
 
 def test_busy_looking_trainers_beside_many_ps_step_to_the_fewest_more_that_pay():
@@ -301,9 +306,15 @@ def test_an_over_provisioned_tier_gets_fewer_ps_with_memory_for_their_share():
     assert propose(tier(6000.0), settings=SHRINKING).roles == {
         "ps": RoleSpec(count=1, memory_mib=16384.0)
     }
-    # not within 1200 s of a count change (the estimate's PS, sized for workers to come)
+    # not within 1200 s of a count change (the estimate's PS, sized for workers to come):
+    # from 600 s on (trim_after_s), fewer cores for each PS instead, 0.6 / 0.6 = 1.0 (a
+    # count would be harder to reverse); not within 600 s
     recent = plan(seconds_ago=1199, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
-    assert not propose(tier(6000.0), plans=[recent], settings=SHRINKING).roles
+    assert propose(tier(6000.0), plans=[recent], settings=SHRINKING).roles == {
+        "ps": RoleSpec(cpu=1.0)
+    }
+    sooner = plan(seconds_ago=599, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
+    assert not propose(tier(6000.0), plans=[sooner], settings=SHRINKING).roles
     settled = plan(seconds_ago=1200, roles={"worker": RoleSpec(count=4)}, stage=Stage.estimate)
     assert propose(tier(6000.0), plans=[settled], settings=SHRINKING).roles
 
@@ -421,12 +432,13 @@ def test_a_tier_below_60_percent_under_a_full_limit_gives_its_spare_cores_to_the
         plan(seconds_ago=700, roles={"worker": RoleSpec(count=4)}, plan_id=2),
     ]
     assert trimmed(limits=full, plans=grown)
-    # below shrink_below (40 %) the tier waits shrink_after_s for fewer PS, not a trim
+    # below shrink_below (40 %) no trim: 700 s after a count change the shrink gives each
+    # PS fewer cores, the busiest at target_utilization (60 %): 1.2 / 0.6 = 2.0
     idle = samples(ps=(1.0, 1.2), worker=3.2)
     settled = [plan(seconds_ago=700, roles={"worker": RoleSpec(count=4)})]
-    assert not any(
-        "shrunk_from" in r.evidence for r in propose(idle, limits=full, plans=settled).reasons
-    )
+    shrunk = propose(idle, limits=full, plans=settled)
+    assert shrunk.roles == {"ps": RoleSpec(cpu=2.0)}
+    assert "(28%, below 40%): 2 cores run it at 60% (target 60%)" in shrunk.reasons[0].message
     # trim_below 0 turns it off
     assert not trimmed(limits=full, settings=PsScalingSettings(trim_below=0))
     # workers at their max_count: no more of them to take the cores
