@@ -362,27 +362,11 @@ class PsScalingOptimizer:
         if paused is not None:
             return paused
         if trainer_util > settings.worker_wait and not _shrink_undone(context):
-            shrunk = None
-            if tier_util < settings.shrink_below and _counts_steady(
-                context, settings.shrink_after_s
-            ):
-                shrunk = _shrink(context, ps_nodes, recent, evidence, threshold, settings)
-            elif (
-                tier_util < settings.shrink_below
-                and _counts_steady(context, settings.trim_after_s)
-                and not _workers_fewer_than_lately(context, settings.shrink_after_s)
-            ):
-                shrunk = _shrink(
-                    context, ps_nodes, recent, evidence, threshold, settings, cores_only=True
-                )
-            elif (
-                settings.shrink_below <= tier_util < settings.trim_below
-                and _counts_steady(context, settings.trim_after_s)
-                and not _workers_fewer_than_lately(context, settings.shrink_after_s)
-            ):
-                shrunk = _trim(context, ps_nodes, recent, evidence, threshold, settings)
-            if shrunk is not None:
-                return shrunk
+            smaller = _smaller_tier(
+                context, ps_nodes, recent, tier_util, evidence, threshold, settings
+            )
+            if smaller is not None:
+                return smaller
         # Trainers that keep their pace may still wait on the exchange; an over-provisioned
         # tier is the shrink's, a busy PS the rules below's.
         # The job's fit, worked out at most once this round (both rules below read it).
@@ -1283,6 +1267,27 @@ def _ceiling(context) -> int | None:
     return min(_applied_evidence(context, TAKEN_BACK_TO), default=None)
 
 
+def _smaller_tier(
+    context, ps_nodes, recent, tier_util, evidence, threshold, settings
+) -> Proposal | None:
+    """A shrink of a tier below ``shrink_below`` or a trim of one below ``trim_below``,
+    the trainers not waiting on it: fewer PS only when no count changed for
+    ``shrink_after_s``; fewer cores for each from ``trim_after_s`` on, when the job ran no
+    more workers within ``shrink_after_s`` than it runs now (their load comes back with
+    them). None when neither applies or frees enough."""
+    if tier_util >= max(settings.shrink_below, settings.trim_below):
+        return None
+    if tier_util < settings.shrink_below and _counts_steady(context, settings.shrink_after_s):
+        return _shrink(context, ps_nodes, recent, evidence, threshold, settings)
+    if not _counts_steady(context, settings.trim_after_s) or _workers_fewer_than_lately(
+        context, settings.shrink_after_s
+    ):
+        return None
+    if tier_util < settings.shrink_below:
+        return _shrink(context, ps_nodes, recent, evidence, threshold, settings, cores_only=True)
+    return _trim(context, ps_nodes, recent, evidence, threshold, settings)
+
+
 def _shrink(
     context, ps_nodes, recent, evidence, threshold, settings, cores_only: bool = False
 ) -> Proposal | None:
@@ -1368,7 +1373,8 @@ def _workers_held_by_the_limit(context) -> bool:
     limit = context.job.limits.cpu
     workers = current_role(ROLE_WORKER, context.job, context.nodes)
     maximum = context.job.bounds_of(ROLE_WORKER).max_count
-    if limit is None or not workers.cpu or (maximum is not None and workers.count >= maximum):
+    count = workers.count or 0
+    if limit is None or not workers.cpu or (maximum is not None and count >= maximum):
         return False
     return limit - planned_totals({}, context.job, context.nodes).cpu < workers.cpu
 
