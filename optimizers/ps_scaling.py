@@ -1322,18 +1322,17 @@ def _shrink(
                 context, ps_nodes, recent, role, count, total, skew, evidence, threshold, settings
             )
     # No fewer PS run the load at the target, or free enough: each PS gets fewer cores.
-    cpu = max(ceil_to(busiest / settings.target_utilization, settings.cpu_step), settings.cpu_step)
-    if cpu > 0.75 * request or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
-        return None
     return _fewer_cores(
-        now,
+        ps_nodes,
         request,
         busiest,
-        cpu,
+        least,
         settings.shrink_below,
         settings.target_utilization,
+        0.75 * request,
         evidence,
         threshold,
+        settings,
     )
 
 
@@ -1347,22 +1346,21 @@ def _trim(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal 
     request = _ps_request(context, ps_nodes)
     if any(n.cpu != request for n in ps_nodes) or not _workers_held_by_the_limit(context):
         return None
-    now = len(ps_nodes)
     busiest = max(_mean_use(ps_nodes, recent).values())
-    cpu = max(ceil_to(busiest / settings.trim_to, settings.cpu_step), settings.cpu_step)
     least = settings.min_freed_share * planned_totals({}, context.job, context.nodes).cpu
-    if cpu >= request or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
-        return None
-    evidence = evidence | {"ps_count": now, "ps_cpu_request": request}
+    evidence = evidence | {"ps_count": len(ps_nodes), "ps_cpu_request": request}
     return _fewer_cores(
-        now,
+        ps_nodes,
         request,
         busiest,
-        cpu,
+        least,
         settings.trim_below,
         settings.trim_to,
+        # Fewer cores than today's, however few.
+        request - 1e-9,
         evidence,
         threshold,
+        settings,
         ", the rest for more workers, which the CPU limit keeps out",
     )
 
@@ -1380,10 +1378,16 @@ def _workers_held_by_the_limit(context) -> bool:
 
 
 def _fewer_cores(
-    now, request, busiest, cpu, below, target, evidence, threshold, why: str = ""
-) -> Proposal:
-    """Each of ``now`` PS from ``request`` to ``cpu`` cores, the busiest at ``target``:
-    a shrink's or a trim's plan, judged alike (``SHRUNK_FROM``)."""
+    ps_nodes, request, busiest, least, below, target, most, evidence, threshold, settings, why=""
+) -> Proposal | None:
+    """Each PS from ``request`` to the busiest one's use at ``target`` (rounded up to
+    ``cpu_step``), when that is at most ``most``, keeps the busiest within ``max_busy``
+    and frees ``least`` cores; None otherwise. A shrink's or a trim's plan, judged alike
+    (``SHRUNK_FROM``)."""
+    now = len(ps_nodes)
+    cpu = max(ceil_to(busiest / target, settings.cpu_step), settings.cpu_step)
+    if cpu > most or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
+        return None
     uses = "the PS uses" if now == 1 else f"the busiest of {now} PS uses"
     return Proposal(
         roles={ROLE_PS: RoleSpec(cpu=cpu)},
