@@ -202,7 +202,8 @@ class OptimizerContext:
     the service's longer peak window (the running stage only). ``failed_nodes`` are the
     job's nodes reported ``failed`` or ``evicted``, which ``nodes`` leaves out: the
     guard counts them where the role's count still has room for them (the master may
-    bring one back at its own size).
+    bring one back at its own size). ``gone_nodes`` are its other nodes no longer running
+    (removed, migrated, finished): the sample window may still hold their samples.
     """
 
     stage: Stage
@@ -223,6 +224,7 @@ class OptimizerContext:
     cluster: ClusterView | None = None
     memory_peaks: Sequence[MemoryPeak] = ()
     failed_nodes: Sequence[NodeView] = ()
+    gone_nodes: Sequence[NodeView] = ()
 
     def memory_peak_of(self, node: str) -> MemoryPeak | None:
         return self._memory_peaks_by_node.get(node)

@@ -77,6 +77,11 @@ def build_context(
         failed_nodes=tuple(
             _node_view(n) for n in nodes if n.status in FAILED_NODE_STATUSES and n.name != node
         ),
+        gone_nodes=tuple(
+            _node_view(n)
+            for n in nodes
+            if not _live(n) and n.status not in FAILED_NODE_STATUSES and n.name != node
+        ),
         samples=tuple(
             _recent_node_samples(session, job, names, latest.node, settings.sample_window_s)
         ),

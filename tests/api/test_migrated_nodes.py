@@ -92,10 +92,13 @@ def test_a_learned_node_whose_samples_stopped_is_stopped_and_runs_again_when_hea
     assert nodes["j-edljob-ps-0"] == (4.0, "stopped")
     assert nodes["j-edljob-ps-1"] == (4.0, "running")
     assert _finished(client, "j-edljob-ps-0").startswith("2026-03-01T00:01:45")
-    # the optimizers' view of the job holds one running PS
+    # the optimizers' view of the job holds one running PS, and the stopped one among the
+    # gone nodes (the sample window still holds its samples)
     job = session.scalar(select(JobRow).where(JobRow.uid == "j"))
     context = build_context(session, job, Stage.running, settings)
     assert [n.name for n in context.nodes_of("ps")] == ["j-edljob-ps-1"]
+    assert [(n.name, n.role) for n in context.gone_nodes] == [("j-edljob-ps-0", "ps")]
+    assert not context.failed_nodes
     session.rollback()
     # a sample of ps-0 again: it runs again
     _push(client, node_point("j-edljob-ps-0", "2026-03-01T00:07:15Z", 3.0, 9000))
