@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 from functools import cached_property
 from statistics import median, pstdev
 from typing import ClassVar, NamedTuple
@@ -56,6 +57,20 @@ TRADE_UNDONE = "trade_undone"
 # Evidence key: PS added while the trainers kept their pace, to make room for more workers
 # (not to raise the speed at today's trainers).
 ROOM_FOR_WORKERS = "room_for_workers"
+# Evidence key: the PS tier's core-seconds per global step at its most efficient so far.
+# The sample window is short, and the light load before the estimate (one trainer) is
+# often the only time the PS ran below their knee; every round carries it on.
+LEAST_COST = "ps_cpu_per_step_least"
+# A least cost per step below this share of today's tells a tier past its knee (above,
+# it is the noise of a minimum over many samples).
+KNEE_COST_SHARE = 0.8
+# How long a least cost per step counts: a model's load per step may grow.
+KNEE_MEMORY_S = 1800.0
+# A cost per step this many times what it was half a configuration's time before: a
+# load that grows per step.
+COST_GROWTH = 1.05
+# Key of TRADED_FROM: the trade counted on the least cost per step (a knee).
+KNEE = "knee"
 # Every PS of a role gets the same size, the busiest one's: a trade whose PS would serve
 # on average less than 1 / this of the busiest one's load (a hot part that stays on one
 # PS) buys cores the other PS leave idle, which the workers need. hot_ps moves the hot PS
@@ -308,6 +323,23 @@ class PsScalingOptimizer:
     Settings: ClassVar[type[PsScalingSettings]] = PsScalingSettings
 
     def propose(self, context: OptimizerContext, settings: PsScalingSettings) -> Proposal:
+        proposal = self._round(context, settings)
+        least = _least_cost_per_step(context)
+        if least is None:
+            return proposal
+        # Every reason of this round carries the tier's least cost per step on.
+        carried = {
+            "ps_cpu_per_step": round(least.ps_cpu_per_step, 6),
+            "seen_at": least.seen_at.isoformat(),
+        }
+        proposal.reasons = [
+            replace(r, evidence=r.evidence | {LEAST_COST: carried}) if r.optimizer == NAME else r
+            for r in proposal.reasons
+        ]
+        return proposal
+
+    def _round(self, context: OptimizerContext, settings: PsScalingSettings) -> Proposal:
+        """The round's proposal, before it carries the least cost per step on."""
         ps_nodes = sorted(
             (n for n in context.nodes_of(ROLE_PS) if n.cpu > 0), key=lambda n: n.index
         )
@@ -1570,25 +1602,81 @@ def _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, setting
     return _trade(context, ps_nodes, recent, trainer_util, evidence | stall, settings)
 
 
-def _cost_per_step(context, ps_nodes, today: float) -> float:
-    """PS core-seconds per global step at the tier's most efficient: the median of the
-    four lowest ratios of the tier's CPU use to the speed at the same time in the sample
-    window (stalls left out), at most ``today``'s. A PS past its knee burns more cores
-    per step than one below it, which a split into smaller PS wins back."""
-    names = {n.name for n in ps_nodes}
+def _cost_ratios(context) -> list[tuple]:
+    """``(time, PS core-seconds per global step)`` over today's sample window, oldest
+    first: the tier's CPU use over the speed at the same time. A time is left out when the
+    speed stalled (below ``STALL_SHARE`` of its median at the same worker count) or a
+    node sampled then is unknown (the tier's use then is not all known). Removed PS count:
+    before a plan cut the tier they carried their part of it."""
+    known = (*context.nodes, *context.failed_nodes, *context.gone_nodes)
+    ps = {n.name for n in known if n.role == ROLE_PS}
+    names = {n.name for n in known}
     use: dict = {}
+    unknown: set = set()
     for s in context.samples:
-        if s.node in names:
+        if s.node not in names:
+            unknown.add(s.ts)
+        elif s.node in ps:
             use[s.ts] = use.get(s.ts, 0.0) + s.cpu
-    speeds = [s for s in context.speed if s.steps_per_sec > 0]
-    if not speeds:
-        return today
-    typical = median(s.steps_per_sec for s in speeds)
-    by_ts = {s.ts: s.steps_per_sec for s in speeds if s.steps_per_sec >= STALL_SHARE * typical}
-    ratios = sorted(cpu / by_ts[ts] for ts, cpu in use.items() if ts in by_ts)
-    if len(ratios) < 4:
-        return today
-    return min(median(ratios[:4]), today)
+    by_workers: dict[int, list[float]] = {}
+    for s in context.speed:
+        by_workers.setdefault(s.workers, []).append(s.steps_per_sec)
+    typical = {workers: median(speeds) for workers, speeds in by_workers.items()}
+    speed = {
+        s.ts: s.steps_per_sec
+        for s in context.speed
+        if s.steps_per_sec > 0 and s.steps_per_sec >= STALL_SHARE * typical[s.workers]
+    }
+    return sorted(
+        (ts, cpu / speed[ts]) for ts, cpu in use.items() if ts in speed and ts not in unknown
+    )
+
+
+class _Cost(NamedTuple):
+    """PS core-seconds per global step, and when the tier ran at it."""
+
+    ps_cpu_per_step: float
+    seen_at: datetime
+
+
+def _window_cost(context) -> _Cost | None:
+    """The tier's cost per step at its most efficient in today's sample window: the
+    median of the four lowest ratios (``_cost_ratios``), seen at the oldest of them."""
+    lowest = sorted(_cost_ratios(context), key=lambda point: point[1])[:4]
+    if len(lowest) < 4:
+        return None
+    return _Cost(median(cost for _, cost in lowest), min(ts for ts, _ in lowest))
+
+
+def _least_cost_per_step(context) -> _Cost | None:
+    """The tier's cost per step at its most efficient within ``KNEE_MEMORY_S``: the least
+    of today's window's (``_window_cost``) and what earlier rounds carried
+    (``LEAST_COST``). A PS past its knee burns more cores per step than one below it,
+    which a split into smaller PS wins back; a cost seen longer ago says little of
+    today's (a model's load per step grows)."""
+    found = [cost for cost in [_window_cost(context)] if cost is not None]
+    oldest = context.now - timedelta(seconds=KNEE_MEMORY_S)
+    for p in context.plans:
+        for r in p.reasons:
+            carried = r.evidence.get(LEAST_COST) if r.optimizer == NAME else None
+            if not isinstance(carried, dict):
+                continue
+            seen_at = datetime.fromisoformat(carried["seen_at"])
+            if seen_at >= oldest:
+                found.append(_Cost(carried["ps_cpu_per_step"], seen_at))
+    return min(found) if found else None
+
+
+def _cost_growing(context) -> bool:
+    """The tier's cost per step rose by ``COST_GROWTH`` from the first half of the time
+    since the newest applied plan to the second (at least four times in each): a load
+    that grows per step, not a knee, made it dearer than it once was."""
+    since = max((p.applied_at for p in context.plans if p.applied_at is not None), default=None)
+    costs = [cost for ts, cost in _cost_ratios(context) if since is None or ts >= since]
+    half = len(costs) // 2
+    if half < 4:
+        return False
+    return median(costs[-half:]) > COST_GROWTH * median(costs[:half])
 
 
 def _trade(
@@ -1600,16 +1688,18 @@ def _trade(
     The trainers at their full pace run ``speed / trainer utilization`` (linear in their
     count, which is no more than a sublinear curve promises for fewer); ``k`` PS of ``c``
     cores serve ``c x max_busy / (cost x share)`` steps/s, where cost is the tier's CPU per
-    step at its most efficient and share the busiest PS's part of the traffic (a hot shard
-    stays on its PS: ``hot + (1 - hot) / k``, the hot part read from today's loads). For
-    one or ``step`` more PS, the most workers that fit beside PS sized for their speed;
-    the best predicted speed is taken when it gains ``least`` (``trade_min_gain`` unless
-    given). No trade where
+    step at its most efficient in the window, or the least it ran at lately when that is
+    well below (a knee, ``_least_cost_per_step``), and share the busiest PS's part of the
+    traffic (a hot shard stays on its PS: ``hot + (1 - hot) / k``, the hot part read from
+    today's loads). For one or ``step`` more PS, the most workers that fit beside PS sized
+    for their speed; the best predicted speed is taken when it gains ``least``
+    (``trade_min_gain`` unless given, and for a tier past its knee). No trade where
     the PS, all of the busiest one's size, would on average serve less than two thirds of
     its load (``TRADE_MAX_SPREAD``)."""
     now = len(ps_nodes)
     ceiling = _ceiling(context)
-    if _trade_undone(context) or "steps_per_sec" not in evidence:
+    undone = _undone_trades(context)
+    if any(not before.get(KNEE) for before in undone) or "steps_per_sec" not in evidence:
         return None
     speed = evidence["steps_per_sec"]
     ps_role = current_role(ROLE_PS, context.job, context.nodes)
@@ -1623,7 +1713,23 @@ def _trade(
     hot = 0.0
     if now > 1 and total > 0:
         hot = max((busiest - (total - busiest) / (now - 1)) / total, 0.0)
-    cost = _cost_per_step(context, ps_nodes, total / speed)
+    # At the tier's most efficient in today's window, at most today's.
+    window = _window_cost(context)
+    cost = total / speed if window is None else min(window.ps_cpu_per_step, total / speed)
+    # PS past their knee: within the last half hour they served a step with much fewer
+    # cores, which smaller PS win back. Not where the cost per step rose while the
+    # configuration stayed (a load that grows per step), nor after such a trade did not
+    # pay, nor before the last change of the PS or the workers is judged.
+    cheapest = _least_cost_per_step(context)
+    settled = not _cost_growing(context) and not _change_unjudged(context, settings)
+    knee = (
+        settled
+        and cheapest is not None
+        and cheapest.ps_cpu_per_step < KNEE_COST_SHARE * cost
+        and not any(before.get(KNEE) for before in undone)
+    )
+    if knee:
+        cost = cheapest.ps_cpu_per_step
     pace = speed / max(trainer_util, 0.05) / (workers.count + chiefs)
     best = None
     for k in range(now + 1, now + settings.step + 1):
@@ -1643,6 +1749,10 @@ def _trade(
             if best is None or predicted > best[0] * 1.01:
                 best = (predicted, k, n, cpu, roles)
             break
+    if settled and cost < KNEE_COST_SHARE * total / speed:
+        # A tier past its knee wastes cores however busy the trainers look: their unused
+        # CPU is not all the trade is predicted from.
+        least = None
     # Named as the setting that set it, in the plan's thresholds.
     least_name = "trade_min_gain" if least is None else "paced_trade_min_gain"
     least = settings.trade_min_gain if least is None else least
@@ -1664,6 +1774,7 @@ def _trade(
             "ps_cpu": ps_role.cpu,
             "workers": workers.count,
             "worker_cpu": workers.cpu,
+            KNEE: knee,
         },
     }
     if unnamed:
@@ -1702,9 +1813,23 @@ def _trade(
     )
 
 
-def _trade_undone(context) -> bool:
-    """A trade of ps_scaling's was taken back: the job is not traded again."""
-    return any(True for _ in _applied_evidence(context, TRADE_UNDONE))
+def _change_unjudged(context, settings: PsScalingSettings) -> bool:
+    """A plan that set the PS or the worker role was applied less than ``judge_after_s``
+    ago: its verdict is still to come, which a trade on a cost seen before it would hide."""
+    return any(
+        p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and (ROLE_PS in p.roles or ROLE_WORKER in p.roles)
+        and (context.now - p.applied_at).total_seconds() < settings.judge_after_s
+        for p in context.plans
+    )
+
+
+def _undone_trades(context) -> list[dict]:
+    """What the job ran before each trade of ps_scaling's that was taken back. After one
+    that counted on the least cost per step (``KNEE``), trades count on the window's;
+    after any other, the job is not traded again."""
+    return list(_applied_evidence(context, TRADE_UNDONE))
 
 
 def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Proposal | None:

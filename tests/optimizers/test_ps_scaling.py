@@ -1,11 +1,13 @@
 """ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
 
 import math
+from datetime import timedelta
 
-from brain.domain import Limits, RoleBounds, RoleSpec, Stage
+from brain.domain import Limits, PlanStatus, RoleBounds, RoleSpec, Stage
 from brain.optimizing import NodeChange, Reason
+from brain.optimizing.context import NodeSample
 from optimizers.ps_scaling import PsScalingOptimizer, PsScalingSettings
-from tests.builders.views import context, job, node, plan, series, speeds
+from tests.builders.views import NOW, context, job, node, plan, series, speeds
 
 # tier >= 80 %, trainers <= 70 %, 8 samples, 6 speed samples stalled below +5 %, 60 % target
 SETTINGS = PsScalingSettings()
@@ -224,7 +226,15 @@ def test_a_rising_speed_is_not_a_stall():
     # 15, 15, 15 -> 18, 18, 18: +20 % >= 5 %
     proposal = propose(speed=speeds([(4, 15.0)] * 3 + [(4, 18.0)] * 3))
     assert proposal.is_empty
-    assert proposal.reasons[0].evidence == {"speed_change": 0.2}
+    # and the round carries the tier's least cost per step on: 7 cores / 18 steps/s
+    # (the four lowest ratios 7 / 18, 7 / 18, 7 / 18, 7 / 15), seen with the oldest
+    assert proposal.reasons[0].evidence == {
+        "speed_change": 0.2,
+        "ps_cpu_per_step_least": {
+            "ps_cpu_per_step": 0.388889,
+            "seen_at": (NOW - timedelta(seconds=300)).isoformat(),
+        },
+    }
 
 
 def test_no_ps_change_within_the_tier_cooldown():
@@ -954,6 +964,7 @@ def test_a_ps_that_cannot_grow_trades_workers_for_more_smaller_ps():
         "ps_cpu": 4,
         "workers": 4,
         "worker_cpu": 4,
+        "knee": False,
     }
     # a trade predicted to gain less than trade_min_gain is not made, nor is the guard
     # left to cut the workers
@@ -1130,3 +1141,191 @@ def test_a_ps_moved_to_more_cores_counts_at_its_size_against_the_limit():
     assert propose(points, nodes=moved + WORKERS, limits=Limits(cpu=29)).roles == {
         "ps": RoleSpec(count=3)
     }
+
+
+def _knee_context(plans=(), points=None, speed=STALLED, gone=()):
+    """One PS of 4 cores at 100 %, 4 workers of 4 at 50 %, speed 20.0, a full 20-core
+    limit (the trade test above), with the given plans, samples and removed nodes."""
+    lone = [node("j-edljob-ps-0", "ps", cpu=4, memory_mib=8192, index=0)]
+    if points is None:
+        points = series(lone[0].name, cpu=[4.0] * 8)
+        points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    roles = ROLES | {"ps": RoleSpec(count=1, cpu=4, memory_mib=8192)}
+    return context(
+        Stage.running,
+        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+        nodes=lone + WORKERS,
+        samples=points,
+        speed=speed,
+        plans=list(plans),
+        gone_nodes=list(gone),
+    )
+
+
+def _carried(cost: float, seconds_ago: float, plan_id: int = 1):
+    """A no-change round of ps_scaling's that carried a least cost seen ``seconds_ago``."""
+    seen = (NOW - timedelta(seconds=seconds_ago)).isoformat()
+    return plan(
+        status=PlanStatus.no_change,
+        seconds_ago=300,
+        plan_id=plan_id,
+        reasons=(
+            Reason(
+                "ps_scaling",
+                "not saturated",
+                {"ps_cpu_per_step_least": {"ps_cpu_per_step": cost, "seen_at": seen}},
+            ),
+        ),
+    )
+
+
+def _traded(ctx):
+    return PsScalingOptimizer().propose(ctx, SETTINGS)
+
+
+def test_a_tier_past_its_knee_trades_on_the_least_cost_per_step_it_ran_at():
+    # In today's window the PS burns 0.1995 core-s per step at its most efficient (the
+    # median of the four lowest ratios, (4 / 20.1 + 4 / 20.0) / 2). 20 minutes ago it
+    # ran at 0.1, below 0.8 x 0.1995 = 0.1596: past its knee, smaller PS serve a step
+    # with fewer cores. At 0.1, 2 PS for 4 workers at full pace (40 steps/s) need
+    # 0.1 x 40 x 0.5 / 0.85 = 2.35 -> 2.4 cores each, 4.8 + 16 > 20; for 3 workers
+    # 1.76 -> 1.8 each, 3.6 + 12 = 15.6 cores: 30 steps/s, +50 % (3 PS of 1.2 predict no
+    # more). On today's window it is 3.6 cores each.
+    proposal = _traded(_knee_context([_carried(0.1, 1200)]))
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+    message = proposal.reasons[0].message
+    assert "0.1000 PS core-s per step at the tier's most efficient" in message
+    assert "predicted 30.00 steps/s (+50%). PS 1 -> 2, 4 -> 1.8 cores each" in message
+    evidence = proposal.reasons[0].evidence
+    assert evidence["traded_from"]["knee"] is True
+    # the round carries the least cost on, with when the tier ran at it
+    seen = (NOW - timedelta(seconds=1200)).isoformat()
+    assert evidence["ps_cpu_per_step_least"] == {"ps_cpu_per_step": 0.1, "seen_at": seen}
+    # a least cost seen more than half an hour ago says nothing of today's
+    stale = _traded(_knee_context([_carried(0.1, 1801)]))
+    assert stale.roles == {"ps": RoleSpec(count=2, cpu=3.6)}
+    assert stale.reasons[0].evidence["traded_from"]["knee"] is False
+    # nor one only a little below the window's (0.16 >= 0.1596): the noise of a minimum
+    near = _traded(_knee_context([_carried(0.16, 600)]))
+    assert near.roles == {"ps": RoleSpec(count=2, cpu=3.6)}
+    # whatever the round proposes, it carries its least on: here today's window's, the
+    # PS at 1.0 core, (1 / 20.1 + 1 / 20.0) / 2 = 0.049876 core-s per step, seen from
+    # the oldest of the four lowest ratios (1 / 20.0, 5 minutes ago)
+    idle = series("j-edljob-ps-0", cpu=[1.0] * 8)
+    idle += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    calm = _traded(_knee_context([_carried(0.1, 1200)], points=idle))
+    assert calm.reasons[0].evidence["ps_cpu_per_step_least"] == {
+        "ps_cpu_per_step": 0.049876,
+        "seen_at": (NOW - timedelta(seconds=300)).isoformat(),
+    }
+
+
+def test_after_a_knee_trade_that_did_not_pay_trades_count_on_the_window():
+    def undone(knee: bool):
+        before = {"ps_count": 1, "ps_cpu": 4, "workers": 4, "worker_cpu": 4, "knee": knee}
+        return plan(
+            seconds_ago=2400,
+            plan_id=2,
+            roles={"ps": RoleSpec(count=1, cpu=4)},
+            reasons=(Reason("ps_scaling", "back", {"trade_undone": before}),),
+        )
+
+    assert _traded(_knee_context([undone(True), _carried(0.1, 1200, plan_id=3)])).roles == {
+        "ps": RoleSpec(count=2, cpu=3.6)
+    }
+    # after a trade on the window's cost that did not pay, no trade again
+    assert _traded(_knee_context([undone(False), _carried(0.1, 1200, plan_id=3)])).is_empty
+
+
+def test_a_knee_trade_waits_for_the_verdict_on_the_last_change_of_ps_or_workers():
+    # 599 s after a plan that set the PS (judge_after_s 600) a trade on a cost seen
+    # before it would hide whether that change paid: the trade counts on the window's
+    def estimated(seconds_ago):
+        return plan(
+            seconds_ago=seconds_ago,
+            plan_id=2,
+            roles={"ps": RoleSpec(count=1)},
+            stage=Stage.estimate,
+        )
+
+    early = _traded(_knee_context([_carried(0.1, 1200), estimated(599)]))
+    assert early.roles == {"ps": RoleSpec(count=2, cpu=3.6)}
+    later = _traded(_knee_context([_carried(0.1, 1200), estimated(600)]))
+    assert later.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+    # and so after a plan that set the workers: more workers the tier made room for
+    stepped = plan(seconds_ago=599, plan_id=2, roles={"worker": RoleSpec(count=4)})
+    assert _traded(_knee_context([_carried(0.1, 1200), stepped])).roles == {
+        "ps": RoleSpec(count=2, cpu=3.6)
+    }
+
+
+def test_a_removed_ps_counts_in_the_cost_per_step_the_tier_ran_at():
+    # 11 to 8 minutes ago one trainer ran 5 steps/s beside ps-0 and ps-1 (removed since)
+    # at 0.25 cores each: 0.5 / 5 = 0.1 core-s per step. Since, ps-0 alone at 4.0 cores
+    # for 4 trainers at 20.0: the trade on 0.1 of the test above, 2 PS of 1.8 cores.
+    ps1 = node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1)
+    points = series("j-edljob-ps-0", cpu=[0.25] * 4 + [4.0] * 8)
+    points += [
+        NodeSample(ps1.name, NOW - timedelta(seconds=60 * (11 - i)), 0.25, 1024.0) for i in range(4)
+    ]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    busy = (20.0, 20.0, 20.2, 19.8, 20.0, 20.1, 19.9, 20.0)
+    speed = speeds([(1, 5.0)] * 4 + [(4, v) for v in busy])
+    removed = _traded(_knee_context(points=points, speed=speed, gone=[ps1]))
+    assert removed.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+    # its role unknown, those times are left out (the tier's use then is not all known)
+    unknown = _traded(_knee_context(points=points, speed=speed))
+    assert unknown.roles == {"ps": RoleSpec(count=2, cpu=3.6)}
+
+
+def test_a_cost_per_step_that_grows_at_one_configuration_is_no_knee():
+    # Since the newest applied plan (8 minutes ago) the PS used 4.0 cores while the speed
+    # went 20.0 -> 18.0 at the same 4 trainers: 4 / 20 = 0.2 core-s per step in the first
+    # half, 4 / 18 = 0.2222 in the second, over 5 % more. A load that grows per step, not
+    # a knee: the 0.1 it ran at 20 minutes ago is not counted on. The window's 0.2 is:
+    # at 18.0 the 4 trainers' full pace is 18 / 0.5 / 4 = 9 steps/s each; 2 PS for 4
+    # need 0.2 x 36 x 0.5 / 0.85 = 4.24 -> 4.3 cores each, 8.6 + 16 > 20; for 3 they need
+    # 3.18 -> 3.2 each, 6.4 + 12 = 18.4: 27 steps/s, +50 %.
+    applied = plan(seconds_ago=480, plan_id=2)
+    growing = [(4, 20.0)] * 4 + [(4, 18.0)] * 4
+    proposal = _traded(
+        _knee_context([applied, _carried(0.1, 1200, plan_id=3)], speed=speeds(growing))
+    )
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=3.2)}
+    assert proposal.reasons[0].evidence["traded_from"]["knee"] is False
+    # steady at 20.0 over the same 8 samples, the knee trade of 1.8 cores each
+    steady = speeds([(4, 20.0)] * 8)
+    proposal = _traded(_knee_context([applied, _carried(0.1, 1200, plan_id=3)], speed=steady))
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+
+
+def test_a_tier_past_its_knee_is_traded_at_trade_min_gain_beside_paced_trainers():
+    # The paced trade above (2 PS at 3.6 and 3.4 of 4 cores, workers at 3.2 of 4, a
+    # 27.9-core limit) asked for 30 % is not made on the window's 0.34915 core-s per
+    # step. The tier ran at 0.2 ten minutes ago (below 0.8 x 0.34915): past its knee,
+    # the trade needs trade_min_gain (10 %) only. 3 PS of 0.2 x 25 x 0.3524 / 0.85 = 2.07
+    # -> 2.1 cores, 6.3 + 16 = 22.3 cores: 25 steps/s, +25 %.
+    paced = PsScalingSettings(paced_trade_min_gain=0.3)
+    points = samples(worker=3.2)
+    assert propose(points, limits=Limits(cpu=27.9), settings=paced).is_empty
+    proposal = propose(points, limits=Limits(cpu=27.9), settings=paced, plans=[_carried(0.2, 600)])
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=2.1)}
+    assert "predicted 25.00 steps/s (+25%). PS 2 -> 3, 4 -> 2.1 cores each" in (
+        proposal.reasons[0].message
+    )
+    assert proposal.reasons[0].threshold["trade_min_gain"] == 0.1
+    # A cost per step that rose at one configuration (the speed 20.0 -> 15.0 at the same
+    # PS use: 0.35 -> 0.4667 core-s per step) is a load that grows, not a knee: the
+    # window's 0.35 is below 0.8 x today's 0.4667, yet the trade (3 PS of 2.8 cores,
+    # predicted 18.75 steps/s, +25 %) still needs the 30 % asked beside paced trainers.
+    growing = speeds([(4, 20.0)] * 4 + [(4, 15.0)] * 4)
+    assert propose(
+        points, limits=Limits(cpu=27.9), settings=paced, plans=[_carried(0.2, 600)], speed=growing
+    ).is_empty
+    assert propose(
+        points,
+        limits=Limits(cpu=27.9),
+        settings=PsScalingSettings(paced_trade_min_gain=0.25),
+        plans=[_carried(0.2, 600)],
+        speed=growing,
+    ).roles == {"ps": RoleSpec(count=3, cpu=2.8)}
