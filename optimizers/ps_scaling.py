@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -324,7 +324,7 @@ class PsScalingOptimizer:
 
     def propose(self, context: OptimizerContext, settings: PsScalingSettings) -> Proposal:
         proposal = self._round(context, settings)
-        least = _least_cost_per_step(context)
+        least = _least_cost_per_step(context, _window_cost(_cost_ratios(context)))
         if least is None:
             return proposal
         # Every reason of this round carries the tier's least cost per step on.
@@ -1439,11 +1439,18 @@ def _fewer_cores(
 
 def _counts_steady(context, seconds: float) -> bool:
     """No applied plan changed a role's count within ``seconds``."""
-    return not any(
+    return not _applied_within(
+        context, seconds, lambda p: any(spec.count is not None for spec in p.roles.values())
+    )
+
+
+def _applied_within(context, seconds: float, changed: Callable[[PlanView], bool]) -> bool:
+    """An applied plan for which ``changed`` holds is younger than ``seconds``."""
+    return any(
         p.status == PlanStatus.applied
         and p.applied_at is not None
         and (context.now - p.applied_at).total_seconds() < seconds
-        and any(spec.count is not None for spec in p.roles.values())
+        and changed(p)
         for p in context.plans
     )
 
@@ -1639,22 +1646,22 @@ class _Cost(NamedTuple):
     seen_at: datetime
 
 
-def _window_cost(context) -> _Cost | None:
+def _window_cost(ratios: list[tuple]) -> _Cost | None:
     """The tier's cost per step at its most efficient in today's sample window: the
-    median of the four lowest ratios (``_cost_ratios``), seen at the oldest of them."""
-    lowest = sorted(_cost_ratios(context), key=lambda point: point[1])[:4]
+    median of the four lowest ``ratios`` (``_cost_ratios``), seen at the oldest of them."""
+    lowest = sorted(ratios, key=lambda point: point[1])[:4]
     if len(lowest) < 4:
         return None
     return _Cost(median(cost for _, cost in lowest), min(ts for ts, _ in lowest))
 
 
-def _least_cost_per_step(context) -> _Cost | None:
+def _least_cost_per_step(context, window: _Cost | None) -> _Cost | None:
     """The tier's cost per step at its most efficient within ``KNEE_MEMORY_S``: the least
-    of today's window's (``_window_cost``) and what earlier rounds carried
+    of today's ``window``'s (``_window_cost``) and what earlier rounds carried
     (``LEAST_COST``). A PS past its knee burns more cores per step than one below it,
     which a split into smaller PS wins back; a cost seen longer ago says little of
     today's (a model's load per step grows)."""
-    found = [cost for cost in [_window_cost(context)] if cost is not None]
+    found = [] if window is None else [window]
     oldest = context.now - timedelta(seconds=KNEE_MEMORY_S)
     for p in context.plans:
         for r in p.reasons:
@@ -1667,12 +1674,13 @@ def _least_cost_per_step(context) -> _Cost | None:
     return min(found) if found else None
 
 
-def _cost_growing(context) -> bool:
-    """The tier's cost per step rose by ``COST_GROWTH`` from the first half of the time
-    since the newest applied plan to the second (at least four times in each): a load
-    that grows per step, not a knee, made it dearer than it once was."""
+def _cost_growing(context, ratios: list[tuple]) -> bool:
+    """The tier's cost per step (``ratios``, ``_cost_ratios``) rose by ``COST_GROWTH``
+    from the first half of the time since the newest applied plan to the second (at least
+    four times in each): a load that grows per step, not a knee, made it dearer than it
+    once was."""
     since = max((p.applied_at for p in context.plans if p.applied_at is not None), default=None)
-    costs = [cost for ts, cost in _cost_ratios(context) if since is None or ts >= since]
+    costs = [cost for ts, cost in ratios if since is None or ts >= since]
     half = len(costs) // 2
     if half < 4:
         return False
@@ -1714,14 +1722,15 @@ def _trade(
     if now > 1 and total > 0:
         hot = max((busiest - (total - busiest) / (now - 1)) / total, 0.0)
     # At the tier's most efficient in today's window, at most today's.
-    window = _window_cost(context)
+    ratios = _cost_ratios(context)
+    window = _window_cost(ratios)
     cost = total / speed if window is None else min(window.ps_cpu_per_step, total / speed)
     # PS past their knee: within the last half hour they served a step with much fewer
     # cores, which smaller PS win back. Not where the cost per step rose while the
     # configuration stayed (a load that grows per step), nor after such a trade did not
     # pay, nor before the last change of the PS or the workers is judged.
-    cheapest = _least_cost_per_step(context)
-    settled = not _cost_growing(context) and not _change_unjudged(context, settings)
+    cheapest = _least_cost_per_step(context, window)
+    settled = not _cost_growing(context, ratios) and not _change_unjudged(context, settings)
     knee = (
         settled
         and cheapest is not None
@@ -1816,12 +1825,8 @@ def _trade(
 def _change_unjudged(context, settings: PsScalingSettings) -> bool:
     """A plan that set the PS or the worker role was applied less than ``judge_after_s``
     ago: its verdict is still to come, which a trade on a cost seen before it would hide."""
-    return any(
-        p.status == PlanStatus.applied
-        and p.applied_at is not None
-        and (ROLE_PS in p.roles or ROLE_WORKER in p.roles)
-        and (context.now - p.applied_at).total_seconds() < settings.judge_after_s
-        for p in context.plans
+    return _applied_within(
+        context, settings.judge_after_s, lambda p: ROLE_PS in p.roles or ROLE_WORKER in p.roles
     )
 
 
