@@ -13,9 +13,12 @@ from brain.optimizing.roles import EPSILON, SIZE_FIELDS
 
 
 def replacements(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
-    """The proposed same-size migrations an earlier step dropped, back in the plan."""
+    """The proposed same-size migrations an earlier step dropped, back in the plan; not
+    one an earlier step cut to fit the limits (the plan resized the node's role, so
+    keeping the node's size grows it past the role's): the node is migrated once, cut."""
     same_size = _same_size_migrations(view.proposed.migrate, view.nodes)
-    back = [c for c in view.proposed.migrate if c.name in same_size and c not in proposal.migrate]
+    kept = {c.name for c in proposal.migrate}
+    back = [c for c in view.proposed.migrate if c.name in same_size and c.name not in kept]
     if not back:
         return proposal, []
     return replace(proposal, migrate=[*proposal.migrate, *back]), []

@@ -1,3 +1,5 @@
+import pytest
+
 from brain.domain import Limits, Resources, RoleSpec
 from brain.optimizing import NodeChange, Proposal
 from brain.optimizing.bounds import enforce_bounds
@@ -152,3 +154,27 @@ def test_a_worker_count_cut_back_to_what_runs_is_no_change():
     assert bounded.reasons[-1].message == (
         "reduced workers from 3 to 2 to fit the job's limits (the count it runs now: no change)"
     )
+
+
+def test_a_ps_kept_at_its_own_size_beside_a_smaller_role_is_cut_once_to_fit():
+    # ps-0 runs at 5 cores (moved there), ps-1 at the role's 4; a plan gives 4 PS 1.2
+    # cores each and keeps ps-0 at its 5. Under 24.5 cores: 4 x 1.2 + 4 x 4 = 20.8 for
+    # the roles, so ps-0 gets 1.2 + 3.7 = 4.9; its asked 5, the same as it runs, is not
+    # added again (a node migrated twice, the last past the limit).
+    roles = {
+        "worker": RoleSpec(count=4, cpu=4, memory_mib=8192),
+        "ps": RoleSpec(count=2, cpu=4, memory_mib=8192),
+    }
+    nodes = [
+        node("ps-0", "ps", cpu=5, memory_mib=8192),
+        node("ps-1", "ps", cpu=4, memory_mib=8192, index=1),
+        *(node(f"worker-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(4)),
+    ]
+    proposal = Proposal(
+        roles={"ps": RoleSpec(count=4, cpu=1.2)},
+        migrate=[NodeChange(role="ps", name="ps-0", cpu=5, memory_mib=8192)],
+    )
+    bounded = enforce_bounds(proposal, job(roles=roles, limits=Limits(cpu=24.5)), nodes, NODE_MAX)
+    assert bounded.roles == {"ps": RoleSpec(count=4, cpu=1.2)}
+    [kept] = bounded.migrate
+    assert (kept.name, kept.cpu, kept.memory_mib) == ("ps-0", pytest.approx(4.9), 8192)
