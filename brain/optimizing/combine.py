@@ -14,9 +14,13 @@ def combine(proposals: list[tuple[str, Proposal]]) -> Proposal:
 
     Roles merge field by field, a later non-None value overriding an earlier one (the
     override is recorded as a guard reason); lists are concatenated, except that a node
-    migrated twice is migrated once with the larger of each size.
+    migrated twice is migrated once with the larger of each size. But for its CPU where
+    one of the proposals also sets the node's role count: that one sized the node for the
+    new count (a PS kept apart from the role beside more PS), while a move to more CPU
+    for today's count is stale once the new PS take load off every PS.
     """
     merged = Proposal()
+    counted: set[tuple[str, str | None]] = set()
     for name, proposal in proposals:
         for role, spec in proposal.roles.items():
             earlier = merged.roles.get(role)
@@ -28,7 +32,8 @@ def combine(proposals: list[tuple[str, Proposal]]) -> Proposal:
         merged.ps_hosts.extend(proposal.ps_hosts)
         merged.reasons.extend(proposal.reasons)
         for change in proposal.migrate:
-            _merge_migration(merged.migrate, change)
+            sets_count = proposal.roles.get(change.role, RoleSpec()).count is not None
+            _merge_migration(merged.migrate, change, sets_count, counted)
         if proposal.source_event_id is not None:
             merged.source_event_id = proposal.source_event_id
     return merged
@@ -50,15 +55,30 @@ def _overrides(role: str, earlier: RoleSpec, later: RoleSpec, optimizer: str) ->
     return reasons
 
 
-def _merge_migration(migrations: list[NodeChange], change: NodeChange) -> None:
+def _merge_migration(
+    migrations: list[NodeChange],
+    change: NodeChange,
+    sets_count: bool,
+    counted: set[tuple[str, str | None]],
+) -> None:
+    """Add ``change`` to ``migrations``; ``sets_count``: its proposal sets the node's role
+    count, and ``counted`` holds the nodes whose CPU such a proposal set."""
+    key = (change.role, change.name)
     for i, existing in enumerate(migrations):
-        if change.name is not None and (existing.role, existing.name) == (change.role, change.name):
+        if change.name is not None and (existing.role, existing.name) == key:
             larger = {
                 f: _max_or_none(getattr(existing, f), getattr(change, f)) for f in SIZE_FIELDS
             }
+            if sets_count and change.cpu is not None:
+                larger["cpu"] = change.cpu
+            elif key in counted:
+                larger["cpu"] = existing.cpu
             migrations[i] = replace(existing, **larger)
-            return
-    migrations.append(change)
+            break
+    else:
+        migrations.append(change)
+    if sets_count and change.cpu is not None:
+        counted.add(key)
 
 
 def _max_or_none(a: float | None, b: float | None) -> float | None:

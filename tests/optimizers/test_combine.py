@@ -39,3 +39,25 @@ def test_combine_merges_roles_fieldwise_and_keeps_the_larger_migration():
         "earlier": 5,
         "later": 7,
     }
+
+
+def test_a_migration_from_the_proposal_that_sets_the_role_count_sets_the_nodes_cpu():
+    # hot_ps moves ps-0 to 13.4 cores for today's 2 PS; ps_scaling goes to 4 PS and keeps
+    # ps-0 apart at 6 cores for its share of the 4. Its CPU holds, in either order; the
+    # memory is still the larger (a memory fix must hold).
+    hot = Proposal(migrate=[NodeChange(role="ps", name="ps-0", cpu=13.4, memory_mib=12000)])
+    scaling = Proposal(
+        roles={"ps": RoleSpec(count=4, cpu=2)},
+        migrate=[NodeChange(role="ps", name="ps-0", cpu=6, memory_mib=8192)],
+    )
+    expected = [NodeChange(role="ps", name="ps-0", cpu=6, memory_mib=12000)]
+    assert combine([("hot_ps", hot), ("ps_scaling", scaling)]).migrate == expected
+    assert combine([("ps_scaling", scaling), ("hot_ps", hot)]).migrate == expected
+    # a proposal that sets the role's size but not its count merges as before
+    resized = Proposal(
+        roles={"ps": RoleSpec(cpu=2)},
+        migrate=[NodeChange(role="ps", name="ps-0", cpu=6, memory_mib=8192)],
+    )
+    assert combine([("hot_ps", hot), ("other", resized)]).migrate == [
+        NodeChange(role="ps", name="ps-0", cpu=13.4, memory_mib=12000)
+    ]
