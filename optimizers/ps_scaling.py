@@ -16,6 +16,7 @@ from brain.domain import ROLE_CHIEF, ROLE_PS, ROLE_WORKER, PlanStatus, RoleSpec,
 from brain.optimizing import (
     Changes,
     ContextInput,
+    NodeChange,
     NodeView,
     OptimizerContext,
     PlanView,
@@ -71,10 +72,10 @@ KNEE_MEMORY_S = 1800.0
 COST_GROWTH = 1.05
 # Key of TRADED_FROM: the trade counted on the least cost per step (a knee).
 KNEE = "knee"
-# Every PS of a role gets the same size, the busiest one's: a trade whose PS would serve
-# on average less than 1 / this of the busiest one's load (a hot part that stays on one
-# PS) buys cores the other PS leave idle, which the workers need. hot_ps moves the hot PS
-# alone instead.
+# A trade's PS all get the role's size where the busiest one would serve no more than
+# this times their average load. Past it (a hot part that stays on one PS), the role's
+# size is the other PS's and the busiest keeps a size of its own: all of its size would
+# buy cores the other PS leave idle, which the workers need.
 TRADE_MAX_SPREAD = 1.5
 
 
@@ -317,7 +318,7 @@ class PsScalingOptimizer:
 
     name: ClassVar[str] = NAME
     stages: ClassVar[frozenset[Stage]] = frozenset({Stage.running})
-    changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_PS}))
+    changes: ClassVar[Changes] = Changes(groups=frozenset({ROLE_PS}), nodes=frozenset({ROLE_PS}))
     reads: ClassVar[frozenset[ContextInput]] = frozenset()
     default_order: ClassVar[dict[Stage, int]] = {Stage.running: 20}
     Settings: ClassVar[type[PsScalingSettings]] = PsScalingSettings
@@ -748,10 +749,11 @@ def _network_bound(
         """The busiest PS's CPU use over ``count`` PS at the speed predicted there."""
         return total * skew * gain(count) / count
 
-    def roles_at(count: int, cpu: float) -> dict[str, RoleSpec] | None:
-        """The PS role at ``count`` PS of ``cpu`` cores, None when over the limits."""
+    def roles_at(count: int, cpu: float, moved_cpu: float = 0.0) -> dict[str, RoleSpec] | None:
+        """The PS role at ``count`` PS of ``cpu`` cores, None when over the limits (with a
+        PS moved to ``moved_cpu`` more)."""
         roles = {ROLE_PS: _resized(context, ps_nodes, count, None if cpu == request else cpu)}
-        return None if _over_limits(context, roles) else roles
+        return None if _over_limits(context, roles, moved_cpu) else roles
 
     def split(count: int) -> float:
         """Each PS's cores when the tier's cores now (or the room the CPU limit leaves
@@ -766,14 +768,31 @@ def _network_bound(
     # told from the noise (the fit's least hopeful curve can reach the least gain only
     # further up).
     counts = [k for k in range(wanted, now, -1) if gain(k) - 1 >= settings.network_min_gain]
+    hot_node = max(ps_nodes, key=lambda n: used[n.name])
+    hot = _hot_share(used, hot_node.name, None)
+
+    def sized(load: float) -> float:
+        cpu = ceil_to(load / settings.target_utilization, settings.cpu_step)
+        return min(max(cpu, 0.1), request)
+
     # Trainers that keep their pace get no fewer cores for more PS: these split today's.
+    # Past TRADE_MAX_SPREAD, the role gets the other PS's share and the busiest keeps its
+    # cores of today, as in a trade (its use may be its knee's: no share of the tier's
+    # use tells what it needs).
+    hot_cpu = None
     for count in counts if busy_wait is None else ():
-        cpu = ceil_to(load(count) / settings.target_utilization, settings.cpu_step)
-        cpu = min(max(cpu, 0.1), request)
-        roles = roles_at(count, cpu)
+        busiest_share = hot + (1 - hot) / count
+        if count * busiest_share > TRADE_MAX_SPREAD:
+            cpu = sized(total * (1 - hot) / count * gain(count))
+            hot_cpu = max(cpu, hot_node.cpu)
+            roles = roles_at(count, cpu, hot_cpu - cpu)
+        else:
+            cpu, hot_cpu = sized(load(count)), None
+            roles = roles_at(count, cpu)
         if roles is not None:
             break
     else:
+        hot_cpu = None
         # Sized for the target, no count fits beside the trainers: the cores the limit
         # leaves the tier split over more PS, the busiest within max_busy (more PS shorten
         # the exchange whatever their size).
@@ -802,8 +821,16 @@ def _network_bound(
     sizes = f"PS {now} -> {count}" + (
         f", {request:g} -> {cpu:g} cores each" if cpu != request else ""
     )
+    migrate = []
+    if hot_cpu is not None and hot_cpu > cpu:
+        migrate = _own_size(roles, hot_node, hot_cpu)
+        evidence["hot_ps"] = {"node": hot_node.name, "cpu": hot_cpu}
+        sizes += (
+            f"; {hot_node.name}, the busiest ({hot:.0%} of the load stays on it), {hot_cpu:g} cores"
+        )
     return Proposal(
         roles=roles,
+        migrate=migrate,
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -1150,8 +1177,10 @@ def _did_not_help(context, ps_nodes, settings) -> Proposal | None:
     back = f"PS {len(ps_nodes)} -> {before}" + (
         "" if cpu_before is None else f", {cpu_before:g} cores each as before"
     )
+    roles = {ROLE_PS: _resized(context, ps_nodes, before, cpu_before)}
     return Proposal(
-        roles={ROLE_PS: _resized(context, ps_nodes, before, cpu_before)},
+        roles=roles,
+        migrate=_kept_above(context, ps_nodes, roles),
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -1699,11 +1728,13 @@ def _trade(
     step at its most efficient in the window, or the least it ran at lately when that is
     well below (a knee, ``_least_cost_per_step``), and share the busiest PS's part of the
     traffic (a hot shard stays on its PS: ``hot + (1 - hot) / k``, the hot part read from
-    today's loads). For one or ``step`` more PS, the most workers that fit beside PS sized
-    for their speed; the best predicted speed is taken when it gains ``least``
-    (``trade_min_gain`` unless given, and for a tier past its knee). No trade where
-    the PS, all of the busiest one's size, would on average serve less than two thirds of
-    its load (``TRADE_MAX_SPREAD``)."""
+    today's loads, ``_hot_share``). For one or ``step`` more PS, the most workers that fit
+    beside PS sized for their speed; the best predicted speed is taken when it gains
+    ``least`` (``trade_min_gain`` unless given, and for a tier past its knee). Where the
+    busiest PS would serve more than ``TRADE_MAX_SPREAD`` x the average load, the role is
+    sized for the other PS and the busiest keeps its cores of today, counted on for no
+    more than it serves today (its cost per step may be its knee's); only once hot_ps
+    moved it to a size of its own (before, moving it is hot_ps's)."""
     now = len(ps_nodes)
     ceiling = _ceiling(context)
     undone = _undone_trades(context)
@@ -1717,10 +1748,7 @@ def _trade(
         return None
     used = _mean_use(ps_nodes, recent)
     total = sum(used.values())
-    busiest = max(used.values())
-    hot = 0.0
-    if now > 1 and total > 0:
-        hot = max((busiest - (total - busiest) / (now - 1)) / total, 0.0)
+    hot_node = max(ps_nodes, key=lambda n: used[n.name])
     # At the tier's most efficient in today's window, at most today's.
     ratios = _cost_ratios(context)
     window = _window_cost(ratios)
@@ -1739,24 +1767,44 @@ def _trade(
     )
     if knee:
         cost = cheapest.ps_cpu_per_step
+    hot = _hot_share(used, hot_node.name, cost * speed)
     pace = speed / max(trainer_util, 0.05) / (workers.count + chiefs)
+    # Today the busiest PS serves this part of the traffic.
+    busiest_share = hot + (1 - hot) / now
+
+    def size(load_share: float, wanted: float) -> float:
+        cpu = ceil_to(cost * wanted * load_share / settings.max_busy, settings.cpu_step)
+        return min(max(cpu, settings.cpu_step), context.node_max.cpu)
+
     best = None
     for k in range(now + 1, now + settings.step + 1):
         if ceiling is not None and k > ceiling:
             break
         share = hot + (1 - hot) / k
-        if k * share > TRADE_MAX_SPREAD:
+        # Past TRADE_MAX_SPREAD the busiest PS keeps its cores of today, and serves at
+        # most what it serves today, over its smaller part of the traffic: its cost per
+        # step may be its knee's, dearer than the tier's at its most efficient, and a
+        # plan that adds PS moves none to more cores (moving it is hot_ps's).
+        apart = k * share > TRADE_MAX_SPREAD
+        if apart and hot_node.cpu <= (ps_role.cpu or 0.0) + 1e-9:
+            # Not moved to a size of its own yet: hot_ps moves it first.
             continue
-        for n in range(workers.count, 0, -1):
+        cool = (1 - hot) / k if apart else share
+        # The guard fits the workers to the role sizes, not to a PS kept apart: such a
+        # trade keeps the workers it has.
+        for n in range(workers.count, workers.count - 1 if apart else 0, -1):
             wanted = pace * (n + chiefs)
-            cpu = ceil_to(cost * wanted * share / settings.max_busy, settings.cpu_step)
-            cpu = min(max(cpu, settings.cpu_step), context.node_max.cpu)
-            predicted = min(wanted, cpu * settings.max_busy / (cost * share))
+            cpu = size(cool, wanted)
+            hot_cpu = max(cpu, hot_node.cpu) if apart else cpu
+            busiest_serves = (
+                speed * busiest_share / share if apart else cpu * settings.max_busy / (cost * share)
+            )
+            predicted = min(wanted, cpu * settings.max_busy / (cost * cool), busiest_serves)
             roles = {ROLE_PS: _resized(context, ps_nodes, k, cpu)}
-            if _over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}):
+            if _over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}, hot_cpu - cpu):
                 continue
             if best is None or predicted > best[0] * 1.01:
-                best = (predicted, k, n, cpu, roles)
+                best = (predicted, k, n, cpu, hot_cpu if apart else None, roles)
             break
     if settled and cost < KNEE_COST_SHARE * total / speed:
         # A tier past its knee wastes cores however busy the trainers look: their unused
@@ -1767,7 +1815,7 @@ def _trade(
     least = settings.trade_min_gain if least is None else least
     if best is None or best[0] / speed - 1 < least:
         return None
-    predicted, k, n, cpu, roles = best
+    predicted, k, n, cpu, hot_cpu, roles = best
     if n < workers.count and _workers_grown_recently(context, settings.reverse_after_s):
         # The guard would cut workers a plan added within reverse_after_s: an oscillation.
         return None
@@ -1796,8 +1844,20 @@ def _trade(
         if n == workers.count
         else f"; the guard fits the workers to the limits beside them: {workers.count} -> {n}"
     )
+    share = hot + (1 - hot) / k
+    migrate, own, kept = [], "", ""
+    if hot_cpu is not None:
+        migrate = _own_size(roles, hot_node, hot_cpu) if hot_cpu > cpu else []
+        evidence["hot_ps"] = {"node": hot_node.name, "cpu": hot_cpu}
+        own = (
+            f"; {hot_node.name}, the busiest, keeps its {hot_cpu:g} cores, as busy as today "
+            f"over {share:.0%} of the traffic instead of {busiest_share:.0%}: at most "
+            f"{speed * busiest_share / share:.2f} steps/s"
+        )
+        kept = f", {hot_node.name} {hot_cpu:g}"
     return Proposal(
         roles=roles,
+        migrate=migrate,
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -1807,9 +1867,9 @@ def _trade(
                 f"{n + chiefs} trainers run {pace * (n + chiefs):.2f} steps/s, and {k} PS of "
                 f"{cpu:g} cores serve it at most {settings.max_busy:.0%} busy ({cost:.4f} "
                 f"PS core-s per step at the tier's most efficient, the busiest PS "
-                f"{hot + (1 - hot) / k:.0%} of the traffic): predicted {predicted:.2f} "
-                f"steps/s ({predicted / speed - 1:+.0%}). PS {now} -> {k}, "
-                f"{ps_role.cpu:g} -> {cpu:g} cores each{fewer}",
+                f"{share:.0%} of the traffic{own}): predicted {predicted:.2f} steps/s "
+                f"({predicted / speed - 1:+.0%}). PS {now} -> {k}, {ps_role.cpu:g} -> "
+                f"{cpu:g} cores each{kept}{fewer}",
                 evidence,
                 {
                     least_name: least,
@@ -1820,6 +1880,50 @@ def _trade(
             )
         ],
     )
+
+
+def _kept_above(context, ps_nodes: list[NodeView], roles: dict[str, RoleSpec]) -> list[NodeChange]:
+    """The PS that stay and run above both the role's CPU and its new CPU in ``roles``
+    (the busiest, moved to a size of its own), kept at it: a new role size relaunches
+    every PS at it, and a take-back returns to what ran before, that PS's size with it.
+    A failed PS counts (it comes back at the role's size too). None where the role's CPU
+    stays (no PS is relaunched)."""
+    spec = roles[ROLE_PS]
+    role = current_role(ROLE_PS, context.job, context.nodes)
+    if spec.cpu is None or spec.cpu == role.cpu:
+        return []
+    failed = [n for n in context.failed_nodes if n.role == ROLE_PS]
+    return [
+        change
+        for n in sorted([*ps_nodes, *failed], key=lambda n: n.index)
+        if n.index < (spec.count or 0) and n.cpu > max(spec.cpu, role.cpu or 0.0) + 1e-9
+        for change in _own_size(roles, n, n.cpu)
+    ]
+
+
+def _own_size(roles: dict[str, RoleSpec], node: NodeView, cpu: float) -> list[NodeChange]:
+    """The busiest PS moved to ``cpu`` cores of its own beside the PS role of ``roles``
+    (sized for the others), with the most memory of its own and the role's: a master
+    relaunches it at exactly both, so both are filled."""
+    memory = max(node.memory_mib, roles[ROLE_PS].memory_mib or 0.0)
+    return [NodeChange(ROLE_PS, node.name, cpu=cpu, memory_mib=memory)]
+
+
+def _hot_share(used: dict[str, float], busiest: str, traffic_cpu: float | None) -> float:
+    """The busiest PS's part of the traffic beyond an even split (a hot part that stays on
+    it), from the PS's CPU ``used``. ``traffic_cpu``, the cores the tier uses for today's
+    speed at its most efficient (its least cost per step x the speed), bounds it when
+    given: a PS past its knee burns more cores for its traffic than the others, so its
+    use overstates its part, while the others' tell theirs where they are below it (where
+    they use more than their even part of ``traffic_cpu``, they are past it too, and tell
+    nothing). At today's cost per step the bound is the use's own reading."""
+    count, total = len(used), sum(used.values())
+    if count < 2 or total <= 0:
+        return 0.0
+    others = (total - used[busiest]) / (count - 1)
+    hot = max((used[busiest] - others) / total, 0.0)
+    below_knee = 1 - count * others / traffic_cpu if traffic_cpu else 0.0
+    return min(hot, below_knee) if below_knee > 0 else hot
 
 
 def _change_unjudged(context, settings: PsScalingSettings) -> bool:
@@ -1868,8 +1972,10 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     hosts, evidence = _take_back(
         context, ps_nodes, count, {TRADE_UNDONE: before}, after, previous, settings
     )
+    roles = {ROLE_PS: _resized(context, ps_nodes, count, cpu)}
     return Proposal(
-        roles={ROLE_PS: _resized(context, ps_nodes, count, cpu)},
+        roles=roles,
+        migrate=_kept_above(context, ps_nodes, roles),
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -1934,13 +2040,21 @@ def _right_size(context, ps_nodes, trainers, recent, settings) -> Proposal | Non
     )
 
 
-def _over_limits(context, roles: dict[str, RoleSpec]) -> dict[str, tuple[float, float]]:
+def _over_limits(
+    context, roles: dict[str, RoleSpec], moved_cpu: float = 0.0
+) -> dict[str, tuple[float, float]]:
     """``over_limits``, with each PS moved to more cores than the role's (hot_ps) counted
     at its own size where ``roles`` keep the PS size (a new one relaunches them all at
-    it): the guard counts them so, and cuts workers for what the role's size hides."""
+    it): the guard counts them so, and cuts workers for what the role's size hides. A
+    plan that also moves a PS to ``moved_cpu`` cores more than ``roles`` give it counts
+    them too."""
     exceeded = dict(over_limits(context, roles))
     limit = context.job.limits.cpu
     ps = roles.get(ROLE_PS, RoleSpec())
+    if limit is not None and "cpu" not in exceeded and moved_cpu > 0:
+        planned = role_totals(effective_roles(roles, context.job, context.nodes)).cpu
+        if planned + moved_cpu > limit + 1e-9:
+            exceeded["cpu"] = (planned + moved_cpu, limit)
     if limit is None or "cpu" in exceeded or ps.cpu is not None:
         return exceeded
     role = current_role(ROLE_PS, context.job, context.nodes)

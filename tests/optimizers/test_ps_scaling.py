@@ -1,6 +1,7 @@
 """ps_scaling: more PS while training runs when the PS tier as a whole is saturated."""
 
 import math
+from dataclasses import replace
 from datetime import timedelta
 
 from brain.domain import Limits, PlanStatus, RoleBounds, RoleSpec, Stage
@@ -617,10 +618,17 @@ def test_idle_trainers_beside_a_busy_ps_are_hot_ps_business():
 def test_a_busy_ps_beside_busy_others_does_not_stop_the_network_path():
     # ps-0 at 3.6 of 4 (90 %), ps-1 at 2.6 (65 %): 0.9 < 1.5 x 0.65, so hot_ps moves
     # nothing ("more PS would help"); the trainers at 25 % wait: more PS. Tier 77.5 %,
-    # share 0.25: 8 PS as in the idle case, each for 6.2 x 1.161 (skew 3.6 / 3.1) x
-    # 2.286 / 8 / 0.6 = 3.43 -> 3.5 cores
+    # share 0.25: 8 PS as in the idle case, x 2.286. ps-0 carries (3.6 - 2.6) / 6.2 =
+    # 16.1 % of the load alone, so over 8 PS it would serve 0.161 + 0.839 / 8 = 26.6 %,
+    # 2.13 x the average (past TRADE_MAX_SPREAD): the role is sized for the others,
+    # 6.2 x 0.839 / 8 x 2.286 / 0.6 = 2.48 -> 2.5 cores, and ps-0 keeps its 4 of today.
     proposal = propose(samples(ps=(3.6, 2.6), worker=1.0))
-    assert proposal.roles == {"ps": RoleSpec(count=8, cpu=3.5)}
+    assert proposal.roles == {"ps": RoleSpec(count=8, cpu=2.5)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=4.0, memory_mib=8192)]
+    assert "j-edljob-ps-0, the busiest (16% of the load stays on it), 4 cores" in (
+        proposal.reasons[0].message
+    )
+    assert proposal.reasons[0].evidence["hot_ps"] == {"node": "j-edljob-ps-0", "cpu": 4.0}
 
 
 def test_no_ps_change_while_the_speed_stalls():
@@ -1329,3 +1337,157 @@ def test_a_tier_past_its_knee_is_traded_at_trade_min_gain_beside_paced_trainers(
         plans=[_carried(0.2, 600)],
         speed=growing,
     ).roles == {"ps": RoleSpec(count=3, cpu=2.8)}
+
+
+STEADY = speeds([(4, 20.0)] * 6)
+
+
+def test_a_trade_keeps_a_hot_ps_at_its_own_size_and_sizes_the_role_for_the_others():
+    # ps-0, moved to 5 cores (the role's 4) and still at 100 %, ps-1 at 1.0 of 4; 4
+    # workers of 4 at 2.0 (50 %) at 20.0 steps/s; the 25-core limit is full: a trade.
+    # 0.3 PS core-s per step; ps-0 carries (5.0 - 1.0) / 6.0 = 66.7 % of the traffic
+    # alone, so it serves 0.667 + 0.333 / 2 = 83.3 % today; full pace is 10 steps/s a
+    # trainer. Over 3 PS it would serve 77.8 %, over 4 75 %, more than 1.5 x the
+    # average: the role is sized for the others and ps-0 keeps its 5 cores, serving at
+    # most what it serves today, 20 x 0.833 / 0.75 = 22.22 steps/s over 4 PS (21.43,
+    # +7 %, over 3). The 4 workers keep their cores (the guard would fit them to the
+    # role sizes, not to ps-0's own): 4 PS of 0.3 x 40 x 0.0833 / 0.85 = 1.18 -> 1.2
+    # cores, 3 x 1.2 + 5 + 16 = 24.6 cores: +11 %. All at ps-0's size, 4 PS would take
+    # 20 cores; on the tier's cost alone ps-0, maybe past its knee, would be counted on
+    # for 40 steps/s.
+    moved = [
+        node("j-edljob-ps-0", "ps", cpu=5, memory_mib=8192, index=0),
+        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
+    ]
+    points = series(moved[0].name, cpu=[5.0] * 8) + series(moved[1].name, cpu=[1.0] * 8)
+    points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+
+    def trade(limit):
+        return propose(points, speed=STEADY, nodes=moved + WORKERS, limits=Limits(cpu=limit))
+
+    proposal = trade(25)
+    assert proposal.roles == {"ps": RoleSpec(count=4, cpu=1.2)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=5, memory_mib=8192)]
+    assert proposal.reasons[0].message.endswith(
+        "j-edljob-ps-0, the busiest, keeps its 5 cores, as busy as today over 75% of the "
+        "traffic instead of 83%: at most 22.22 steps/s): predicted 22.22 steps/s (+11%). "
+        "PS 2 -> 4, 4 -> 1.2 cores each, j-edljob-ps-0 5"
+    )
+    evidence = proposal.reasons[0].evidence
+    assert evidence["hot_share"] == 0.667
+    assert evidence["hot_ps"] == {"node": "j-edljob-ps-0", "cpu": 5}
+    # Under 24.5 cores the 4 PS would need a worker fewer: no trade
+    assert trade(24.5).is_empty
+    # Not moved yet (at the role's 4 cores), a hot PS is hot_ps's to move first: no trade
+    # sized apart (and all at its size, none fits)
+    at_role = propose(
+        samples(ps=(4.0, 2.4)), speed=STEADY, limits=Limits(cpu=24), nodes=PS + WORKERS
+    )
+    assert at_role.is_empty
+
+
+def test_a_hot_ps_past_its_knee_is_read_from_the_others_use():
+    # ps-0 at 4.0 of 4, ps-1 at 1.6; 0.28 PS core-s per step today, but the tier ran at
+    # 0.2 ten minutes ago (a knee). ps-0's use says it carries (4.0 - 1.6) / 5.6 = 43 %
+    # of the traffic alone; the traffic at 0.2 is 4.0 cores, of which ps-1 serves 1.6:
+    # its even part is 40 %, so ps-0 carries 1 - 2 x 0.4 = 20 % alone. 3 PS: ps-0
+    # serves 0.2 + 0.8 / 3 = 46.7 %, 1.4 x the average: one size, for 3 workers 0.2 x 30
+    # x 0.4667 / 0.85 = 3.29 -> 3.3 cores (21.9 cores), 30 steps/s (+50 %). On the 43 %
+    # the 3 PS would be sized apart and ps-0, at most its 4 cores, would serve 27.46.
+    knee = propose(
+        samples(ps=(4.0, 1.6)), speed=STEADY, limits=Limits(cpu=24), plans=[_carried(0.2, 600)]
+    )
+    assert knee.roles == {"ps": RoleSpec(count=3, cpu=3.3)}
+    assert knee.migrate == []
+    assert knee.reasons[0].evidence["hot_share"] == 0.2
+    assert "predicted 30.00 steps/s (+50%)" in knee.reasons[0].message
+    # Where the others use more than their even part of the traffic at the least cost
+    # (ps-1 at 2.4 of 4.0 x 0.5), they are past the knee too and tell nothing: ps-0's
+    # part is read from the use, (4.0 - 2.4) / 6.4 = 25 %.
+    both = propose(
+        samples(ps=(4.0, 2.4)), speed=STEADY, limits=Limits(cpu=24), plans=[_carried(0.2, 600)]
+    )
+    assert both.reasons[0].evidence["hot_share"] == 0.25
+
+
+def test_a_hot_ps_moved_above_the_role_keeps_its_own_cores_when_more_ps_come():
+    # ps-0, moved to 6 cores (the role's 4), uses 4.5 (75 %: below saturation), ps-1 1.0
+    # of 4; the trainers at 25 % wait: 8 PS, x 2.286, as above. ps-0 carries (4.5 - 1.0)
+    # / 5.5 = 63.6 % of the load alone, 0.636 + 0.364 / 8 = 68.2 % over 8 PS: the role
+    # is sized for the others, 5.5 x 0.364 / 8 x 2.286 / 0.6 = 0.95 -> 1.0 core, and
+    # ps-0 keeps its 6 of today, not the role's 4 (its use may be a knee's: no share of
+    # the tier's use says what it needs)
+    moved = [
+        node("j-edljob-ps-0", "ps", cpu=6, memory_mib=8192, index=0),
+        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
+    ]
+    points = series(moved[0].name, cpu=[4.5] * 8) + series(moved[1].name, cpu=[1.0] * 8)
+    points += [s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)]
+    proposal = propose(points, nodes=moved + WORKERS)
+    assert proposal.roles == {"ps": RoleSpec(count=8, cpu=1.0)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=6, memory_mib=8192)]
+
+
+def test_a_trade_taken_back_keeps_a_ps_above_the_role_at_its_own_size():
+    # A trade from 2 PS of 4 cores to 3 of 2, ps-0 kept at its 6 (moved there before),
+    # did not pay (20.0 -> 20.1 steps/s): back to 2 PS of 4 cores, and ps-0, which the
+    # role's new size would relaunch at 4, keeps its 6. So does it when it has failed
+    # (it comes back at the role's size too). Back to 1.5 cores from a trade to 2, ps-1
+    # and ps-2 (at the role's 2, above 1.5) go back with the role; ps-0 keeps its 6.
+    def traded_from(cpu):
+        return plan(
+            seconds_ago=630,
+            roles={"ps": RoleSpec(count=3, cpu=2), "worker": RoleSpec(count=3)},
+            reasons=(
+                Reason(
+                    "ps_scaling",
+                    "trade",
+                    {
+                        "ps_count": 2,
+                        "traded_from": {
+                            "ps_count": 2,
+                            "ps_cpu": cpu,
+                            "workers": 4,
+                            "worker_cpu": 4,
+                        },
+                    },
+                ),
+            ),
+            plan_id=2,
+        )
+
+    ps = [
+        node("j-edljob-ps-0", "ps", cpu=6, memory_mib=8192, index=0),
+        *(node(f"j-edljob-ps-{i}", "ps", cpu=2, memory_mib=8192, index=i) for i in (1, 2)),
+    ]
+    three = WORKERS[:3]
+    roles = {
+        "ps": RoleSpec(count=3, cpu=2, memory_mib=8192),
+        "worker": RoleSpec(count=3, cpu=4, memory_mib=8192),
+    }
+
+    def take_back(live, failed, before_cpu=4):
+        points = [s for n in live for s in series(n.name, cpu=[1.5] * 8)]
+        points += [s for n in three for s in series(n.name, cpu=[3.0] * 8)]
+        ctx = context(
+            Stage.running,
+            job(roles=roles, namespace="ml", limits=Limits(cpu=30)),
+            nodes=live + three,
+            failed_nodes=failed,
+            samples=points,
+            speed=speeds([(4, 20.0)] * 10 + [(3, 20.1)] * 10),
+            plans=[CREATED, traded_from(before_cpu)],
+        )
+        return PsScalingOptimizer().propose(ctx, SETTINGS)
+
+    kept = [NodeChange("ps", "j-edljob-ps-0", cpu=6, memory_mib=8192)]
+    running = take_back(ps, [])
+    assert running.roles == {"ps": RoleSpec(count=2, cpu=4)}
+    assert running.migrate == kept
+    assert "it did not help, back to 2 PS of 4 cores" in running.reasons[0].message
+    failed = take_back(ps[1:], [replace(ps[0], status="failed")])
+    assert failed.roles == {"ps": RoleSpec(count=2, cpu=4)}
+    assert failed.migrate == kept
+    smaller = take_back(ps, [], before_cpu=1.5)
+    assert smaller.roles == {"ps": RoleSpec(count=2, cpu=1.5)}
+    assert smaller.migrate == kept
