@@ -823,7 +823,7 @@ def _network_bound(
     )
     migrate = []
     if hot_cpu is not None and hot_cpu > cpu:
-        migrate = _own_size(roles, hot_node, hot_cpu)
+        migrate = [_own_size(roles, hot_node, hot_cpu)]
         evidence["hot_ps"] = {"node": hot_node.name, "cpu": hot_cpu}
         sizes += (
             f"; {hot_node.name}, the busiest ({hot:.0%} of the load stays on it), {hot_cpu:g} cores"
@@ -1847,7 +1847,7 @@ def _trade(
     share = hot + (1 - hot) / k
     migrate, own, kept = [], "", ""
     if hot_cpu is not None:
-        migrate = _own_size(roles, hot_node, hot_cpu) if hot_cpu > cpu else []
+        migrate = [_own_size(roles, hot_node, hot_cpu)] if hot_cpu > cpu else []
         evidence["hot_ps"] = {"node": hot_node.name, "cpu": hot_cpu}
         own = (
             f"; {hot_node.name}, the busiest, keeps its {hot_cpu:g} cores, as busy as today "
@@ -1894,19 +1894,18 @@ def _kept_above(context, ps_nodes: list[NodeView], roles: dict[str, RoleSpec]) -
         return []
     failed = [n for n in context.failed_nodes if n.role == ROLE_PS]
     return [
-        change
+        _own_size(roles, n, n.cpu)
         for n in sorted([*ps_nodes, *failed], key=lambda n: n.index)
         if n.index < (spec.count or 0) and n.cpu > max(spec.cpu, role.cpu or 0.0) + 1e-9
-        for change in _own_size(roles, n, n.cpu)
     ]
 
 
-def _own_size(roles: dict[str, RoleSpec], node: NodeView, cpu: float) -> list[NodeChange]:
+def _own_size(roles: dict[str, RoleSpec], node: NodeView, cpu: float) -> NodeChange:
     """The busiest PS moved to ``cpu`` cores of its own beside the PS role of ``roles``
     (sized for the others), with the most memory of its own and the role's: a master
     relaunches it at exactly both, so both are filled."""
     memory = max(node.memory_mib, roles[ROLE_PS].memory_mib or 0.0)
-    return [NodeChange(ROLE_PS, node.name, cpu=cpu, memory_mib=memory)]
+    return NodeChange(ROLE_PS, node.name, cpu=cpu, memory_mib=memory)
 
 
 def _hot_share(used: dict[str, float], busiest: str, traffic_cpu: float | None) -> float:

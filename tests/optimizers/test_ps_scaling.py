@@ -34,6 +34,20 @@ def samples(ps=(3.6, 3.4), worker=2.0):
     return points + [s for n in WORKERS for s in series(n.name, cpu=[worker] * 8)]
 
 
+def moved_ps(cpu, ps_used, worker_used):
+    """ps-0 moved to ``cpu`` cores (the role's 4) beside ps-1 at 4, and the workers: the
+    nodes, and 8 samples of each at ``ps_used`` (ps-0, ps-1) and ``worker_used``."""
+    moved = [
+        node("j-edljob-ps-0", "ps", cpu=cpu, memory_mib=8192, index=0),
+        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
+    ]
+    points = [
+        s for n, used in zip(moved, ps_used, strict=True) for s in series(n.name, cpu=[used] * 8)
+    ]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[worker_used] * 8)]
+    return moved + WORKERS, points
+
+
 def propose(
     points=None,
     speed=STALLED,
@@ -1137,18 +1151,11 @@ def test_a_ps_moved_to_more_cores_counts_at_its_size_against_the_limit():
     # The tier at 87.5 % makes room for workers: a third PS of 4 cores fits a 28-core
     # limit (12 + 16), unless ps-0 runs moved to 5 cores: 29, and the guard would cut a
     # worker for it
-    moved = [
-        node("j-edljob-ps-0", "ps", cpu=5, memory_mib=8192, index=0),
-        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
-    ]
-    points = series(moved[0].name, cpu=[4.5] * 8) + series(moved[1].name, cpu=[3.4] * 8)
-    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
-    proposal = propose(points, nodes=moved + WORKERS, limits=Limits(cpu=28))
+    nodes, points = moved_ps(5, (4.5, 3.4), 3.2)
+    proposal = propose(points, nodes=nodes, limits=Limits(cpu=28))
     assert proposal.is_empty
     assert "one more PS would exceed the job's limits" in proposal.reasons[0].message
-    assert propose(points, nodes=moved + WORKERS, limits=Limits(cpu=29)).roles == {
-        "ps": RoleSpec(count=3)
-    }
+    assert propose(points, nodes=nodes, limits=Limits(cpu=29)).roles == {"ps": RoleSpec(count=3)}
 
 
 def _knee_context(plans=(), points=None, speed=STALLED, gone=()):
@@ -1355,15 +1362,10 @@ def test_a_trade_keeps_a_hot_ps_at_its_own_size_and_sizes_the_role_for_the_other
     # cores, 3 x 1.2 + 5 + 16 = 24.6 cores: +11 %. All at ps-0's size, 4 PS would take
     # 20 cores; on the tier's cost alone ps-0, maybe past its knee, would be counted on
     # for 40 steps/s.
-    moved = [
-        node("j-edljob-ps-0", "ps", cpu=5, memory_mib=8192, index=0),
-        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
-    ]
-    points = series(moved[0].name, cpu=[5.0] * 8) + series(moved[1].name, cpu=[1.0] * 8)
-    points += [s for n in WORKERS for s in series(n.name, cpu=[2.0] * 8)]
+    nodes, points = moved_ps(5, (5.0, 1.0), 2.0)
 
     def trade(limit):
-        return propose(points, speed=STEADY, nodes=moved + WORKERS, limits=Limits(cpu=limit))
+        return propose(points, speed=STEADY, nodes=nodes, limits=Limits(cpu=limit))
 
     proposal = trade(25)
     assert proposal.roles == {"ps": RoleSpec(count=4, cpu=1.2)}
@@ -1417,13 +1419,8 @@ def test_a_hot_ps_moved_above_the_role_keeps_its_own_cores_when_more_ps_come():
     # is sized for the others, 5.5 x 0.364 / 8 x 2.286 / 0.6 = 0.95 -> 1.0 core, and
     # ps-0 keeps its 6 of today, not the role's 4 (its use may be a knee's: no share of
     # the tier's use says what it needs)
-    moved = [
-        node("j-edljob-ps-0", "ps", cpu=6, memory_mib=8192, index=0),
-        node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1),
-    ]
-    points = series(moved[0].name, cpu=[4.5] * 8) + series(moved[1].name, cpu=[1.0] * 8)
-    points += [s for n in WORKERS for s in series(n.name, cpu=[1.0] * 8)]
-    proposal = propose(points, nodes=moved + WORKERS)
+    nodes, points = moved_ps(6, (4.5, 1.0), 1.0)
+    proposal = propose(points, nodes=nodes)
     assert proposal.roles == {"ps": RoleSpec(count=8, cpu=1.0)}
     assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=6, memory_mib=8192)]
 
