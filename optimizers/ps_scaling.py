@@ -1720,7 +1720,8 @@ def _trade(
     context, ps_nodes, recent, trainer_util, evidence, settings, least: float | None = None
 ) -> Proposal | None:
     """More, smaller PS and, when they do not fit beside the workers within the limits,
-    fewer workers, in one plan: the PS tier holds the speed and cannot grow.
+    fewer workers, in one plan: the PS tier holds the speed and cannot grow. A no-change
+    proposal while a tier past its knee waits for the last change's verdict.
 
     The trainers at their full pace run ``speed / trainer utilization`` (linear in their
     count, which is no more than a sublinear curve promises for fewer); ``k`` PS of ``c``
@@ -1758,13 +1759,28 @@ def _trade(
     # configuration stayed (a load that grows per step), nor after such a trade did not
     # pay, nor before the last change of the PS or the workers is judged.
     cheapest = _least_cost_per_step(context, window)
-    settled = not _cost_growing(context, ratios) and not _change_unjudged(context, settings)
-    knee = (
-        settled
-        and cheapest is not None
+    below = (
+        cheapest is not None
         and cheapest.ps_cpu_per_step < KNEE_COST_SHARE * cost
         and not any(before.get(KNEE) for before in undone)
     )
+    growing = _cost_growing(context, ratios)
+    if below and not growing and _change_unjudged(context, settings):
+        # A knee, but the last change's verdict is still to come: a trade now would size
+        # the PS at the dearer cost past it, and once such a trade is taken back no trade
+        # is made again. The next round trades on the knee's cost.
+        return no_change(
+            NAME,
+            "the PS hold the speed and cannot grow; the tier ran at "
+            f"{cheapest.ps_cpu_per_step:.4f} PS core-s per step, below {KNEE_COST_SHARE:g} x "
+            f"today's {cost:.4f}: past its knee, where more, smaller PS serve a step with "
+            "fewer cores. A trade waits for the verdict on the last change of the PS or the "
+            f"workers ({settings.judge_after_s:g} s after it), then counts on that cost",
+            evidence | {"ps_cpu_per_step": round(cost, 6)},
+            {"judge_after_s": settings.judge_after_s},
+        )
+    settled = not growing and not _change_unjudged(context, settings)
+    knee = settled and below
     if knee:
         cost = cheapest.ps_cpu_per_step
     hot = _hot_share(used, hot_node.name, cost * speed)

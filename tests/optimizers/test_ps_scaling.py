@@ -1254,7 +1254,9 @@ def test_after_a_knee_trade_that_did_not_pay_trades_count_on_the_window():
 
 def test_a_knee_trade_waits_for_the_verdict_on_the_last_change_of_ps_or_workers():
     # 599 s after a plan that set the PS (judge_after_s 600) a trade on a cost seen
-    # before it would hide whether that change paid: the trade counts on the window's
+    # before it would hide whether that change paid. Nor does it trade on the window's
+    # 0.1995 instead (2 PS of 3.6 cores): taken back, such a trade is never made again,
+    # and the knee's trade (2 PS of 1.8, +50 %) would be lost. It waits a round.
     def estimated(seconds_ago):
         return plan(
             seconds_ago=seconds_ago,
@@ -1264,14 +1266,17 @@ def test_a_knee_trade_waits_for_the_verdict_on_the_last_change_of_ps_or_workers(
         )
 
     early = _traded(_knee_context([_carried(0.1, 1200), estimated(599)]))
-    assert early.roles == {"ps": RoleSpec(count=2, cpu=3.6)}
+    assert early.is_empty
+    message = early.reasons[0].message
+    assert "the tier ran at 0.1000 PS core-s per step, below 0.8 x today's 0.1995" in message
+    assert "A trade waits for the verdict on the last change" in message
     later = _traded(_knee_context([_carried(0.1, 1200), estimated(600)]))
     assert later.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
     # and so after a plan that set the workers: more workers the tier made room for
     stepped = plan(seconds_ago=599, plan_id=2, roles={"worker": RoleSpec(count=4)})
-    assert _traded(_knee_context([_carried(0.1, 1200), stepped])).roles == {
-        "ps": RoleSpec(count=2, cpu=3.6)
-    }
+    assert _traded(_knee_context([_carried(0.1, 1200), stepped])).is_empty
+    # without a knee the trade does not wait: on the window's cost at once
+    assert _traded(_knee_context([estimated(599)])).roles == {"ps": RoleSpec(count=2, cpu=3.6)}
 
 
 def test_a_removed_ps_counts_in_the_cost_per_step_the_tier_ran_at():
