@@ -997,6 +997,18 @@ def test_a_ps_that_cannot_grow_trades_workers_for_more_smaller_ps():
     )
 
 
+def applied_trade(ps_count, ps_cpu, count, cpu):
+    """ps_scaling's trade from ``ps_count`` PS of ``ps_cpu`` cores and 4 workers of 4 to
+    ``count`` PS of ``cpu`` cores and 3 workers, applied 630 s ago."""
+    before = {"ps_count": ps_count, "ps_cpu": ps_cpu, "workers": 4, "worker_cpu": 4}
+    return plan(
+        seconds_ago=630,
+        roles={"ps": RoleSpec(count=count, cpu=cpu), "worker": RoleSpec(count=3)},
+        reasons=(Reason("ps_scaling", "trade", {"ps_count": ps_count, "traded_from": before}),),
+        plan_id=2,
+    )
+
+
 def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it():
     # The trade above, applied 630 s ago: 4 trainers at 20.0 steps/s before, 3 at 20.1
     # after (+0.5 %, less than 2 %): back to 1 PS of 4 cores, and no trade again
@@ -1005,21 +1017,7 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
         seconds_ago=3600,
         roles={"ps": RoleSpec(count=1, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
     )
-    traded = plan(
-        seconds_ago=630,
-        roles={"ps": RoleSpec(count=2, cpu=3.6), "worker": RoleSpec(count=3)},
-        reasons=(
-            Reason(
-                "ps_scaling",
-                "trade",
-                {
-                    "ps_count": 1,
-                    "traded_from": {"ps_count": 1, "ps_cpu": 4, "workers": 4, "worker_cpu": 4},
-                },
-            ),
-        ),
-        plan_id=2,
-    )
+    traded = applied_trade(1, 4, 2, 3.6)
     two = [node(f"j-edljob-ps-{i}", "ps", cpu=3.6, memory_mib=8192, index=i) for i in range(2)]
     three = WORKERS[:3]
     points = [s for n in two for s in series(n.name, cpu=[2.0] * 8)]
@@ -1086,21 +1084,7 @@ def test_a_trade_is_judged_against_the_speed_just_before_it():
         seconds_ago=3600,
         roles={"ps": RoleSpec(count=1, cpu=4), "worker": RoleSpec(count=4, cpu=4)},
     )
-    traded = plan(
-        seconds_ago=630,
-        roles={"ps": RoleSpec(count=2, cpu=3.6), "worker": RoleSpec(count=3)},
-        reasons=(
-            Reason(
-                "ps_scaling",
-                "trade",
-                {
-                    "ps_count": 1,
-                    "traded_from": {"ps_count": 1, "ps_cpu": 4, "workers": 4, "worker_cpu": 4},
-                },
-            ),
-        ),
-        plan_id=2,
-    )
+    traded = applied_trade(1, 4, 2, 3.6)
     two = [node(f"j-edljob-ps-{i}", "ps", cpu=3.6, memory_mib=8192, index=i) for i in range(2)]
     three = WORKERS[:3]
     points = [s for n in two for s in series(n.name, cpu=[2.0] * 8)]
@@ -1436,28 +1420,6 @@ def test_a_trade_taken_back_keeps_a_ps_above_the_role_at_its_own_size():
     # role's new size would relaunch at 4, keeps its 6. So does it when it has failed
     # (it comes back at the role's size too). Back to 1.5 cores from a trade to 2, ps-1
     # and ps-2 (at the role's 2, above 1.5) go back with the role; ps-0 keeps its 6.
-    def traded_from(cpu):
-        return plan(
-            seconds_ago=630,
-            roles={"ps": RoleSpec(count=3, cpu=2), "worker": RoleSpec(count=3)},
-            reasons=(
-                Reason(
-                    "ps_scaling",
-                    "trade",
-                    {
-                        "ps_count": 2,
-                        "traded_from": {
-                            "ps_count": 2,
-                            "ps_cpu": cpu,
-                            "workers": 4,
-                            "worker_cpu": 4,
-                        },
-                    },
-                ),
-            ),
-            plan_id=2,
-        )
-
     ps = [
         node("j-edljob-ps-0", "ps", cpu=6, memory_mib=8192, index=0),
         *(node(f"j-edljob-ps-{i}", "ps", cpu=2, memory_mib=8192, index=i) for i in (1, 2)),
@@ -1478,7 +1440,7 @@ def test_a_trade_taken_back_keeps_a_ps_above_the_role_at_its_own_size():
             failed_nodes=failed,
             samples=points,
             speed=speeds([(4, 20.0)] * 10 + [(3, 20.1)] * 10),
-            plans=[CREATED, traded_from(before_cpu)],
+            plans=[CREATED, applied_trade(2, before_cpu, 3, 2)],
         )
         return PsScalingOptimizer().propose(ctx, SETTINGS)
 
