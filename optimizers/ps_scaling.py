@@ -1765,7 +1765,8 @@ def _trade(
         and not any(before.get(KNEE) for before in undone)
     )
     growing = _cost_growing(context, ratios)
-    if below and not growing and _change_unjudged(context, settings):
+    unjudged = _change_unjudged(context, settings)
+    if below and not growing and unjudged:
         # A knee, but the last change's verdict is still to come: a trade now would size
         # the PS at the dearer cost past it, and once such a trade is taken back no trade
         # is made again. The next round trades on the knee's cost.
@@ -1779,7 +1780,7 @@ def _trade(
             evidence | {"ps_cpu_per_step": round(cost, 6)},
             {"judge_after_s": settings.judge_after_s},
         )
-    settled = not growing and not _change_unjudged(context, settings)
+    settled = not growing and not unjudged
     knee = settled and below
     if knee:
         cost = cheapest.ps_cpu_per_step
