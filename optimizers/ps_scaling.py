@@ -449,8 +449,8 @@ class PsScalingOptimizer:
         evidence |= stall
         if trainer_util > settings.worker_wait:
             # The trainers keep their pace, but a tier this busy stops worker_tuning (its
-            # ps_cpu_threshold): while the limits have room, PS for the load of today at
-            # the target utilization make room for more workers.
+            # ps_cpu_threshold), or will once more workers load it: while the limits have
+            # room, PS for the load of today at the target utilization make room for them.
             return _make_room(
                 context, ps_nodes, recent, trainer_util, evidence, threshold, settings
             )

@@ -51,10 +51,13 @@ _COUNT_STEP = 1.1
 
 class WorkerTuningSettings(BaseModel):
     ps_cpu_threshold: float = Field(
-        0.8,
+        0.9,
         ge=0.1,
         le=1.0,
-        description="Busiest PS CPU used / requested below which workers may grow.",
+        description="Busiest PS CPU used / requested below which workers may grow. Above "
+        "ps_scaling's max_busy (0.85), the headroom the PS rules size a tier for: at 0.8, a "
+        "tier they left between 80 % and 85 % busy under a full CPU limit held the workers "
+        "while no PS rule acted either.",
     )
     ps_samples: int = Field(
         3, ge=1, le=100, description="Recent samples per PS averaged for its CPU use."
