@@ -3,8 +3,10 @@ PostgreSQL and SQLite, on the overview, namespace, user and group pages; the ove
 window; a namespace-limited token's trends hold its namespaces' jobs only.
 
 The hand-worked history (``two_weeks``), at test_cost's prices ($0.05 a core-hour, $0.01
-a GiB-hour, $3 an a100 GPU-hour), in the ISO weeks before the current one (M is this
-week's Monday 00:00 UTC):
+a GiB-hour, $3 an a100 GPU-hour), in two ISO weeks before the last (M is the Monday
+00:00 UTC of the week that was a week ago, so the history ends at least 8.5 days before
+now and the last 7 days hold none of it whatever the weekday; with M this week's Monday,
+the last 7 days held ``late`` from Monday to Saturday noon):
 
 - week M−14d: ``early``, Tuesday 10:00–12:00, 4 cores asked, 1 used, 1 GiB asked, 0.5
   used: 8 core-hours asked, 2 used, 6 wasted; 2 GiB-hours asked, 1 used. Efficiency
@@ -47,7 +49,7 @@ A100 = Prices(0.05, 0.01, 2.0, (("a100", 3.0),))
 
 def two_weeks(session, namespace: str = "ml", user: str = "alice"):
     """The history above; returns (M−14d, M−7d), the two weeks' Mondays."""
-    monday = week_start(utcnow())
+    monday = week_start(utcnow() - timedelta(days=7))
     first, second = monday - timedelta(days=14), monday - timedelta(days=7)
     early = flat_job(
         session,
