@@ -22,6 +22,7 @@ from optimizers._common import (
     reason,
     resized,
 )
+from optimizers._ps_knee import move_evidence
 
 NAME = "hot_ps"
 
@@ -218,6 +219,7 @@ def _wanted(context, ps, samples, settings: HotPsSettings) -> _Wanted:
     trainers' full pace when they wait on it, at most the largest node."""
     used = max(s.cpu for s in samples)
     evidence = _node_evidence(ps, samples)
+    evidence |= move_evidence(context, samples)
     share = _trainer_share(context, samples[0].ts)
     demand, why = used, f"peak {used:.2f}"
     if share is not None and share <= settings.trainer_wait:

@@ -42,6 +42,7 @@ from optimizers._common import (
     ps_changed_recently,
     reason,
 )
+from optimizers._ps_knee import KNEE_COST_SHARE, past_knee
 
 NAME = "ps_scaling"
 # Evidence keys: a take-back of added PS: the count it went back to; the PS's CPU before
@@ -62,9 +63,6 @@ ROOM_FOR_WORKERS = "room_for_workers"
 # The sample window is short, and the light load before the estimate (one trainer) is
 # often the only time the PS ran below their knee; every round carries it on.
 LEAST_COST = "ps_cpu_per_step_least"
-# A least cost per step below this share of today's tells a tier past its knee (above,
-# it is the noise of a minimum over many samples).
-KNEE_COST_SHARE = 0.8
 # How long a least cost per step counts: a model's load per step may grow.
 KNEE_MEMORY_S = 1800.0
 # A cost per step this many times what it was half a configuration's time before: a
@@ -1735,7 +1733,10 @@ def _trade(
     busiest PS would serve more than ``TRADE_MAX_SPREAD`` x the average load, the role is
     sized for the other PS and the busiest keeps its cores of today, counted on for no
     more than it serves today (its cost per step may be its knee's); only once hot_ps
-    moved it to a size of its own (before, moving it is hot_ps's)."""
+    moved it to a size of its own (before, moving it is hot_ps's). Where that move took it
+    past its knee (``past_knee``: its CPU per step grew by more than 1 / ``KNEE_COST_SHARE``),
+    it may instead go back to its cores before the move, counted on for what it served
+    then, when that predicts more (the cores it frees fit more PS under the limit)."""
     now = len(ps_nodes)
     ceiling = _ceiling(context)
     undone = _undone_trades(context)
@@ -1793,6 +1794,14 @@ def _trade(
         cpu = ceil_to(cost * wanted * load_share / settings.max_busy, settings.cpu_step)
         return min(max(cpu, settings.cpu_step), context.node_max.cpu)
 
+    # A busiest PS kept apart holds its cores of today and serves at most what it serves
+    # today; past its knee, it may instead go back to its cores before hot_ps moved it,
+    # serving what it served then: the cores the move gave it bought little, and under a
+    # full limit they are what more PS need.
+    hot_knee = past_knee(context, hot_node, recent[hot_node.name])
+    keeps = [(hot_node.cpu, speed, False)]
+    if hot_knee is not None:
+        keeps.append((hot_knee.move.cpu_before, hot_knee.move.steps_per_sec, True))
     best = None
     for k in range(now + 1, now + settings.step + 1):
         if ceiling is not None and k > ceiling:
@@ -1807,22 +1816,26 @@ def _trade(
             # Not moved to a size of its own yet: hot_ps moves it first.
             continue
         cool = (1 - hot) / k if apart else share
-        # The guard fits the workers to the role sizes, not to a PS kept apart: such a
-        # trade keeps the workers it has.
-        for n in range(workers.count, workers.count - 1 if apart else 0, -1):
-            wanted = pace * (n + chiefs)
-            cpu = size(cool, wanted)
-            hot_cpu = max(cpu, hot_node.cpu) if apart else cpu
-            busiest_serves = (
-                speed * busiest_share / share if apart else cpu * settings.max_busy / (cost * share)
-            )
-            predicted = min(wanted, cpu * settings.max_busy / (cost * cool), busiest_serves)
-            roles = {ROLE_PS: _resized(context, ps_nodes, k, cpu)}
-            if _over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}, hot_cpu - cpu):
-                continue
-            if best is None or predicted > best[0] * 1.01:
-                best = (predicted, k, n, cpu, hot_cpu if apart else None, roles)
-            break
+        for kept_cpu, kept_speed, back in keeps if apart else keeps[:1]:
+            # The guard fits the workers to the role sizes, not to a PS kept apart: such a
+            # trade keeps the workers it has.
+            for n in range(workers.count, workers.count - 1 if apart else 0, -1):
+                wanted = pace * (n + chiefs)
+                cpu = size(cool, wanted)
+                hot_cpu = max(cpu, kept_cpu) if apart else cpu
+                busiest_serves = (
+                    kept_speed * busiest_share / share
+                    if apart
+                    else cpu * settings.max_busy / (cost * share)
+                )
+                predicted = min(wanted, cpu * settings.max_busy / (cost * cool), busiest_serves)
+                roles = {ROLE_PS: _resized(context, ps_nodes, k, cpu)}
+                if _over_limits(context, roles | {ROLE_WORKER: RoleSpec(count=n)}, hot_cpu - cpu):
+                    continue
+                if best is None or predicted > best[0] * 1.01:
+                    held = (hot_cpu, kept_speed, back) if apart else None
+                    best = (predicted, k, n, cpu, held, roles)
+                break
     if settled and cost < KNEE_COST_SHARE * total / speed:
         # A tier past its knee wastes cores however busy the trainers look: their unused
         # CPU is not all the trade is predicted from.
@@ -1832,7 +1845,8 @@ def _trade(
     least = settings.trade_min_gain if least is None else least
     if best is None or best[0] / speed - 1 < least:
         return None
-    predicted, k, n, cpu, hot_cpu, roles = best
+    predicted, k, n, cpu, held, roles = best
+    hot_cpu, kept_speed, back = held if held is not None else (None, speed, False)
     if n < workers.count and _workers_grown_recently(context, settings.reverse_after_s):
         # The guard would cut workers a plan added within reverse_after_s: an oscillation.
         return None
@@ -1864,12 +1878,22 @@ def _trade(
     share = hot + (1 - hot) / k
     migrate, own, kept = [], "", ""
     if hot_cpu is not None:
-        migrate = [_own_size(roles, hot_node, hot_cpu)] if hot_cpu > cpu else []
+        # Past its knee it may go back to the role's new size while the role keeps its
+        # cores (no PS relaunched): it is moved there too.
+        moved = hot_cpu > cpu or hot_node.cpu > hot_cpu + 1e-9
+        migrate = [_own_size(roles, hot_node, hot_cpu)] if moved else []
         evidence["hot_ps"] = {"node": hot_node.name, "cpu": hot_cpu}
         own = (
             f"; {hot_node.name}, the busiest, keeps its {hot_cpu:g} cores, as busy as today "
             f"over {share:.0%} of the traffic instead of {busiest_share:.0%}: at most "
             f"{speed * busiest_share / share:.2f} steps/s"
+            if not back
+            else f"; {hot_node.name}, the busiest, is past its knee (its CPU per step grew "
+            f"x{hot_knee.cost_per_step / hot_knee.move.cost_per_step:.2f} after plan "
+            f"{hot_knee.move.plan.id} moved it from {hot_knee.move.cpu_before:g} cores): "
+            f"back to {hot_cpu:g} cores, where it served {kept_speed:.2f} steps/s over "
+            f"{busiest_share:.0%} of the traffic, over {share:.0%}: at most "
+            f"{kept_speed * busiest_share / share:.2f} steps/s"
         )
         kept = f", {hot_node.name} {hot_cpu:g}"
     return Proposal(

@@ -211,3 +211,12 @@ def test_a_pinned_ps_beside_busy_others_takes_their_spare_cores_under_a_full_lim
     loose = propose(series("ps-0", cpu=[7.0, 7.2, 7.6]))
     assert loose.migrate == []
     assert "more PS would help" in loose.reasons[0].message
+
+
+def test_a_move_records_the_cost_per_step_it_is_judged_by():
+    # ps-0 of 8 cores at 7.0, 7.2, 7.6 (mean 7.267) while the job trains at 50.0 steps/s:
+    # 0.145333 core-s per step, at 50.0 steps/s
+    ctx = context(Stage.running, nodes=PS, samples=SAMPLES, speed=speeds([(4, 50.0)] * 3))
+    evidence = HotPsOptimizer().propose(ctx, SETTINGS).reasons[0].evidence
+    assert evidence["ps_cpu_per_step"] == 0.145333
+    assert evidence["steps_per_sec"] == 50.0

@@ -1377,6 +1377,57 @@ def test_a_trade_keeps_a_hot_ps_at_its_own_size_and_sizes_the_role_for_the_other
     assert at_role.is_empty
 
 
+def test_a_hot_ps_past_its_knee_goes_back_to_its_cores_before_the_move_in_a_trade():
+    # The trade above, but hot_ps's move of ps-0 from 4 to 5 cores (plan 7) bought
+    # nothing: 3.9 cores at 20.0 steps/s before it (0.195 core-s per step), 5.0 at 20.0
+    # after (0.25, x1.28, more than 1 / 0.8): past its knee. Kept apart, ps-0 goes back to
+    # its 4 cores, where it served 20.0 steps/s over 83.3 % of the traffic: over 75 % (4
+    # PS) at most 20 x 0.833 / 0.75 = 22.22 steps/s, as on its 5. The 4 PS of 1.2 cores
+    # then take 3 x 1.2 + 4 + 16 = 23.6 cores, not 24.6: under the 24.5-core limit, which
+    # left no trade with ps-0 at 5, the trade is made.
+    nodes, points = moved_ps(5, (5.0, 1.0), 2.0)
+    move = plan(
+        seconds_ago=900,
+        plan_id=7,
+        migrate=(NodeChange("ps", "j-edljob-ps-0", cpu=5),),
+        reasons=(
+            Reason(
+                "hot_ps",
+                "j-edljob-ps-0 used >= 80% of its 4 cores: migrate to 5 cores",
+                {
+                    "node": "j-edljob-ps-0",
+                    "cpu": 4,
+                    "ps_cpu_per_step": 0.195,
+                    "steps_per_sec": 20.0,
+                    "new_cpu": 5,
+                },
+            ),
+        ),
+    )
+    proposal = propose(points, speed=STEADY, nodes=nodes, limits=Limits(cpu=24.5), plans=[move])
+    assert proposal.roles == {"ps": RoleSpec(count=4, cpu=1.2)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=4, memory_mib=8192)]
+    assert proposal.reasons[0].message.endswith(
+        "j-edljob-ps-0, the busiest, is past its knee (its CPU per step grew x1.28 after "
+        "plan 7 moved it from 4 cores): back to 4 cores, where it served 20.00 steps/s over "
+        "83% of the traffic, over 75%: at most 22.22 steps/s): predicted 22.22 steps/s "
+        "(+11%). PS 2 -> 4, 4 -> 1.2 cores each, j-edljob-ps-0 4"
+    )
+    # A move that paid (4.5 cores at 20.0 before: 0.225 core-s per step, x1.11 today) is
+    # not a knee: ps-0 keeps its 5, and under 24.5 cores no trade fits
+    paid = replace(
+        move,
+        reasons=(
+            replace(
+                move.reasons[0], evidence=move.reasons[0].evidence | {"ps_cpu_per_step": 0.225}
+            ),
+        ),
+    )
+    assert propose(
+        points, speed=STEADY, nodes=nodes, limits=Limits(cpu=24.5), plans=[paid]
+    ).is_empty
+
+
 def test_a_hot_ps_past_its_knee_is_read_from_the_others_use():
     # ps-0 at 4.0 of 4, ps-1 at 1.6; 0.28 PS core-s per step today, but the tier ran at
     # 0.2 ten minutes ago (a knee). ps-0's use says it carries (4.0 - 1.6) / 5.6 = 43 %
