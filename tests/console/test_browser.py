@@ -370,7 +370,7 @@ def weekly_runs(session) -> list:
 
 
 def test_trends_are_drawn_by_the_server_and_follow_the_window(watched, live, session):
-    weekly_runs(session)
+    runs = weekly_runs(session)
     page = watched.page
     watched.open("/ui/namespaces/vision?days=90")
     # Charts with accessible names: the hours, efficiency, OOM kills and dollars.
@@ -394,8 +394,9 @@ def test_trends_are_drawn_by_the_server_and_follow_the_window(watched, live, ses
     rows = page.locator('[data-table="trend"] tbody tr')
     jobs = [int(t) for t in rows.locator("td:nth-child(2)").all_inner_texts()]
     assert sum(jobs) == 10 and set(jobs) == {0, 1}
-    # The newest run's week: 16 core-hours asked, 1 × 2 used: 14 wasted.
-    newest = week_start(utcnow() - timedelta(days=1) + timedelta(hours=2))
+    # The newest run's week (the one it ended in): 16 core-hours asked, 1 × 2 used: 14
+    # wasted.
+    newest = week_start(runs[0].finished_at)
     row = page.locator(f'[data-table="trend"] tr[data-week="{iso(newest)}"] td')
     # And its a100 at 20 %: 2 GPU-hours asked, 0.4 used, 1.6 wasted.
     assert row.all_inner_texts()[:3] == ["1", "1.6", "14.0"]
