@@ -17,12 +17,16 @@ NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
 
 
 @pytest.fixture
-def ages(session, history):
-    """Besides the history's four jobs (started 3 days ago): one 40 and one 100 days ago."""
+def ages(session, history) -> dict[str, datetime]:
+    """Besides the history's four jobs (started 3 days ago): one 40 and one 100 days ago.
+    Returns their starts by uid."""
+    starts = {}
     for uid, days_ago in (("old-40", 40), ("old-100", 100)):
-        job = flat_job(session, uid, start=recent_hour(days_ago), cpu_request=2, cpu_used=1)
+        starts[uid] = recent_hour(days_ago)
+        job = flat_job(session, uid, start=starts[uid], cpu_request=2, cpu_used=1)
         summarize_job(session, job)
     session.commit()
+    return starts
 
 
 def listed(client, **params) -> list[str]:
@@ -46,7 +50,8 @@ def test_the_last_7_30_or_90_days(client, ages):
 
 
 def test_a_custom_from_to_counts_the_to_day_whole(client, ages):
-    start = recent_hour(40).date()
+    # The day it started on, as stored: recomputed after a midnight since, it is the next.
+    start = ages["old-40"].date()
     # Only the day old-40 started on: from = to = that day.
     assert listed(client, **{"from": start.isoformat(), "to": start.isoformat()}) == ["old-40"]
     # From that day on: it and the recent ones; up to the day before it: only old-100.
