@@ -78,12 +78,16 @@ def test_the_owner_pages_and_the_overview_as_csv(priced, history):
     assert sorted(wasteful) == ["flat-a", "flat-b", "hand-1"]
     # flat-b wastes 12.22 − 3.21 dollars (tests/console/test_cost.py).
     assert float(wasteful["flat-b"]["waste_usd"]) == approx(12.22 - 3.21)
+    asked = utcnow()
     trend = table(priced, "/ui/users/alice", table="trend")
-    # The 30-day window's ISO weeks, Monday to Monday, the last holding today.
+    answered = utcnow()
+    # The 30-day window's ISO weeks, Monday to Monday, the last holding the moment the
+    # server read its clock (between asked and answered: a Monday 00:00 may fall between).
     starts = [datetime.fromisoformat(w["week_start"]) for w in trend]
     assert all(b - a == timedelta(weeks=1) for a, b in zip(starts, starts[1:], strict=False))
-    assert starts[0].weekday() == 0 and starts[-1] <= utcnow() < starts[-1] + timedelta(weeks=1)
-    assert utcnow() - timedelta(days=30) < starts[0] + timedelta(weeks=1)
+    assert starts[0].weekday() == 0 and starts[-1] <= answered
+    assert asked < starts[-1] + timedelta(weeks=1)
+    assert asked - timedelta(days=30) < starts[0] + timedelta(weeks=1)
     assert sum(int(w["jobs"]) for w in trend) == 3
     # hand-1 16 + flat-a 4 + flat-b 4 core-hours requested; $ as the wasteful table's.
     assert sum(float(w["cpu_requested_core_hours"]) for w in trend) == approx(24)
