@@ -47,23 +47,31 @@ class Knee(NamedTuple):
     cost_per_step: float
 
 
-def cost_per_step(context: OptimizerContext, samples: Sequence[NodeSample]) -> float | None:
-    """A PS's mean CPU used over ``samples`` per global step of the job's mean speed since
-    the first of them; None where the speed stalled (0) in half of that time or more."""
+def _use_and_speed(
+    context: OptimizerContext, samples: Sequence[NodeSample]
+) -> tuple[float, float] | None:
+    """A PS's mean CPU used over ``samples`` and the job's mean speed since the first of
+    them; None where the speed stalled (0) in half of that time or more."""
     speeds = [s.steps_per_sec for s in context.speed if s.ts >= samples[0].ts]
     moving = [v for v in speeds if v > 0]
     if not moving or len(moving) < 0.5 * len(speeds):
         return None
-    return mean([s.cpu for s in samples]) / mean(moving)
+    return mean([s.cpu for s in samples]), mean(moving)
+
+
+def cost_per_step(context: OptimizerContext, samples: Sequence[NodeSample]) -> float | None:
+    """A PS's CPU used per global step over ``samples`` (``_use_and_speed``)."""
+    measured = _use_and_speed(context, samples)
+    return None if measured is None else measured[0] / measured[1]
 
 
 def move_evidence(context: OptimizerContext, samples: Sequence[NodeSample]) -> dict:
     """What the reason of a move records for ``last_move`` to judge it by later."""
-    cost = cost_per_step(context, samples)
-    if cost is None:
+    measured = _use_and_speed(context, samples)
+    if measured is None:
         return {}
-    speed = mean([s.cpu for s in samples]) / cost
-    return {COST_PER_STEP: round(cost, 6), SPEED: round(speed, 3)}
+    use, speed = measured
+    return {COST_PER_STEP: round(use / speed, 6), SPEED: round(speed, 3)}
 
 
 def last_move(context: OptimizerContext, ps: NodeView) -> Move | None:
