@@ -42,6 +42,7 @@ from optimizers._common import (
     ps_changed_recently,
     reason,
 )
+from optimizers._ps_cost import cost_growing, cost_ratios
 from optimizers._ps_knee import KNEE_COST_SHARE, past_knee
 
 NAME = "ps_scaling"
@@ -65,9 +66,6 @@ ROOM_FOR_WORKERS = "room_for_workers"
 LEAST_COST = "ps_cpu_per_step_least"
 # How long a least cost per step counts: a model's load per step may grow.
 KNEE_MEMORY_S = 1800.0
-# A cost per step this many times what it was half a configuration's time before: a
-# load that grows per step.
-COST_GROWTH = 1.05
 # Key of TRADED_FROM: the trade counted on the least cost per step (a knee).
 KNEE = "knee"
 # A trade's PS all get the role's size where the busiest one would serve no more than
@@ -323,7 +321,7 @@ class PsScalingOptimizer:
 
     def propose(self, context: OptimizerContext, settings: PsScalingSettings) -> Proposal:
         proposal = self._round(context, settings)
-        least = _least_cost_per_step(context, _window_cost(_cost_ratios(context)))
+        least = _least_cost_per_step(context, _window_cost(cost_ratios(context)))
         if least is None:
             return proposal
         # Every reason of this round carries the tier's least cost per step on.
@@ -1636,36 +1634,6 @@ def _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, setting
     return _trade(context, ps_nodes, recent, trainer_util, evidence | stall, settings)
 
 
-def _cost_ratios(context) -> list[tuple]:
-    """``(time, PS core-seconds per global step)`` over today's sample window, oldest
-    first: the tier's CPU use over the speed at the same time. A time is left out when the
-    speed stalled (below ``STALL_SHARE`` of its median at the same worker count) or a
-    node sampled then is unknown (the tier's use then is not all known). Removed PS count:
-    before a plan cut the tier they carried their part of it."""
-    known = (*context.nodes, *context.failed_nodes, *context.gone_nodes)
-    ps = {n.name for n in known if n.role == ROLE_PS}
-    names = {n.name for n in known}
-    use: dict = {}
-    unknown: set = set()
-    for s in context.samples:
-        if s.node not in names:
-            unknown.add(s.ts)
-        elif s.node in ps:
-            use[s.ts] = use.get(s.ts, 0.0) + s.cpu
-    by_workers: dict[int, list[float]] = {}
-    for s in context.speed:
-        by_workers.setdefault(s.workers, []).append(s.steps_per_sec)
-    typical = {workers: median(speeds) for workers, speeds in by_workers.items()}
-    speed = {
-        s.ts: s.steps_per_sec
-        for s in context.speed
-        if s.steps_per_sec > 0 and s.steps_per_sec >= STALL_SHARE * typical[s.workers]
-    }
-    return sorted(
-        (ts, cpu / speed[ts]) for ts, cpu in use.items() if ts in speed and ts not in unknown
-    )
-
-
 class _Cost(NamedTuple):
     """PS core-seconds per global step, and when the tier ran at it."""
 
@@ -1675,7 +1643,7 @@ class _Cost(NamedTuple):
 
 def _window_cost(ratios: list[tuple]) -> _Cost | None:
     """The tier's cost per step at its most efficient in today's sample window: the
-    median of the four lowest ``ratios`` (``_cost_ratios``), seen at the oldest of them."""
+    median of the four lowest ``ratios`` (``cost_ratios``), seen at the oldest of them."""
     lowest = sorted(ratios, key=lambda point: point[1])[:4]
     if len(lowest) < 4:
         return None
@@ -1699,19 +1667,6 @@ def _least_cost_per_step(context, window: _Cost | None) -> _Cost | None:
             if seen_at >= oldest:
                 found.append(_Cost(carried["ps_cpu_per_step"], seen_at))
     return min(found) if found else None
-
-
-def _cost_growing(context, ratios: list[tuple]) -> bool:
-    """The tier's cost per step (``ratios``, ``_cost_ratios``) rose by ``COST_GROWTH``
-    from the first half of the time since the newest applied plan to the second (at least
-    four times in each): a load that grows per step, not a knee, made it dearer than it
-    once was."""
-    since = max((p.applied_at for p in context.plans if p.applied_at is not None), default=None)
-    costs = [cost for ts, cost in ratios if since is None or ts >= since]
-    half = len(costs) // 2
-    if half < 4:
-        return False
-    return median(costs[-half:]) > COST_GROWTH * median(costs[:half])
 
 
 def _trade(
@@ -1752,7 +1707,7 @@ def _trade(
     total = sum(used.values())
     hot_node = max(ps_nodes, key=lambda n: used[n.name])
     # At the tier's most efficient in today's window, at most today's.
-    ratios = _cost_ratios(context)
+    ratios = cost_ratios(context)
     window = _window_cost(ratios)
     cost = total / speed if window is None else min(window.ps_cpu_per_step, total / speed)
     # PS past their knee: within the last half hour they served a step with much fewer
@@ -1765,7 +1720,7 @@ def _trade(
         and cheapest.ps_cpu_per_step < KNEE_COST_SHARE * cost
         and not any(before.get(KNEE) for before in undone)
     )
-    growing = _cost_growing(context, ratios)
+    growing = cost_growing(context, ratios)
     unjudged = _change_unjudged(context, settings)
     if below and not growing and unjudged:
         # A knee, but the last change's verdict is still to come: a trade now would size
