@@ -27,6 +27,7 @@ from brain.optimizing.speed_points import (
     trainers_now,
 )
 from optimizers._common import cooling_down, mean, no_change, reason
+from optimizers._ps_cost import cost_growing, cost_ratios
 
 NAME = "worker_tuning"
 # CPU granularity of worker sizes this optimizer sets (cores).
@@ -40,6 +41,8 @@ WORKER_CPU = "worker_cpu"
 COUNT_BEFORE = "worker_count_before"
 PREDICTED = "predicted_steps_per_sec"
 PREDICTED_LOW = "predicted_low"
+# Evidence key: the workers were made smaller so that one more PS fits (once a job).
+ROOM_FOR_A_PS = "room_for_a_ps"
 # A CPU sample at this share of the request or more is the worker held at its request.
 _AT_REQUEST = 0.99
 # Worker sizes a sure fit may trade count for, as shares of today's: smaller workers,
@@ -165,6 +168,16 @@ class WorkerTuningSettings(BaseModel):
         le=1.0,
         description="Workers given back keep the rest at most this busy (CPU used / "
         "requested at today's speed): the PS stay the bottleneck, the speed holds.",
+    )
+    room_busy: float = Field(
+        0.95,
+        ge=0.1,
+        le=1.0,
+        description="With every PS at trim_target or more and the CPU limit leaving no room "
+        "for one more PS (nor ps_room for the busiest to grow), workers using more than "
+        "trim_wait of their CPU are made smaller, once, so that one more PS of the role's "
+        "size fits, when they would use at most this share of their smaller CPU at "
+        "today's speed.",
     )
     ps_room: float = Field(
         0.67,
@@ -306,6 +319,9 @@ class WorkerTuningOptimizer:
                 given_back = _give_back(job, busiest, ps_evidence)
                 if given_back is not None:
                     return given_back
+                smaller = _smaller_for_a_ps(job, ps_evidence)
+                if smaller is not None:
+                    return smaller
                 return no_change(
                     NAME,
                     f"busiest PS {busiest} at {utilization:.0%} CPU, threshold "
@@ -772,6 +788,85 @@ def _give_back(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
                     "trim_wait": settings.trim_wait,
                     "trim_target": settings.trim_target,
                     "ps_room": settings.ps_room,
+                },
+            )
+        ],
+    )
+
+
+def _smaller_for_a_ps(job: _Job, ps_evidence: dict) -> Proposal | None:
+    """Smaller workers, so that one more PS of the role's size fits the CPU limit, when
+    every PS is at least ``trim_target`` busy (the tier as a whole holds the speed, and
+    more PS would serve more) and the workers would still use at most ``room_busy`` of
+    their smaller cores at today's speed. Fewer workers cannot free those cores when
+    each is busy (``_give_back``); a smaller size can. Once in a job's life, and not
+    against a PS load that grows per step (``cost_growing``). None otherwise."""
+    context, settings = job.context, job.settings
+    limit = context.job.limits.cpu
+    ps_nodes = [n for n in context.nodes_of(ROLE_PS) if n.cpu > 0]
+    ps_role = current_role(ROLE_PS, context.job, context.nodes).cpu
+    used = _worker_cpu_used(context, settings)
+    cpu = job.now.trainer_cpu
+    if limit is None or not ps_nodes or not ps_role or used is None or cpu <= 0:
+        return None
+    if used <= settings.trim_wait * cpu:
+        return None  # they wait: fewer of them free the cores (_give_back)
+    for ps in ps_nodes:
+        recent = context.samples_of(ps.name)[-settings.ps_samples :]
+        if not recent or mean([x.cpu for x in recent]) < settings.trim_target * ps.cpu:
+            return None
+    if any(
+        r.optimizer == NAME and r.evidence.get(ROOM_FOR_A_PS)
+        for p in context.plans
+        if p.status == PlanStatus.applied
+        for r in p.reasons
+    ):
+        # Once: made again each time the tier filled up, the workers shrank step by step
+        # under a PS load that grows (ps-growing-load: 0.920 -> 0.833 of its best).
+        return None
+    if cost_growing(context, cost_ratios(context)):
+        # A PS load that grows per step: one more PS today is short again soon, and the
+        # workers made smaller for it stay small; ps_scaling's trades follow such a load.
+        return None
+    room = limit - planned_totals({}, context.job, context.nodes).cpu
+    need = ps_role - room
+    if need <= 0 or room >= settings.ps_room * max(ps.cpu for ps in ps_nodes):
+        # One more PS fits, or the busiest may grow where it is (hot_ps).
+        return None
+    smaller = math.floor((cpu - need / job.workers) / CPU_STEP + 1e-9) * CPU_STEP
+    smaller = round(smaller, 6)
+    freed = job.workers * (cpu - smaller)
+    # Many workers each giving a step of CPU_STEP free far more than one PS takes, and
+    # the rest idles until the workers grow again: at most two PS' worth.
+    if smaller < CPU_STEP or used > settings.room_busy * smaller or freed - need > ps_role + 1e-9:
+        return None
+    return Proposal(
+        roles={ROLE_WORKER: RoleSpec(cpu=smaller)},
+        reasons=[
+            reason(
+                NAME,
+                f"every PS is at least {settings.trim_target:.0%} busy and holds the speed "
+                f"({job.speed.steps_per_sec:.2f} steps/s); the CPU limit {limit:g} leaves "
+                f"{room:.2f} cores, less than one more PS of {ps_role:g}. The workers use "
+                f"{used:.2f} cores each: {cpu:g} -> {smaller:g} cores makes room for it, "
+                f"{used / smaller:.0%} busy at today's speed",
+                ps_evidence
+                | _fit_evidence(job)
+                | {
+                    "worker_count": job.workers,
+                    "added": 0,
+                    "worker_cpu_used": round(used, 3),
+                    "cpu_room": round(room, 3),
+                    COUNT_BEFORE: job.workers,
+                    CPU_BEFORE: cpu,
+                    WORKER_CPU: smaller,
+                    ROOM_FOR_A_PS: True,
+                },
+                {
+                    "trim_target": settings.trim_target,
+                    "trim_wait": settings.trim_wait,
+                    "room_busy": settings.room_busy,
+                    "cpu_limit": limit,
                 },
             )
         ],

@@ -537,8 +537,10 @@ def test_workers_waiting_on_a_ps_without_room_are_given_back():
     assert "free 4 cores for the PS: workers 10 -> 9" in proposal.reasons[0].message
     # the limit leaves 6 cores (>= 5.36): the PS can grow, the workers stay
     assert give_back(1.6, 58).is_empty
-    # workers at 3.2 of 4 (80 % > 70 %) do not wait: they stay
-    assert give_back(3.2, 54).is_empty
+    # workers at 3.2 of 4 (80 % > 70 %) do not wait: none goes. The PS is at least 85 %
+    # busy and no second PS of 8 cores fits: each of the 10 workers gives (8 - 2) / 10 =
+    # 0.6 core, 3.4 cores at 3.2 / 3.4 = 94 % busy (<= 95 %), the count as it is
+    assert give_back(3.2, 54).roles == {"worker": RoleSpec(cpu=3.4)}
     # workers at 0.8 of 4 (20 %): 11 x 0.2 / 0.85 = 2.59 -> 3 trainers, 2 workers would
     # keep the speed, but 9 free the room: 9 still (no more go than the PS needs)
     assert give_back(0.8, 54).roles == {"worker": RoleSpec(count=9)}
@@ -712,3 +714,65 @@ def test_a_change_is_not_judged_across_a_change_of_the_ps_count():
     )
     proposal = propose(ctx)
     assert "taken_back_to" not in proposal.reasons[0].evidence
+
+
+def test_busy_workers_beside_a_busy_tier_get_smaller_to_make_room_for_one_more_ps():
+    # 2 workers of 3 cores and 2 PS of 1 core: 8 cores under an 8.1-core limit. Both PS
+    # at 0.95 of 1 core (every PS at least trim_target 85 % busy) hold the speed; the
+    # limit leaves 0.1 core, less than one more PS of 1 core and less than ps_room 0.67 x
+    # 1 for the busiest to grow. The workers use 2.25 of 3 cores (75 %, over trim_wait
+    # 70 %): they do not wait, and fewer of them cannot keep the speed. Each gives
+    # (1 - 0.1) / 2 = 0.45 core: 3 - 0.45 = 2.55 -> 2.5 cores (down to 0.1), 2.25 / 2.5 =
+    # 90 % busy (<= room_busy 95 %).
+    def make_room(worker_cpu_used=2.25, ps_used=(0.95, 0.95), limit_cpu=8.1, plans=()):
+        roles = {
+            "worker": RoleSpec(count=2, cpu=3, memory_mib=8192),
+            "ps": RoleSpec(count=2, cpu=1, memory_mib=8192),
+        }
+        ps = [node(f"ps-{i}", "ps", cpu=1, memory_mib=8192, index=i) for i in range(2)]
+        workers = [node(f"w-{i}", "worker", cpu=3, memory_mib=8192, index=i) for i in range(2)]
+        # each PS's use, the newest last (one number: 3 samples of it)
+        uses = [u if isinstance(u, list) else [u] * 3 for u in ps_used]
+        points = [s for p, u in zip(ps, uses, strict=True) for s in series(p.name, cpu=u)]
+        points += [s for w in workers for s in series(w.name, cpu=[worker_cpu_used] * 3)]
+        ctx = context(
+            Stage.running,
+            job(roles=roles, limits=Limits(cpu=limit_cpu)),
+            nodes=[*ps, *workers],
+            samples=points,
+            speed=speeds([(2, 24.0)] * len(uses[0])),
+            plans=plans,
+        )
+        return propose(ctx)
+
+    proposal = make_room()
+    assert proposal.roles == {"worker": RoleSpec(cpu=2.5)}
+    evidence = proposal.reasons[0].evidence
+    assert evidence["cpu_room"] == 0.1
+    assert evidence["worker_cpu_before"] == 3
+    assert evidence["worker_cpu"] == 2.5
+    assert "3 -> 2.5 cores makes room for it, 90% busy at today's speed" in (
+        proposal.reasons[0].message
+    )
+    # workers at 2.4 cores would be 96 % busy at 2.5 (> 95 %): they stay
+    assert make_room(worker_cpu_used=2.4).is_empty
+    # one PS at 0.8 (< 85 %): the tier does not hold the speed as a whole
+    assert make_room(ps_used=(0.95, 0.8)).is_empty
+    # the limit leaves 0.7 core (>= 0.67 x 1): the busiest PS may grow where it is
+    assert make_room(limit_cpu=8.7).is_empty
+    # the PS's use per step grew at the same speed (a load that grows per step): over 8
+    # samples a minute apart, both PS 0.88 -> 0.99 cores at 24 steps/s, so the tier's
+    # 0.0733 -> 0.0825 core-s per step; the newer half's median (0.97 + 0.98) / 2 / 12 =
+    # 0.08125 > 1.05 x the older's (0.89 + 0.90) / 2 / 12 = 0.07458 (x 1.089)
+    growing = [0.88, 0.89, 0.90, 0.91, 0.96, 0.97, 0.98, 0.99]
+    assert make_room(ps_used=(growing, growing)).is_empty
+    # a use that holds (0.97 and 0.98 in turn, x 1.0): the shrink is made
+    flat = [0.97, 0.98, 0.97, 0.98, 0.97, 0.98, 0.97, 0.98]
+    assert make_room(ps_used=(flat, flat)).roles == {"worker": RoleSpec(cpu=2.5)}
+    # workers at 1.5 of 3 cores (50 % <= trim_wait 70 %) wait: fewer of them free cores
+    # (_give_back), not smaller ones
+    assert make_room(worker_cpu_used=1.5).is_empty
+    # once in a job's life: after such a shrink, a tier that needs more PS again carries
+    # a load that grows per step
+    made = plan(seconds_ago=3000, roles={"worker": RoleSpec(cpu=3)}, reasons=proposal.reasons)
+    assert make_room(plans=[made]).is_empty
