@@ -1949,7 +1949,7 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     observed = observe(context, SETTLE_S, STALL_SHARE)
     now = observed.current
     earlier = next((c for s, c in reversed(observed.measured) if s.ts < newest.applied_at), None)
-    if now is None or earlier is None or now == earlier:
+    if now is None or earlier is None or now == earlier or _workers_set_after(context, newest):
         return None
     # The speed just before the trade, not the mean of all the job ran at that
     # configuration: a PS load that grows slows it down the longer it runs, and its early
@@ -1984,6 +1984,20 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
                 {"min_gain": settings.min_gain, "judge_after_s": settings.judge_after_s},
             )
         ],
+    )
+
+
+def _workers_set_after(context, plan: PlanView) -> bool:
+    """A plan applied after ``plan`` set the workers. A trade is judged at the workers it
+    left: a later change of theirs (worker_tuning giving some back to a busy PS) is in
+    the speed since, and under a PS load that grows per step the verdict, made again
+    each round, then took back a trade that had paid."""
+    return any(
+        p.status == PlanStatus.applied
+        and p.applied_at is not None
+        and p.applied_at > plan.applied_at
+        and ROLE_WORKER in p.roles
+        for p in context.plans
     )
 
 

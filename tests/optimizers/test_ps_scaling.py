@@ -1027,15 +1027,19 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
         "ps": RoleSpec(count=2, cpu=3.6, memory_mib=8192),
         "worker": RoleSpec(count=3, cpu=4, memory_mib=8192),
     }
-    ctx = context(
-        Stage.running,
-        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
-        nodes=two + three,
-        samples=points,
-        speed=speed,
-        plans=[created, traded],
-    )
-    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+
+    def judged(plans):
+        ctx = context(
+            Stage.running,
+            job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+            nodes=two + three,
+            samples=points,
+            speed=speed,
+            plans=plans,
+        )
+        return PsScalingOptimizer().propose(ctx, SETTINGS)
+
+    proposal = judged([created, traded])
     assert proposal.roles == {"ps": RoleSpec(count=1, cpu=4)}
     assert proposal.reasons[0].message.endswith(
         "20.00 -> 20.10 steps/s (+0.5%, less than 2.0%): it did not help, back to 1 PS of 4 "
@@ -1044,6 +1048,12 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
     )
     # no ceiling on the PS count: fewer workers beside more PS is no evidence on more PS
     assert "taken_back_to" not in proposal.reasons[0].evidence
+    # a plan applied 300 s ago set the workers (worker_tuning gave one back to the PS, say):
+    # the speed since is its doing too, and the trade is judged no more
+    later = plan(seconds_ago=300, roles={"worker": RoleSpec(count=3)}, plan_id=3)
+    unjudged = judged([created, traded, later])
+    assert unjudged.roles != {"ps": RoleSpec(count=1, cpu=4)}
+    assert not [r for r in unjudged.reasons if "it did not help" in r.message]
 
     # at +10 % it stays, and the PS, peaking at 2.0 of 3.6 cores while the workers keep
     # their pace (75 % of their CPU), get 2.0 / 0.85 = 2.4 cores (at most 3/4 of 3.6)
