@@ -167,14 +167,17 @@ class WorkerTuningSettings(BaseModel):
         ge=0.1,
         le=1.0,
         description="Workers given back keep the rest at most this busy (CPU used / "
-        "requested at today's speed): the PS stay the bottleneck, the speed holds.",
+        "requested at today's speed): the PS stay the bottleneck, the speed holds. Also how "
+        "busy every PS must be before busy workers are made smaller for one more PS "
+        "(room_busy).",
     )
     room_busy: float = Field(
         0.95,
         ge=0.1,
         le=1.0,
-        description="With every PS at trim_target or more and the CPU limit leaving no room "
-        "for one more PS (nor ps_room for the busiest to grow), workers using more than "
+        description="With the busiest PS at ps_cpu_threshold or more, every PS at "
+        "trim_target or more and the CPU limit leaving no room for one more PS (nor ps_room "
+        "for the busiest to grow), workers using more than "
         "trim_wait of their CPU are made smaller, once, so that one more PS of the role's "
         "size fits, when they would use at most this share of their smaller CPU at "
         "today's speed.",
@@ -319,7 +322,7 @@ class WorkerTuningOptimizer:
                 given_back = _give_back(job, busiest, ps_evidence)
                 if given_back is not None:
                     return given_back
-                smaller = _smaller_for_a_ps(job, ps_evidence)
+                smaller = _smaller_for_a_ps(job, busiest, ps_evidence)
                 if smaller is not None:
                     return smaller
                 return no_change(
@@ -794,10 +797,12 @@ def _give_back(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
     )
 
 
-def _smaller_for_a_ps(job: _Job, ps_evidence: dict) -> Proposal | None:
+def _smaller_for_a_ps(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
     """Smaller workers, so that one more PS of the role's size fits the CPU limit, when
-    every PS is at least ``trim_target`` busy (the tier as a whole holds the speed, and
-    more PS would serve more) and the workers would still use at most ``room_busy`` of
+    ``busiest`` holds the speed (called at ``ps_cpu_threshold`` or more), every PS is at
+    least ``trim_target`` busy (the tier as a whole holds it, and more PS would serve
+    more), the limit leaves ``busiest`` less than ``ps_room`` to grow, and the workers,
+    using more than ``trim_wait`` of their CPU, would still use at most ``room_busy`` of
     their smaller cores at today's speed. Fewer workers cannot free those cores when
     each is busy (``_give_back``); a smaller size can. Once in a job's life, and not
     against a PS load that grows per step (``cost_growing``). None otherwise."""
@@ -807,9 +812,10 @@ def _smaller_for_a_ps(job: _Job, ps_evidence: dict) -> Proposal | None:
     ps_role = current_role(ROLE_PS, context.job, context.nodes).cpu
     used = _worker_cpu_used(context, settings)
     cpu = job.now.trainer_cpu
-    if limit is None or not ps_nodes or not ps_role or used is None or cpu <= 0:
+    hot = next((n for n in ps_nodes if n.name == busiest), None)
+    if limit is None or hot is None or not ps_role or used is None or cpu <= 0:
         return None
-    if used <= settings.trim_wait * cpu:
+    if job.workers < 1 or used <= settings.trim_wait * cpu:
         return None  # they wait: fewer of them free the cores (_give_back)
     for ps in ps_nodes:
         recent = context.samples_of(ps.name)[-settings.ps_samples :]
@@ -821,8 +827,9 @@ def _smaller_for_a_ps(job: _Job, ps_evidence: dict) -> Proposal | None:
         if p.status == PlanStatus.applied
         for r in p.reasons
     ):
-        # Once: made again each time the tier filled up, the workers shrank step by step
-        # under a PS load that grows (ps-growing-load: 0.920 -> 0.833 of its best).
+        # Once (within the plans the optimizers read, RECENT_PLANS): made again each time
+        # the tier filled up, the workers shrank step by step under a PS load that grows
+        # (ps-growing-load: 0.920 -> 0.833 of its best).
         return None
     if cost_growing(context, cost_ratios(context)):
         # A PS load that grows per step: one more PS today is short again soon, and the
@@ -830,14 +837,14 @@ def _smaller_for_a_ps(job: _Job, ps_evidence: dict) -> Proposal | None:
         return None
     room = limit - planned_totals({}, context.job, context.nodes).cpu
     need = ps_role - room
-    if need <= 0 or room >= settings.ps_room * max(ps.cpu for ps in ps_nodes):
+    if need <= 0 or room >= settings.ps_room * hot.cpu:
         # One more PS fits, or the busiest may grow where it is (hot_ps).
         return None
     smaller = math.floor((cpu - need / job.workers) / CPU_STEP + 1e-9) * CPU_STEP
     smaller = round(smaller, 6)
     freed = job.workers * (cpu - smaller)
     # Many workers each giving a step of CPU_STEP free far more than one PS takes, and
-    # the rest idles until the workers grow again: at most two PS' worth.
+    # the rest idles until the workers grow again: at most one more PS' worth beyond it.
     if smaller < CPU_STEP or used > settings.room_busy * smaller or freed - need > ps_role + 1e-9:
         return None
     return Proposal(

@@ -724,12 +724,14 @@ def test_busy_workers_beside_a_busy_tier_get_smaller_to_make_room_for_one_more_p
     # 70 %): they do not wait, and fewer of them cannot keep the speed. Each gives
     # (1 - 0.1) / 2 = 0.45 core: 3 - 0.45 = 2.55 -> 2.5 cores (down to 0.1), 2.25 / 2.5 =
     # 90 % busy (<= room_busy 95 %).
-    def make_room(worker_cpu_used=2.25, ps_used=(0.95, 0.95), limit_cpu=8.1, plans=()):
+    def make_room(
+        worker_cpu_used=2.25, ps_used=(0.95, 0.95), limit_cpu=8.1, plans=(), ps_cpu=(1, 1)
+    ):
         roles = {
             "worker": RoleSpec(count=2, cpu=3, memory_mib=8192),
             "ps": RoleSpec(count=2, cpu=1, memory_mib=8192),
         }
-        ps = [node(f"ps-{i}", "ps", cpu=1, memory_mib=8192, index=i) for i in range(2)]
+        ps = [node(f"ps-{i}", "ps", cpu=c, memory_mib=8192, index=i) for i, c in enumerate(ps_cpu)]
         workers = [node(f"w-{i}", "worker", cpu=3, memory_mib=8192, index=i) for i in range(2)]
         # each PS's use, the newest last (one number: 3 samples of it)
         uses = [u if isinstance(u, list) else [u] * 3 for u in ps_used]
@@ -760,6 +762,12 @@ def test_busy_workers_beside_a_busy_tier_get_smaller_to_make_room_for_one_more_p
     assert make_room(ps_used=(0.95, 0.8)).is_empty
     # the limit leaves 0.7 core (>= 0.67 x 1): the busiest PS may grow where it is
     assert make_room(limit_cpu=8.7).is_empty
+    # ps_room is the busiest's: PS 0 at 0.95 of 1 core beside PS 1 at 1.8 of 2 cores (90
+    # %, the busiest still PS 0) under a 9.8-core limit leaves 0.8 core, at least 0.67 x
+    # PS 0's 1 core: PS 0 may grow, the workers stay (PS 1's 2 cores would ask 1.34)
+    wide = make_room(ps_used=(0.95, 1.8), ps_cpu=(1, 2), limit_cpu=9.8)
+    assert wide.is_empty
+    assert "the PS hold the speed, workers stay" in wide.reasons[0].message
     # the PS's use per step grew at the same speed (a load that grows per step): over 8
     # samples a minute apart, both PS 0.88 -> 0.99 cores at 24 steps/s, so the tier's
     # 0.0733 -> 0.0825 core-s per step; the newer half's median (0.97 + 0.98) / 2 / 12 =
@@ -774,5 +782,5 @@ def test_busy_workers_beside_a_busy_tier_get_smaller_to_make_room_for_one_more_p
     assert make_room(worker_cpu_used=1.5).is_empty
     # once in a job's life: after such a shrink, a tier that needs more PS again carries
     # a load that grows per step
-    made = plan(seconds_ago=3000, roles={"worker": RoleSpec(cpu=3)}, reasons=proposal.reasons)
+    made = plan(seconds_ago=3000, roles=proposal.roles, reasons=proposal.reasons)
     assert make_room(plans=[made]).is_empty
