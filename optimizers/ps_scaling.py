@@ -1949,7 +1949,12 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     observed = observe(context, SETTLE_S, STALL_SHARE)
     now = observed.current
     earlier = next((c for s, c in reversed(observed.measured) if s.ts < newest.applied_at), None)
-    if now is None or earlier is None or now == earlier or _workers_set_after(context, newest):
+    if (
+        now is None
+        or earlier is None
+        or now == earlier
+        or _workers_set_after(context, newest, settings)
+    ):
         return None
     # The speed just before the trade, not the mean of all the job ran at that
     # configuration: a PS load that grows slows it down the longer it runs, and its early
@@ -1987,16 +1992,21 @@ def _trade_did_not_help(context, ps_nodes, trainers, recent, settings) -> Propos
     )
 
 
-def _workers_set_after(context, plan: PlanView) -> bool:
-    """A plan applied after ``plan`` set the workers. A trade is judged at the workers it
-    left: a later change of theirs (worker_tuning giving some back to a busy PS) is in
-    the speed since, and under a PS load that grows per step the verdict, made again
-    each round, then took back a trade that had paid."""
+def _workers_set_after(context, plan: PlanView, settings: PsScalingSettings) -> bool:
+    """A plan applied ``judge_after_s`` or more after ``plan`` set the worker count or
+    CPU. A trade's verdict falls due ``judge_after_s`` after it and is made again each
+    round while it is the newest PS plan; once a later change of the workers is in the
+    speed (worker_tuning giving some back to a busy PS), the speed since is that plan's
+    doing too, and under a PS load that grows per step the verdict then took back a
+    trade that had paid. A change within the window does not stop the verdict: the
+    trade would never be judged."""
+    due = plan.applied_at + timedelta(seconds=settings.judge_after_s)
     return any(
         p.status == PlanStatus.applied
         and p.applied_at is not None
-        and p.applied_at > plan.applied_at
+        and p.applied_at >= due
         and ROLE_WORKER in p.roles
+        and (p.roles[ROLE_WORKER].count is not None or p.roles[ROLE_WORKER].cpu is not None)
         for p in context.plans
     )
 

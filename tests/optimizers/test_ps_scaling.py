@@ -1048,12 +1048,22 @@ def test_a_trade_that_did_not_help_goes_back_to_the_counts_and_sizes_before_it()
     )
     # no ceiling on the PS count: fewer workers beside more PS is no evidence on more PS
     assert "taken_back_to" not in proposal.reasons[0].evidence
-    # a plan applied 300 s ago set the workers (worker_tuning gave one back to the PS, say):
-    # the speed since is its doing too, and the trade is judged no more
-    later = plan(seconds_ago=300, roles={"worker": RoleSpec(count=3)}, plan_id=3)
-    unjudged = judged([created, traded, later])
-    assert unjudged.roles != {"ps": RoleSpec(count=1, cpu=4)}
+
+    # a plan applied 20 s ago, 610 s after the trade (judge_after_s 600 after it: the
+    # verdict was due), set the workers (worker_tuning gave one back to the PS, say): the
+    # speed since is its doing too, and the trade is judged no more
+    def later(seconds_ago, spec):
+        return plan(seconds_ago=seconds_ago, roles={"worker": spec}, plan_id=3)
+
+    unjudged = judged([created, traded, later(20, RoleSpec(count=2))])
+    assert "trade_undone" not in unjudged.reasons[0].evidence
     assert not [r for r in unjudged.reasons if "it did not help" in r.message]
+    # the same 300 s after the trade, before the verdict fell due: it is judged (else the
+    # trade would never be); and a plan that set only the workers' memory changes nothing
+    for spec, seconds_ago in ((RoleSpec(count=2), 330), (RoleSpec(memory_mib=9000), 20)):
+        again = judged([created, traded, later(seconds_ago, spec)])
+        assert again.roles == {"ps": RoleSpec(count=1, cpu=4)}
+        assert "it did not help" in again.reasons[0].message
 
     # at +10 % it stays, and the PS, peaking at 2.0 of 3.6 cores while the workers keep
     # their pace (75 % of their CPU), get 2.0 / 0.85 = 2.4 cores (at most 3/4 of 3.6)
