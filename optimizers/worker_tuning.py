@@ -26,7 +26,7 @@ from brain.optimizing.speed_points import (
     stalled_periods,
     trainers_now,
 )
-from optimizers._common import cooling_down, mean, no_change, reason
+from optimizers._common import cooling_down, floor_to, mean, no_change, reason
 from optimizers._ps_cost import cost_growing, cost_ratios
 
 NAME = "worker_tuning"
@@ -840,8 +840,7 @@ def _smaller_for_a_ps(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | 
     if need <= 0 or room >= settings.ps_room * hot.cpu:
         # One more PS fits, or the busiest may grow where it is (hot_ps).
         return None
-    smaller = math.floor((cpu - need / job.workers) / CPU_STEP + 1e-9) * CPU_STEP
-    smaller = round(smaller, 6)
+    smaller = floor_to(cpu - need / job.workers, CPU_STEP)
     freed = job.workers * (cpu - smaller)
     # Many workers each giving a step of CPU_STEP free far more than one PS takes, and
     # the rest idles until the workers grow again: at most one more PS' worth beyond it.
