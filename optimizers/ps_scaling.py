@@ -635,7 +635,14 @@ def _network_bound(
     the limit leaves the tier are split over the most PS (of those counts) whose busiest
     stays within ``max_busy``; trainers that keep their pace (``_busy_trainers_wait``) give
     up no cores, and the PS split today's that way (``busy_wait`` says why such trainers
-    wait)."""
+    wait).
+
+    A PS hot relative to the others waits for ``hot_ps`` to move it, unless it was moved
+    above the role's size already and such trainers keep their pace (no trade is made for
+    them): it then keeps its cores, its part beyond an even share stays on it, so the
+    speed is predicted to grow at most as its share of the traffic falls, the count grows
+    only while each further PS gains ``network_step_gain``, and the other PS split the
+    rest of today's cores, each within ``max_busy`` of the traffic it does not carry."""
     tier = f"PS tier at {evidence['ps_tier_utilization']:.0%} CPU"
     waiting = (
         f"{tier} while the trainers use {trainer_util:.0%} of theirs: they wait on the "
@@ -645,17 +652,23 @@ def _network_bound(
     )
     utilization = evidence["ps_utilization"]
     hot = _hot_alone(utilization, settings.relative_factor)
+    # A hot PS that hot_ps moved already and that is still hot (its cores past its knee
+    # buy little) keeps its cores beside more PS, which take the rest of the traffic off
+    # it, when the trainers keep their pace (no trade is made for them).
+    kept = None
     if hot is not None and utilization[hot] >= settings.saturation:
         traded = _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, settings)
         if traded is not None:
             return traded
-        return no_change(
-            NAME,
-            f"{waiting}, but {hot} is at {utilization[hot]:.0%}, hot relative to the other "
-            "PS: moving it (hot_ps) helps first",
-            evidence,
-            threshold,
-        )
+        kept = None if busy_wait is None else _moved(context, ps_nodes, hot)
+        if kept is None:
+            return no_change(
+                NAME,
+                f"{waiting}, but {hot} is at {utilization[hot]:.0%}, hot relative to the "
+                "other PS: moving it (hot_ps) helps first",
+                evidence,
+                threshold,
+            )
     added = _last_addition(context)
     if added is not None:
         age = (context.now - added[0].applied_at).total_seconds()
@@ -734,12 +747,43 @@ def _network_bound(
                     "network_explore_factor": settings.network_explore_factor,
                 },
             )
+    if kept is not None:
+        # The kept PS serves its hot part at any count: the speed grows at most as much as
+        # its share of the traffic shrinks.
+        kept_part = _hot_share(used, kept.name, None)
+        uncapped = gain
+
+        def kept_share(count: int) -> float:
+            return kept_part + (1 - kept_part) / count
+
+        def gain(count: int) -> float:
+            return min(uncapped(count), kept_share(now) / kept_share(count))
+
+        def others_load(count: int) -> float:
+            """Each other PS's CPU use over ``count`` PS at the speed predicted there: the
+            traffic the kept one does not carry, split over them."""
+            rest = (1 - kept_share(count)) / (1 - kept_share(now))
+            return (total - used[kept.name]) * rest * gain(count) / (count - 1)
+
+    # The count grows while each further PS gains step_gain, and, but beside a kept PS,
+    # on to the fewest that gain network_min_gain: its part caps every count's gain, so
+    # reaching for it there would add many PS for little.
     wanted = now + 1
     while wanted < top and (
-        gain(wanted) - 1 < settings.network_min_gain
+        (kept is None and gain(wanted) - 1 < settings.network_min_gain)
         or gain(wanted + 1) / gain(wanted) - 1 >= step_gain
     ):
         wanted += 1
+    if kept is not None and gain(wanted) - 1 < settings.network_min_gain:
+        return no_change(
+            NAME,
+            f"{waiting}, but {kept.name}, moved already, keeps its {kept_part:.0%} of the "
+            f"traffic beyond an even share however many PS: {wanted} PS would gain "
+            f"{gain(wanted) - 1:+.1%}, less than {settings.network_min_gain:.0%}, and each "
+            f"further one less than {step_gain:.0%}",
+            evidence,
+            threshold | {"network_min_gain": settings.network_min_gain},
+        )
 
     def load(count: int) -> float:
         """The busiest PS's CPU use over ``count`` PS at the speed predicted there."""
@@ -764,7 +808,7 @@ def _network_bound(
     # told from the noise (the fit's least hopeful curve can reach the least gain only
     # further up).
     counts = [k for k in range(wanted, now, -1) if gain(k) - 1 >= settings.network_min_gain]
-    hot_node = max(ps_nodes, key=lambda n: used[n.name])
+    hot_node = kept or max(ps_nodes, key=lambda n: used[n.name])
     hot = _hot_share(used, hot_node.name, None)
 
     def sized(load: float) -> float:
@@ -791,13 +835,19 @@ def _network_bound(
         hot_cpu = None
         # Sized for the target, no count fits beside the trainers: the cores the limit
         # leaves the tier split over more PS, the busiest within max_busy (more PS shorten
-        # the exchange whatever their size).
+        # the exchange whatever their size). A kept PS keeps its cores, and the others
+        # split the rest of today's.
         for count in counts:
-            cpu = split(count)
-            if cpu < settings.cpu_step or load(count) > cpu * settings.max_busy:
+            if kept is None:
+                cpu, busiest, moved_cpu = split(count), load(count), 0.0
+            else:
+                cpu = _split_beside(context, ps_nodes, kept, count, request, settings.cpu_step)
+                busiest, moved_cpu = others_load(count), kept.cpu - cpu
+            if cpu < settings.cpu_step or busiest > cpu * settings.max_busy:
                 continue
-            roles = roles_at(count, cpu)
+            roles = roles_at(count, cpu, moved_cpu)
             if roles is not None:
+                hot_cpu = None if kept is None else kept.cpu
                 break
         else:
             return no_change(
@@ -894,6 +944,25 @@ def _ps_count_varied_alone(points) -> bool:
         c = point.configuration
         seen.setdefault((c.trainers, c.trainer_cpu), set()).add(c.ps_count)
     return any(len(counts) > 1 for counts in seen.values())
+
+
+def _moved(context, ps_nodes: list[NodeView], name: str) -> NodeView | None:
+    """The PS ``name`` when it runs above the role's CPU (hot_ps moved it), else None."""
+    node = next(n for n in ps_nodes if n.name == name)
+    role_cpu = current_role(ROLE_PS, context.job, context.nodes).cpu or node.cpu
+    return node if node.cpu > role_cpu + 1e-9 else None
+
+
+def _split_beside(context, ps_nodes, kept: NodeView, count: int, request: float, step: float):
+    """Each of ``count`` - 1 PS's cores beside ``kept``, which keeps its own: today's
+    other cores split over them, at most what the CPU limit leaves and the role's request."""
+    today = floor_to((sum(n.cpu for n in ps_nodes) - kept.cpu) / (count - 1), step)
+    room = math.inf
+    limit = context.job.limits.cpu
+    if limit is not None:
+        others = planned_totals({ROLE_PS: RoleSpec(count=0)}, context.job, context.nodes).cpu
+        room = floor_to((limit - others - kept.cpu) / (count - 1), step)
+    return round(min(today, room, request), 6)
 
 
 def _ps_room(context, count: int, step: float) -> float:

@@ -1526,3 +1526,41 @@ def test_a_trade_taken_back_keeps_a_ps_above_the_role_at_its_own_size():
     smaller = take_back(ps, [], before_cpu=1.5)
     assert smaller.roles == {"ps": RoleSpec(count=2, cpu=1.5)}
     assert smaller.migrate == kept
+
+
+def test_a_hot_ps_moved_already_keeps_its_cores_beside_more_ps_for_busy_looking_trainers():
+    # ps-0, moved to 8 cores (the role's 4), uses 7.8 (97 %), hot beside ps-1 at 2.0 of
+    # 4; the trainers at 3.0 of 4 (75 %) keep their pace, so no trade is made, and
+    # hot_ps moved ps-0 once already (its cores past a knee buy little). The job ran
+    # 10.0 steps/s at 1 PS and 20.0 at 2: every fitted curve has more PS shorten the
+    # exchange (at least +22.7 % at 3 PS, as above). ps-0 carries (7.8 - 2.0) / 9.8 =
+    # 59.2 % of the load alone, which stays on it: its share falls from 0.592 + 0.408 / 2
+    # = 0.796 at 2 PS to 0.728 at 3, 0.694 at 4, 0.673 at 5, 0.660 at 6, 0.650 at 7, so
+    # the speed can grow at most x 1.0935, 1.147, 1.182, 1.206, 1.224: each further PS
+    # gains 4.9 %, 3.0 %, 2.1 %, then 1.5 % (below network_step_gain 2 %): 6 PS wanted.
+    # ps-0 keeps its 8 cores; the others split today's other 4: 0.8 each over 5 would
+    # carry 2.0 x (1 - 0.660) / (1 - 0.796) x 1.206 / 5 = 0.80 cores (over 85 % of 0.8),
+    # 1.0 over 4 0.95, 1.3 over 3 1.15, 2.0 over 2 1.46 (73 %): 3 PS of 2.0, +9 %.
+    plans, speed = _ps_count_changed(1, 2, 10.0, 20.0, cpu_before=8)
+    nodes, points = moved_ps(8, (7.8, 2.0), 3.0)
+    proposal = propose(points, speed=speed, plans=plans, nodes=nodes)
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=2.0)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=8, memory_mib=8192)]
+    assert proposal.reasons[0].evidence["predicted_speed_gain"] == 0.0935
+    # ps-1 at 0.5: ps-0 carries 7.3 / 8.3 = 88.0 % alone, its share 0.940 at 2 PS and
+    # 0.920 at 3: +2.2 %, and a fourth gains 1.1 % more (below 2 %). More PS would not pay.
+    nodes, points = moved_ps(8, (7.8, 0.5), 3.0)
+    little = propose(points, speed=speed, plans=plans, nodes=nodes)
+    assert little.is_empty
+    assert (
+        "j-edljob-ps-0, moved already, keeps its 88% of the traffic beyond an even share "
+        "however many PS: 3 PS would gain +2.2%, less than 5%, and each further one less "
+        "than 2%"
+    ) in little.reasons[0].message
+    # Not yet moved (at the role's 4 cores, 3.9 used beside 1.0): hot_ps moves it first.
+    nodes, points = moved_ps(4, (3.9, 1.0), 3.0)
+    first = propose(points, speed=speed, plans=plans, nodes=nodes)
+    assert first.is_empty
+    assert "hot relative to the other PS: moving it (hot_ps) helps first" in (
+        first.reasons[0].message
+    )
