@@ -957,22 +957,19 @@ def _split_beside(context, ps_nodes, kept: NodeView, count: int, request: float,
     """Each of ``count`` - 1 PS's cores beside ``kept``, which keeps its own: today's
     other cores split over them, at most what the CPU limit leaves and the role's request."""
     today = floor_to((sum(n.cpu for n in ps_nodes) - kept.cpu) / (count - 1), step)
-    room = math.inf
-    limit = context.job.limits.cpu
-    if limit is not None:
-        others = planned_totals({ROLE_PS: RoleSpec(count=0)}, context.job, context.nodes).cpu
-        room = floor_to((limit - others - kept.cpu) / (count - 1), step)
+    room = _ps_room(context, count - 1, step, reserved=kept.cpu)
     return round(min(today, room, request), 6)
 
 
-def _ps_room(context, count: int, step: float) -> float:
-    """The cores each of ``count`` PS may have beside the other roles within the job's CPU
-    limit, a multiple of ``step`` (infinite without a limit)."""
+def _ps_room(context, count: int, step: float, reserved: float = 0.0) -> float:
+    """The cores each of ``count`` PS may have beside the other roles (and ``reserved``
+    cores, a PS kept at its own size) within the job's CPU limit, a multiple of ``step``
+    (infinite without a limit)."""
     limit = context.job.limits.cpu
     if limit is None:
         return math.inf
     others = planned_totals({ROLE_PS: RoleSpec(count=0)}, context.job, context.nodes).cpu
-    return floor_to((limit - others) / count, step)
+    return floor_to((limit - others - reserved) / count, step)
 
 
 def _ps_request(context, ps_nodes: list[NodeView]) -> float:
@@ -1686,13 +1683,12 @@ def _relieve_hot(context, ps_nodes, recent, hot, trainer_util, evidence, setting
     if trainer_util > settings.worker_wait:
         return None
     node = next(n for n in ps_nodes if n.name == hot)
-    role_cpu = current_role(ROLE_PS, context.job, context.nodes).cpu or node.cpu
     room = None
     if context.job.limits.cpu is not None:
         room = context.job.limits.cpu - planned_totals({}, context.job, context.nodes).cpu
     wanted = node.cpu * (1 / max(trainer_util, 0.05) - 1)
     if not (
-        node.cpu > role_cpu + 1e-9
+        _moved(context, ps_nodes, hot) is not None
         or node.cpu >= context.node_max.cpu
         or (room is not None and room < wanted)
     ):
