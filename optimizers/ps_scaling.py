@@ -1054,15 +1054,22 @@ class _JobFit:
         return None if self._at_now is None else _PsCountFit(*self._at_now, split)
 
 
-def _resized(context, ps_nodes, count: int, cpu: float | None) -> RoleSpec:
-    """The PS role at ``count`` PS of ``cpu`` cores. A new CPU relaunches every PS at the
-    role's size, so the role also takes the most memory any PS has now (an OOM fix may
-    have raised one PS's alone): none loses what it needed."""
+def _resized(context, ps_nodes, count: int | None, cpu: float | None) -> RoleSpec:
+    """The PS role at ``count`` PS (None: today's) of ``cpu`` cores. A new CPU relaunches
+    every PS at the role's size, so the role also takes the most memory any PS has now
+    (an OOM fix may have raised one PS's alone): none loses what it needed."""
     if cpu is None:
         return RoleSpec(count=count)
     role = current_role(ROLE_PS, context.job, context.nodes).memory_mib or 0.0
     memory = max([role, *(n.memory_mib for n in ps_nodes)])
     return RoleSpec(count=count, cpu=cpu, memory_mib=None if memory == role else memory)
+
+
+def _kept_memory(role: RoleSpec) -> str:
+    """What a resize's reason says of the memory ``_resized`` raised the role to."""
+    if role.memory_mib is None:
+        return ""
+    return f", each with {role.memory_mib:.0f} MiB (the most a PS has now)"
 
 
 class _PsChangeSpeed(NamedTuple):
@@ -1446,6 +1453,7 @@ def _shrink(
             )
     # No fewer PS run the load at the target, or free enough: each PS gets fewer cores.
     return _fewer_cores(
+        context,
         ps_nodes,
         request,
         busiest,
@@ -1473,6 +1481,7 @@ def _trim(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal 
     least = settings.min_freed_share * planned_totals({}, context.job, context.nodes).cpu
     evidence = evidence | {"ps_count": len(ps_nodes), "ps_cpu_request": request}
     return _fewer_cores(
+        context,
         ps_nodes,
         request,
         busiest,
@@ -1501,7 +1510,18 @@ def _workers_held_by_the_limit(context) -> bool:
 
 
 def _fewer_cores(
-    ps_nodes, request, busiest, least, below, target, most, evidence, threshold, settings, why=""
+    context,
+    ps_nodes,
+    request,
+    busiest,
+    least,
+    below,
+    target,
+    most,
+    evidence,
+    threshold,
+    settings,
+    why="",
 ) -> Proposal | None:
     """Each PS from ``request`` to the busiest one's use at ``target`` (rounded up to
     ``cpu_step``), when that is at most ``most``, keeps the busiest within ``max_busy``
@@ -1512,15 +1532,16 @@ def _fewer_cores(
     if cpu > most or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
         return None
     uses = "the PS uses" if now == 1 else f"the busiest of {now} PS uses"
+    role = _resized(context, ps_nodes, None, cpu)
     return Proposal(
-        roles={ROLE_PS: RoleSpec(cpu=cpu)},
+        roles={ROLE_PS: role},
         reasons=[
             reason(
                 NAME,
                 f"{uses} {busiest:.2f} of its {request:g} cores "
                 f"({evidence['ps_tier_utilization']:.0%}, below {below:.0%}): "
                 f"{cpu:g} cores run it at {busiest / cpu:.0%} (target "
-                f"{target:.0%}), PS CPU {request:g} -> {cpu:g}{why}",
+                f"{target:.0%}), PS CPU {request:g} -> {cpu:g}{_kept_memory(role)}{why}",
                 evidence | {"new_cpu": cpu, SHRUNK_FROM: {"count": now, "cpu": request}},
                 threshold,
             )

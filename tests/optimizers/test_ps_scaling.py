@@ -430,6 +430,14 @@ def test_a_tier_below_60_percent_under_a_full_limit_gives_its_spare_cores_to_the
         "keeps out"
     )
     assert why.evidence["shrunk_from"] == {"count": 2, "cpu": 4}
+    # ps-1 moved to 12288 MiB by an OOM fix: the new CPU relaunches both PS at the role's
+    # size, which takes that memory too (at 8192 ps-1 would be killed again)
+    fixed = [PS[0], node("j-edljob-ps-1", "ps", cpu=4, memory_mib=12288, index=1)]
+    kept = propose(points, limits=full, nodes=fixed + WORKERS)
+    assert kept.roles == {"ps": RoleSpec(cpu=3.2, memory_mib=12288)}
+    assert "PS CPU 4 -> 3.2, each with 12288 MiB (the most a PS has now), the rest" in (
+        kept.reasons[0].message
+    )
 
     def trimmed(**kwargs) -> bool:
         return any("shrunk_from" in r.evidence for r in propose(points, **kwargs).reasons)
