@@ -30,8 +30,13 @@ from optimizers._common import cooling_down, floor_to, mean, no_change, reason
 from optimizers._ps_cost import cost_growing, cost_ratios
 
 NAME = "worker_tuning"
-# CPU granularity of worker sizes this optimizer sets (cores).
+# CPU granularity of worker sizes this optimizer sets (cores): CPU_STEP, and FINE_CPU_STEP
+# below FINE_BELOW cores, so that a step is at most about 5 % of a worker. In tenths of a
+# core, workers of about a core made smaller to fit more round down below their use, or
+# keep up to a tenth of their cores idle.
 CPU_STEP = 0.1
+FINE_CPU_STEP = 0.05
+FINE_BELOW = 2.0
 # Evidence keys: a take-back's worker count and CPU; a change's configuration before and
 # the speed the fit predicted for it; a step towards the estimate's worker count.
 TAKEN_BACK_TO = "taken_back_to"
@@ -641,10 +646,8 @@ def _sure_jumps(job: _Job) -> list[_Candidate]:
     # The curve's CPU part is only known between the sizes the job ran: a curve that
     # needs no CPU part there says nothing of a smaller worker.
     smallest = min(p.configuration.trainer_cpu for p in job.fitted.points)
-    sizes = {
-        round(math.floor(job.now.trainer_cpu * share / CPU_STEP + 1e-9) * CPU_STEP, 6)
-        for share in _TRADE_SIZES
-    } | {job.now.trainer_cpu}
+    sizes = {_floor_cpu(job.now.trainer_cpu * share) for share in _TRADE_SIZES}
+    sizes.add(job.now.trainer_cpu)
     found = []
     ps_cure = _one_more_ps_gain(job)
     for cpu in sorted(c for c in sizes if smallest - 1e-9 <= c <= job.now.trainer_cpu):
@@ -730,12 +733,13 @@ def _more_cpu(job: _Job) -> list[_Candidate]:
     ceiling = _ceiling(context.plans, TAKEN_BACK_CPU, cpu_increase=True)
     if ceiling is not None:
         top = min(top, ceiling)
-    for steps in range(math.floor(top / CPU_STEP + 1e-9), math.floor(cpu / CPU_STEP + 1e-9), -1):
-        bigger = round(steps * CPU_STEP, 6)
+    bigger = _floor_cpu(top)
+    while bigger > cpu + 1e-9:
         if not _exceeds(context, {ROLE_WORKER: RoleSpec(cpu=bigger)}):
             configuration = job.configuration(job.workers, bigger)
             why = f"the workers use {used:.2f} of their {cpu:g} cores (CPU-bound)"
             return [_Candidate(job.workers, bigger, configuration, job.predict(configuration), why)]
+        bigger = _floor_cpu(bigger - 1e-6)
     return []
 
 
@@ -840,11 +844,15 @@ def _smaller_for_a_ps(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | 
     if need <= 0 or room >= settings.ps_room * hot.cpu:
         # One more PS fits, or the busiest may grow where it is (hot_ps).
         return None
-    smaller = floor_to(cpu - need / job.workers, CPU_STEP)
+    smaller = _floor_cpu(cpu - need / job.workers)
     freed = job.workers * (cpu - smaller)
-    # Many workers each giving a step of CPU_STEP free far more than one PS takes, and
-    # the rest idles until the workers grow again: at most one more PS' worth beyond it.
-    if smaller < CPU_STEP or used > settings.room_busy * smaller or freed - need > ps_role + 1e-9:
+    # Many workers each giving a step of CPU free far more than one PS takes, and the
+    # rest idles until the workers grow again: at most one more PS' worth beyond it.
+    if (
+        smaller < FINE_CPU_STEP
+        or used > settings.room_busy * smaller
+        or freed - need > ps_role + 1e-9
+    ):
         return None
     return Proposal(
         roles={ROLE_WORKER: RoleSpec(cpu=smaller)},
@@ -905,8 +913,7 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
 
     def size(count: int) -> float:
         room = limit - others - (reserve if count > workers + 1 else 0.0)
-        cpu = math.floor(room / count / CPU_STEP + 1e-9) * CPU_STEP
-        return round(min(cpu, now.cpu), 6)
+        return min(_floor_cpu(room / count), now.cpu)
 
     # Workers given less than they use wait on their own cores: the count stops where
     # each would get less than its use, unless that is at the first worker added.
@@ -916,7 +923,7 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
     roles = {ROLE_WORKER: RoleSpec(count=count, cpu=cpu)}
     predicted = job.predict(job.configuration(count, cpu))
     if (
-        cpu < CPU_STEP
+        cpu < FINE_CPU_STEP
         or gain < settings.min_cpu_in_use_gain
         or predicted.high < job.speed.steps_per_sec * (1 + settings.min_gain)
         or exceeded_limits(planned_totals(roles, context.job, context.nodes), context.job.limits)
@@ -950,6 +957,13 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
 
 
 # Small readings ---------------------------------------------------------------------
+
+
+def _floor_cpu(cores: float) -> float:
+    """``cores`` rounded down to a worker size this optimizer sets: a multiple of
+    ``FINE_CPU_STEP`` below ``FINE_BELOW`` cores, of ``CPU_STEP`` from there."""
+    step = FINE_CPU_STEP if cores < FINE_BELOW - 1e-9 else CPU_STEP
+    return floor_to(cores, step)
 
 
 def _sets_workers(plan: PlanView) -> bool:

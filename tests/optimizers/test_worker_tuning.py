@@ -336,6 +336,17 @@ def test_a_ps_migrated_to_more_cpu_counts_at_its_own_size():
     assert proposal.roles == {"worker": RoleSpec(count=3, cpu=8.0)}
 
 
+def test_workers_under_two_cores_are_sized_in_twentieths_of_a_core():
+    # 18 workers of 0.6 cores use 0.55 each beside a PS of 4: 14.8 cores under a 15.3-core
+    # limit, 0.5 left, less than one more worker. (15.3 - 4) / 20 = 0.565 -> 0.55 cores
+    # each (under 2 cores, steps of 0.05), what a worker uses; 21 would get 0.538 -> 0.5,
+    # less than that. 20 x 0.55 / (18 x 0.55) = +11 % CPU in use. In tenths of a core, 19
+    # workers would get 0.5 each, 19 x 0.5 / (18 x 0.55) = -4 %: nothing would change.
+    proposal = propose(sized_context(0.55, 15.3, workers=18, worker_cpu=0.6))
+    assert proposal.roles == {"worker": RoleSpec(count=20, cpu=0.55)}
+    assert "+11% CPU in use" in proposal.reasons[0].message
+
+
 def test_no_smaller_workers_when_that_adds_too_little():
     # Workers using 7.9 of 8 cores (not CPU-bound for a cpu_bound_at of 1): (29 - 4) / 4
     # = 6.25 -> 6.2 cores each, 4 x 6.2 / (3 x 7.9) = +4.6 % < 5 %; under 30 cores: 6.5
