@@ -1,6 +1,8 @@
 """Elastic workers come after the nodes a job needs: workers the plan adds above
 ``min_count`` (and above what runs now) are given up, one at a time, while a launch or
-migration of the same plan would otherwise be cut."""
+migration of the same plan would otherwise be cut. Where none of the added workers is
+left, the workers also keep their size of today when the plan made them smaller: they
+were made smaller to fit the ones given up, and the pair is one move."""
 
 from __future__ import annotations
 
@@ -28,15 +30,38 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
         count -= 1
     if count == planned:
         return proposal, []
+    fitted = with_count(roles, ROLE_WORKER, count, current)
+    kept = ""
+    evidence = {"workers_planned": planned, "workers_after": count, "workers_now": current}
+    today = current_role(ROLE_WORKER, job, nodes).cpu
+    smaller = fitted.get(ROLE_WORKER, RoleSpec()).cpu
+    if count <= current and today and smaller is not None and smaller < today - 1e-9:
+        fitted = _without_cpu(fitted)
+        kept = (
+            f"; with none added, the workers keep their {today:g} cores (the plan made them "
+            f"{smaller:g} to fit the ones given up)"
+        )
+        evidence["worker_cpu_kept"] = today
     reason = Reason(
         GUARD,
         f"gave up {planned - count} elastic worker(s) ({planned} -> {count}) so that the "
-        "plan's launches and migrations fit the job's limits: elastic workers are added last",
-        evidence={"workers_planned": planned, "workers_after": count, "workers_now": current},
+        "plan's launches and migrations fit the job's limits: elastic workers are added "
+        f"last{kept}",
+        evidence=evidence,
         threshold=limits_dict(job.limits) | bounds_dict(job.bounds_of(ROLE_WORKER)),
     )
-    fitted = with_count(roles, ROLE_WORKER, count, current)
     return replace(proposal, roles=fitted), [reason]
+
+
+def _without_cpu(roles: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
+    """``roles`` with the workers' CPU change dropped (and the role, if nothing is left)."""
+    spec = replace(roles[ROLE_WORKER], cpu=None, cpu_limit=None)
+    changed = dict(roles)
+    if spec == RoleSpec():
+        changed.pop(ROLE_WORKER)
+    else:
+        changed[ROLE_WORKER] = spec
+    return changed
 
 
 def _cuts_node_changes(proposal: Proposal, view: BoundsView) -> bool:

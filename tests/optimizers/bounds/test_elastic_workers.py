@@ -30,3 +30,26 @@ def test_not_below_min_count_nor_what_runs():
     proposal = Proposal(roles={"worker": RoleSpec(count=6)}, migrate=[PS_TO_12])
     bounding = view(job(roles=ROLES, limits=Limits(cpu=32), bounds=bounds), NODES)
     assert elastic_workers(proposal, bounding) == (proposal, [])
+
+
+def test_workers_made_smaller_for_the_ones_given_up_keep_their_size():
+    # 2 workers of 4 + ps 8 = 16 of 19 cores. The plan: 3 workers of 3.5 (one more made
+    # to fit) and ps-0 8 -> 12: 10.5 + 12 = 22.5 > 19. Given up to 2 (7 + 12 = 19) none
+    # is added, so the workers keep their 4 cores; the next step cuts the PS's growth.
+    proposal = Proposal(roles={"worker": RoleSpec(count=3, cpu=3.5)}, migrate=[PS_TO_12])
+    bounded, reasons = elastic_workers(
+        proposal, view(job(roles=ROLES, limits=Limits(cpu=19)), NODES)
+    )
+    assert bounded.roles == {}
+    assert bounded.migrate == [PS_TO_12]
+    assert reasons[0].evidence["worker_cpu_kept"] == 4
+    assert reasons[0].message.endswith(
+        "with none added, the workers keep their 4 cores (the plan made them 3.5 to fit the "
+        "ones given up)"
+    )
+    # 4 workers of 3 planned under 23.5 cores: 3 (9 + 12 = 21 <= 23.5, 4: 24) still add
+    # one, at the size made for them
+    four = Proposal(roles={"worker": RoleSpec(count=4, cpu=3)}, migrate=[PS_TO_12])
+    bounded, reasons = elastic_workers(four, view(job(roles=ROLES, limits=Limits(cpu=23.5)), NODES))
+    assert bounded.roles == {"worker": RoleSpec(count=3, cpu=3)}
+    assert "worker_cpu_kept" not in reasons[0].evidence
