@@ -1,8 +1,9 @@
 """Elastic workers come after the nodes a job needs: workers the plan adds above
 ``min_count`` (and above what runs now) are given up, one at a time, while a launch or
 migration of the same plan would otherwise be cut. Where none of the added workers is
-left, the workers also keep their size of today when the plan made them smaller: they
-were made smaller to fit the ones given up, and the pair is one move."""
+left and the plan made every worker smaller to fit them, the workers keep their size of
+today unless the launches and migrations need the cores the smaller size frees; the
+reason says which."""
 
 from __future__ import annotations
 
@@ -36,12 +37,19 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
     today = current_role(ROLE_WORKER, job, nodes).cpu
     smaller = fitted.get(ROLE_WORKER, RoleSpec()).cpu
     if count <= current and today and smaller is not None and smaller < today - 1e-9:
-        fitted = _without_cpu(fitted)
-        kept = (
-            f"; with none added, the workers keep their {today:g} cores (the plan made them "
-            f"{smaller:g} to fit the ones given up)"
-        )
-        evidence["worker_cpu_kept"] = today
+        kept_size = _without_cpu(fitted)
+        if _cuts_node_changes(replace(proposal, roles=kept_size), view):
+            kept = (
+                f"; with none added, the workers still go {today:g} -> {smaller:g} cores: "
+                "the launches and migrations need the cores that frees"
+            )
+        else:
+            fitted = kept_size
+            kept = (
+                f"; with none added, the workers keep their {today:g} cores (the plan made "
+                f"them {smaller:g} to fit the ones given up)"
+            )
+            evidence["worker_cpu_kept"] = today
     reason = Reason(
         GUARD,
         f"gave up {planned - count} elastic worker(s) ({planned} -> {count}) so that the "

@@ -32,13 +32,13 @@ def test_not_below_min_count_nor_what_runs():
     assert elastic_workers(proposal, bounding) == (proposal, [])
 
 
-def test_workers_made_smaller_for_the_ones_given_up_keep_their_size():
-    # 2 workers of 4 + ps 8 = 16 of 19 cores. The plan: 3 workers of 3.5 (one more made
-    # to fit) and ps-0 8 -> 12: 10.5 + 12 = 22.5 > 19. Given up to 2 (7 + 12 = 19) none
-    # is added, so the workers keep their 4 cores; the next step cuts the PS's growth.
+def test_workers_made_smaller_for_the_ones_given_up_keep_their_size_where_it_fits():
+    # 2 workers of 4 + ps 8 = 16 of 20 cores. The plan: 3 workers of 3.5 (one more made
+    # to fit) and ps-0 8 -> 12: 10.5 + 12 = 22.5 > 20. Given up to 2, none is added, and
+    # at their 4 cores (8 + 12 = 20) the move fits: they keep them.
     proposal = Proposal(roles={"worker": RoleSpec(count=3, cpu=3.5)}, migrate=[PS_TO_12])
     bounded, reasons = elastic_workers(
-        proposal, view(job(roles=ROLES, limits=Limits(cpu=19)), NODES)
+        proposal, view(job(roles=ROLES, limits=Limits(cpu=20)), NODES)
     )
     assert bounded.roles == {}
     assert bounded.migrate == [PS_TO_12]
@@ -46,6 +46,17 @@ def test_workers_made_smaller_for_the_ones_given_up_keep_their_size():
     assert reasons[0].message.endswith(
         "with none added, the workers keep their 4 cores (the plan made them 3.5 to fit the "
         "ones given up)"
+    )
+    # Under 19 cores the move needs the 1 core the smaller size frees (7 + 12 = 19; at 4
+    # cores 20): the workers still get 3.5, and the reason says why
+    bounded, reasons = elastic_workers(
+        proposal, view(job(roles=ROLES, limits=Limits(cpu=19)), NODES)
+    )
+    assert bounded.roles == {"worker": RoleSpec(cpu=3.5)}
+    assert "worker_cpu_kept" not in reasons[0].evidence
+    assert reasons[0].message.endswith(
+        "with none added, the workers still go 4 -> 3.5 cores: the launches and migrations "
+        "need the cores that frees"
     )
     # 4 workers of 3 planned under 23.5 cores: 3 (9 + 12 = 21 <= 23.5, 4: 24) still add
     # one, at the size made for them
