@@ -77,6 +77,11 @@ def with_count(
     the role runs now) is no change, and a role left with no change at all is dropped:
     a plan neither re-applies a count nor supersedes a pending plan with nothing."""
     spec = replace(roles.get(role, RoleSpec()), count=None if count == current else count)
+    return with_spec(roles, role, spec)
+
+
+def with_spec(roles: Mapping[str, RoleSpec], role: str, spec: RoleSpec) -> dict[str, RoleSpec]:
+    """``roles`` with ``role`` set to ``spec``, dropped when ``spec`` changes nothing."""
     changed = dict(roles)
     if spec == RoleSpec():
         changed.pop(role, None)

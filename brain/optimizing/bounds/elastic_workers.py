@@ -13,7 +13,7 @@ from brain.domain import ROLE_WORKER, RoleSpec
 from brain.optimizing.bounds.node_changes import fit_node_changes
 from brain.optimizing.bounds.view import BoundsView
 from brain.optimizing.proposal import GUARD, Proposal, Reason
-from brain.optimizing.roles import bounds_dict, current_role, limits_dict, with_count
+from brain.optimizing.roles import bounds_dict, current_role, limits_dict, with_count, with_spec
 
 
 def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, list[Reason]]:
@@ -21,7 +21,8 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
     planned = roles.get(ROLE_WORKER, RoleSpec()).count
     if planned is None or not (proposal.launch or proposal.migrate):
         return proposal, []
-    current = current_role(ROLE_WORKER, job, nodes).count or 0
+    today = current_role(ROLE_WORKER, job, nodes)
+    current = today.count or 0
     floor = max(current, job.bounds_of(ROLE_WORKER).min_count or 0)
     count = planned
     while count > floor and _cuts_node_changes(
@@ -34,22 +35,23 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
     fitted = with_count(roles, ROLE_WORKER, count, current)
     kept = ""
     evidence = {"workers_planned": planned, "workers_after": count, "workers_now": current}
-    today = current_role(ROLE_WORKER, job, nodes).cpu
     smaller = fitted.get(ROLE_WORKER, RoleSpec()).cpu
-    if count <= current and today and smaller is not None and smaller < today - 1e-9:
-        kept_size = _without_cpu(fitted)
+    if count <= current and today.cpu and smaller is not None and smaller < today.cpu - 1e-9:
+        kept_size = with_spec(
+            fitted, ROLE_WORKER, replace(fitted[ROLE_WORKER], cpu=None, cpu_limit=None)
+        )
         if _cuts_node_changes(replace(proposal, roles=kept_size), view):
             kept = (
-                f"; with none added, the workers still go {today:g} -> {smaller:g} cores: "
+                f"; with none added, the workers still go {today.cpu:g} -> {smaller:g} cores: "
                 "the launches and migrations need the cores that frees"
             )
         else:
             fitted = kept_size
             kept = (
-                f"; with none added, the workers keep their {today:g} cores (the plan made "
+                f"; with none added, the workers keep their {today.cpu:g} cores (the plan made "
                 f"them {smaller:g} to fit the ones given up)"
             )
-            evidence["worker_cpu_kept"] = today
+            evidence["worker_cpu_kept"] = today.cpu
     reason = Reason(
         GUARD,
         f"gave up {planned - count} elastic worker(s) ({planned} -> {count}) so that the "
@@ -59,17 +61,6 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
         threshold=limits_dict(job.limits) | bounds_dict(job.bounds_of(ROLE_WORKER)),
     )
     return replace(proposal, roles=fitted), [reason]
-
-
-def _without_cpu(roles: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
-    """``roles`` with the workers' CPU change dropped (and the role, if nothing is left)."""
-    spec = replace(roles[ROLE_WORKER], cpu=None, cpu_limit=None)
-    changed = dict(roles)
-    if spec == RoleSpec():
-        changed.pop(ROLE_WORKER)
-    else:
-        changed[ROLE_WORKER] = spec
-    return changed
 
 
 def _cuts_node_changes(proposal: Proposal, view: BoundsView) -> bool:
