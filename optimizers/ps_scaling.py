@@ -1770,7 +1770,10 @@ def _trade(
     traffic (a hot shard stays on its PS: ``hot + (1 - hot) / k``, the hot part read from
     today's loads, ``_hot_share``). For one or ``step`` more PS, the most workers that fit
     beside PS sized for their speed; the best predicted speed is taken when it gains
-    ``least`` (``trade_min_gain`` unless given, and for a tier past its knee). Where the
+    ``least`` (``trade_min_gain`` unless given, and for a tier past its knee). Past its
+    knee no PS gets more than the cores the busiest serves like today at that cost
+    (``cost x speed x its share``), which bound its knee: the trade takes more PS, or PS
+    that serve less than the trainers' full pace, over cores that mostly spin. Where the
     busiest PS would serve more than ``TRADE_MAX_SPREAD`` x the average load, the role is
     sized for the other PS and the busiest keeps its cores of today, counted on for no
     more than it serves today (its cost per step may be its knee's); only once hot_ps
@@ -1830,9 +1833,19 @@ def _trade(
     pace = speed / max(trainer_util, 0.05) / (workers.count + chiefs)
     # Today the busiest PS serves this part of the traffic.
     busiest_share = hot + (1 - hot) / now
+    # A tier whose cost per step counted on is well below today's is past its knee
+    # (unless its load grows per step or a verdict is pending): its cores serve less
+    # than they did there.
+    past = settled and cost < KNEE_COST_SHARE * total / speed
+    # Past it, the busiest PS's cores serve today what cost x speed x its share take at
+    # the knee's cost, no more than its knee: the cores beyond buy little, so no PS of
+    # the trade gets more (more PS get the rest).
+    knee_cpu = ceil_to(cost * speed * busiest_share, settings.cpu_step) if past else None
 
     def size(load_share: float, wanted: float) -> float:
         cpu = ceil_to(cost * wanted * load_share / settings.max_busy, settings.cpu_step)
+        if knee_cpu is not None:
+            cpu = min(cpu, knee_cpu)
         return min(max(cpu, settings.cpu_step), context.node_max.cpu)
 
     # A busiest PS kept apart holds its cores of today and serves at most what it serves
@@ -1877,7 +1890,7 @@ def _trade(
                     held = (hot_cpu, kept_speed, back) if apart else None
                     best = (predicted, k, n, cpu, held, roles)
                 break
-    if settled and cost < KNEE_COST_SHARE * total / speed:
+    if past:
         # A tier past its knee wastes cores however busy the trainers look: their unused
         # CPU is not all the trade is predicted from.
         least = None

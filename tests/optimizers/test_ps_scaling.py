@@ -1170,9 +1170,10 @@ def test_a_ps_moved_to_more_cores_counts_at_its_size_against_the_limit():
     assert propose(points, nodes=nodes, limits=Limits(cpu=29)).roles == {"ps": RoleSpec(count=3)}
 
 
-def _knee_context(plans=(), points=None, speed=STALLED, gone=()):
+def _knee_context(plans=(), points=None, speed=STALLED, gone=(), limit=20):
     """One PS of 4 cores at 100 %, 4 workers of 4 at 50 %, speed 20.0, a full 20-core
-    limit (the trade test above), with the given plans, samples and removed nodes."""
+    limit (the trade test above), with the given plans, samples, removed nodes and
+    CPU limit."""
     lone = [node("j-edljob-ps-0", "ps", cpu=4, memory_mib=8192, index=0)]
     if points is None:
         points = series(lone[0].name, cpu=[4.0] * 8)
@@ -1180,7 +1181,7 @@ def _knee_context(plans=(), points=None, speed=STALLED, gone=()):
     roles = ROLES | {"ps": RoleSpec(count=1, cpu=4, memory_mib=8192)}
     return context(
         Stage.running,
-        job(roles=roles, namespace="ml", limits=Limits(cpu=20)),
+        job(roles=roles, namespace="ml", limits=Limits(cpu=limit)),
         nodes=lone + WORKERS,
         samples=points,
         speed=speed,
@@ -1214,15 +1215,25 @@ def test_a_tier_past_its_knee_trades_on_the_least_cost_per_step_it_ran_at():
     # In today's window the PS burns 0.1995 core-s per step at its most efficient (the
     # median of the four lowest ratios, (4 / 20.1 + 4 / 20.0) / 2). 20 minutes ago it
     # ran at 0.1, below 0.8 x 0.1995 = 0.1596: past its knee, smaller PS serve a step
-    # with fewer cores. At 0.1, 2 PS for 4 workers at full pace (40 steps/s) need
-    # 0.1 x 40 x 0.5 / 0.85 = 2.35 -> 2.4 cores each, 4.8 + 16 > 20; for 3 workers
-    # 1.76 -> 1.8 each, 3.6 + 12 = 15.6 cores: 30 steps/s, +50 % (3 PS of 1.2 predict no
-    # more). On today's window it is 3.6 cores each.
+    # with fewer cores. Its 4 cores serve 20 steps/s like 0.1 x 20 = 2.0 cores at the
+    # knee's cost: no PS of the trade gets more. At 0.1, 2 PS for 4 workers at full
+    # pace (40 steps/s) would need 0.1 x 40 x 0.5 / 0.85 = 2.35 -> 2.4 cores each, so
+    # they get 2.0: 4 + 16 = 20 cores, 2.0 x 0.85 / (0.1 x 0.5) = 34 steps/s, +70 %
+    # (3 PS for 4 workers need 1.6 each, 4.8 + 16 > 20; for 3 workers 1.2 each: 30).
+    # On today's window it is 3.6 cores each.
     proposal = _traded(_knee_context([_carried(0.1, 1200)]))
-    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=2.0)}
     message = proposal.reasons[0].message
     assert "0.1000 PS core-s per step at the tier's most efficient" in message
-    assert "predicted 30.00 steps/s (+50%). PS 1 -> 2, 4 -> 1.8 cores each" in message
+    assert "predicted 34.00 steps/s (+70%). PS 1 -> 2, 4 -> 2 cores each" in message
+    # Under 22 cores, 2 PS of 2.4 would fit beside the 4 workers (20.8 cores), but each
+    # past the 2.0 cores the knee serves; 3 PS of 0.1 x 40 / 3 / 0.85 = 1.57 -> 1.6 cores
+    # are below it: 4.8 + 16 = 20.8 cores, 40 steps/s, +100 %
+    roomier = _traded(_knee_context([_carried(0.1, 1200)], limit=22))
+    assert roomier.roles == {"ps": RoleSpec(count=3, cpu=1.6)}
+    assert "predicted 40.00 steps/s (+100%). PS 1 -> 3, 4 -> 1.6 cores each" in (
+        roomier.reasons[0].message
+    )
     evidence = proposal.reasons[0].evidence
     assert evidence["traded_from"]["knee"] is True
     # the round carries the least cost on, with when the tier ran at it
@@ -1268,7 +1279,7 @@ def test_a_knee_trade_waits_for_the_verdict_on_the_last_change_of_ps_or_workers(
     # 599 s after a plan that set the PS (judge_after_s 600) a trade on a cost seen
     # before it would hide whether that change paid. Nor does it trade on the window's
     # 0.1995 instead (2 PS of 3.6 cores): taken back, such a trade is never made again,
-    # and the knee's trade (2 PS of 1.8, +50 %) would be lost. It waits a round.
+    # and the knee's trade (2 PS of 2.0, +70 %) would be lost. It waits a round.
     def estimated(seconds_ago):
         return plan(
             seconds_ago=seconds_ago,
@@ -1283,7 +1294,7 @@ def test_a_knee_trade_waits_for_the_verdict_on_the_last_change_of_ps_or_workers(
     assert "the tier ran at 0.1000 PS core-s per step, below 0.8 x today's 0.1995" in message
     assert "A trade waits for the verdict on the last change" in message
     later = _traded(_knee_context([_carried(0.1, 1200), estimated(600)]))
-    assert later.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+    assert later.roles == {"ps": RoleSpec(count=2, cpu=2.0)}
     # and so after a plan that set the workers: more workers the tier made room for
     stepped = plan(seconds_ago=599, plan_id=2, roles={"worker": RoleSpec(count=4)})
     assert _traded(_knee_context([_carried(0.1, 1200), stepped])).is_empty
@@ -1294,7 +1305,10 @@ def test_a_knee_trade_waits_for_the_verdict_on_the_last_change_of_ps_or_workers(
 def test_a_removed_ps_counts_in_the_cost_per_step_the_tier_ran_at():
     # 11 to 8 minutes ago one trainer ran 5 steps/s beside ps-0 and ps-1 (removed since)
     # at 0.25 cores each: 0.5 / 5 = 0.1 core-s per step. Since, ps-0 alone at 4.0 cores
-    # for 4 trainers at 20.0: the trade on 0.1 of the test above, 2 PS of 1.8 cores.
+    # for 4 trainers at 20.0: a trade on 0.1. With no plan applied since, that rise
+    # within the window reads as a load that grows per step, not a knee, so the PS are
+    # not held to the 2.0 cores a knee would serve: for 4 workers they would need 2.4
+    # each (20.8 cores), for 3 they get 0.1 x 30 x 0.5 / 0.85 = 1.76 -> 1.8 (30 steps/s).
     ps1 = node("j-edljob-ps-1", "ps", cpu=4, memory_mib=8192, index=1)
     points = series("j-edljob-ps-0", cpu=[0.25] * 4 + [4.0] * 8)
     points += [
@@ -1325,10 +1339,10 @@ def test_a_cost_per_step_that_grows_at_one_configuration_is_no_knee():
     )
     assert proposal.roles == {"ps": RoleSpec(count=2, cpu=3.2)}
     assert proposal.reasons[0].evidence["traded_from"]["knee"] is False
-    # steady at 20.0 over the same 8 samples, the knee trade of 1.8 cores each
+    # steady at 20.0 over the same 8 samples, the knee trade of 2.0 cores each
     steady = speeds([(4, 20.0)] * 8)
     proposal = _traded(_knee_context([applied, _carried(0.1, 1200, plan_id=3)], speed=steady))
-    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=1.8)}
+    assert proposal.roles == {"ps": RoleSpec(count=2, cpu=2.0)}
 
 
 def test_a_tier_past_its_knee_is_traded_at_trade_min_gain_beside_paced_trainers():
@@ -1460,23 +1474,40 @@ def test_a_hot_ps_past_its_knee_is_read_from_the_others_use():
     # ps-0 at 4.0 of 4, ps-1 at 1.6; 0.28 PS core-s per step today, but the tier ran at
     # 0.2 ten minutes ago (a knee). ps-0's use says it carries (4.0 - 1.6) / 5.6 = 43 %
     # of the traffic alone; the traffic at 0.2 is 4.0 cores, of which ps-1 serves 1.6:
-    # its even part is 40 %, so ps-0 carries 1 - 2 x 0.4 = 20 % alone. 3 PS: ps-0
-    # serves 0.2 + 0.8 / 3 = 46.7 %, 1.4 x the average: one size, for 3 workers 0.2 x 30
-    # x 0.4667 / 0.85 = 3.29 -> 3.3 cores (21.9 cores), 30 steps/s (+50 %). On the 43 %
-    # the 3 PS would be sized apart and ps-0, at most its 4 cores, would serve 27.46.
-    knee = propose(
-        samples(ps=(4.0, 1.6)), speed=STEADY, limits=Limits(cpu=24), plans=[_carried(0.2, 600)]
-    )
-    assert knee.roles == {"ps": RoleSpec(count=3, cpu=3.3)}
+    # its even part is 40 %, so ps-0 carries 1 - 2 x 0.4 = 20 % alone and serves 60 %
+    # today, like 0.2 x 20 x 0.6 = 2.4 cores at the knee's cost: no PS of the trade gets
+    # more. 3 PS: ps-0 serves 0.2 + 0.8 / 3 = 46.7 %, 1.4 x the average: one size, for
+    # the 4 workers 0.2 x 40 x 0.4667 / 0.85 = 4.39 -> 2.4 cores (23.2 cores), 2.4 x
+    # 0.85 / (0.2 x 0.4667) = 21.86 steps/s (+9 %, made at a trade_min_gain of 5 %). On
+    # the 43 % the 3 PS would be sized apart and ps-0, at most its 4 cores, would serve
+    # 27.46.
+    settings = PsScalingSettings(trade_min_gain=0.05)
+
+    def knee_trade(ps_use):
+        return propose(
+            samples(ps=ps_use),
+            speed=STEADY,
+            limits=Limits(cpu=24),
+            settings=settings,
+            plans=[_carried(0.2, 600)],
+        )
+
+    knee = knee_trade((4.0, 1.6))
+    assert knee.roles == {"ps": RoleSpec(count=3, cpu=2.4)}
     assert knee.migrate == []
     assert knee.reasons[0].evidence["hot_share"] == 0.2
-    assert "predicted 30.00 steps/s (+50%)" in knee.reasons[0].message
+    assert "predicted 21.86 steps/s (+9%)" in knee.reasons[0].message
+    # at the default 10 % it is not made
+    assert (
+        propose(
+            samples(ps=(4.0, 1.6)), speed=STEADY, limits=Limits(cpu=24), plans=[_carried(0.2, 600)]
+        ).roles
+        == {}
+    )
     # Where the others use more than their even part of the traffic at the least cost
     # (ps-1 at 2.4 of 4.0 x 0.5), they are past the knee too and tell nothing: ps-0's
     # part is read from the use, (4.0 - 2.4) / 6.4 = 25 %.
-    both = propose(
-        samples(ps=(4.0, 2.4)), speed=STEADY, limits=Limits(cpu=24), plans=[_carried(0.2, 600)]
-    )
+    both = knee_trade((4.0, 2.4))
     assert both.reasons[0].evidence["hot_share"] == 0.25
 
 
