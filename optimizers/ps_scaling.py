@@ -1837,9 +1837,9 @@ def _trade(
     # (unless its load grows per step or a verdict is pending): its cores serve less
     # than they did there.
     past = settled and cost < KNEE_COST_SHARE * total / speed
-    # Past it, the busiest PS's cores serve today what cost x speed x its share take at
-    # the knee's cost, no more than its knee: the cores beyond buy little, so no PS of
-    # the trade gets more (more PS get the rest).
+    # Past it, the busiest PS serves today what cost x speed x its share cores would
+    # serve at the knee's cost, so its knee is at most that many cores: the cores beyond
+    # buy little, and no PS of the trade gets more (more PS get the rest).
     knee_cpu = ceil_to(cost * speed * busiest_share, settings.cpu_step) if past else None
 
     def size(load_share: float, wanted: float) -> float:
