@@ -257,7 +257,8 @@ class WorkerTuningOptimizer:
     least ``min_core_elasticity`` times the cores it adds. Where the fit is sure
     (``sure_within``), any count and any worker size down to the smallest the job ran
     is a candidate, judged by its prediction: one plan jumps there. No candidate counts
-    on more than the busiest PS serves, and nothing grows while it is at
+    on more than the busiest PS serves, nor on more than its trainers' cores at today's
+    steps per trainer core in use, and nothing grows while the busiest PS is at
     ``ps_cpu_threshold`` or more.
 
     Once a change of its own is measured (after ``cooldown_s``), it is judged against
@@ -494,7 +495,14 @@ def _climb(job: _Job, ps_evidence: dict, utilization: float | None) -> Proposal:
     context, settings = job.context, job.settings
     # The busiest PS at today's cores serves at most today's speed over its utilization.
     cap = job.speed.steps_per_sec / utilization if utilization else math.inf
-    candidates = [_capped(c, cap) for c in _more_workers(job) + _more_cpu(job) + _sure_jumps(job)]
+    # Trainers run at most in proportion to the cores they use: today's steps per core
+    # in use bound any configuration, whatever a curve fitted across a PS change says.
+    used = _worker_cpu_used(context, settings)
+    per_core = job.speed.steps_per_sec / (job.now.trainers * used) if used else None
+    candidates = [
+        _paced(_capped(c, cap), per_core)
+        for c in _more_workers(job) + _more_cpu(job) + _sure_jumps(job)
+    ]
     chosen = None
     base_speed, base_cores = job.speed.steps_per_sec, _cores(job.now)
     for candidate in sorted(candidates, key=lambda c: (_cores(c.configuration), -c.hoped)):
@@ -622,12 +630,33 @@ def _more_workers(job: _Job) -> list[_Candidate]:
 
 def _capped(candidate: _Candidate, cap: float) -> _Candidate:
     """``candidate`` with its predicted speeds at most ``cap``, the busiest PS's."""
-    p = candidate.prediction
-    if p.high <= cap:
+    return _bounded(candidate, cap, f"the busiest PS serves at most {cap:.2f} steps/s")
+
+
+def _paced(candidate: _Candidate, per_core: float | None) -> _Candidate:
+    """``candidate`` with its predicted speeds at most its trainers' cores x ``per_core``,
+    today's steps per trainer core in use (None: not known, no bound). A curve fitted
+    where the workers were cut while the PS grew credits the speed to fewer trainers:
+    one trainer was predicted to outrun 36."""
+    if per_core is None:
         return candidate
-    capped = Prediction(min(p.steps_per_sec, cap), min(p.low, cap), cap)
-    why = f"{candidate.why}; the busiest PS serves at most {cap:.2f} steps/s"
-    return replace(candidate, prediction=capped, why=why)
+    c = candidate.configuration
+    bound = c.trainers * c.trainer_cpu * per_core
+    why = (
+        f"{c.trainers} trainers of {c.trainer_cpu:g} cores run at most {bound:.2f} steps/s "
+        f"at today's {per_core:.2f} steps/s per core in use"
+    )
+    return _bounded(candidate, bound, why)
+
+
+def _bounded(candidate: _Candidate, bound: float, why: str) -> _Candidate:
+    """``candidate`` with its predicted speeds at most ``bound``, and ``why`` added to its
+    reason where that lowers them."""
+    p = candidate.prediction
+    if p.high <= bound:
+        return candidate
+    bounded = Prediction(min(p.steps_per_sec, bound), min(p.low, bound), bound)
+    return replace(candidate, prediction=bounded, why=f"{candidate.why}; {why}")
 
 
 def _sure_jumps(job: _Job) -> list[_Candidate]:

@@ -11,14 +11,23 @@ PS = node("ps-0", "ps", cpu=8, memory_mib=8192)
 COOL_PS = series("ps-0", cpu=[4, 4, 4])  # 50 % of 8 cores
 
 
-def tuning_context(workers, speed, plans=(), ps_samples=COOL_PS, limits=None, bounds=None):
+def tuning_context(
+    workers, speed, plans=(), ps_samples=COOL_PS, limits=None, bounds=None, worker_nodes=()
+):
     roles = {
         "chief": RoleSpec(count=1, cpu=4, memory_mib=8192),
         "worker": RoleSpec(count=workers, cpu=4, memory_mib=8192),
         "ps": RoleSpec(count=1, cpu=8, memory_mib=8192),
     }
     the_job = job(roles=roles, limits=limits or Limits(cpu=100), bounds=bounds)
-    return context(Stage.running, the_job, nodes=[PS], samples=ps_samples, speed=speed, plans=plans)
+    return context(
+        Stage.running,
+        the_job,
+        nodes=[PS, *worker_nodes],
+        samples=ps_samples,
+        speed=speed,
+        plans=plans,
+    )
 
 
 def changed_workers(to, seconds_ago, status=PlanStatus.applied, plan_id=1, before=None):
@@ -686,6 +695,42 @@ def test_a_sure_fit_takes_workers_back_from_past_the_peak_only_for_a_clear_gain(
         tuning_context(19, speeds(curve_points((8, 16, 20), curve)), ps_samples=cool)
     )
     assert proposal.is_empty
+
+
+def test_a_jump_to_fewer_trainers_runs_at_most_their_cores_at_todays_steps_per_core():
+    # The peak above (32 trainers at 6.279 steps/s; 14 predicted 7.848), now with the 31
+    # workers' CPU use known. Using 2 of their 4 cores, the 32 trainers run 6.279 / (32 x
+    # 2) = 0.0981 steps/s per core in use, so t trainers of 4 cores run at most t x 0.392:
+    # 14 at most 5.49, slower than today, 17 at most 6.67, under the 10 % the curves may
+    # be off by (6.907), 18 at most 7.06, 19 at most 7.46 (the curve says 7.772), 20 the
+    # curve's 7.692 (bound 7.85), each over 1 % up on the last; 21 are slower (7.598):
+    # 31 -> 19, not 13.
+    curve = lambda t: 1 / (1 / t + 0.004 * t)  # noqa: E731
+    speed = speeds(curve_points((8, 16, 32), curve))
+    workers = [node(f"worker-{i}", "worker", cpu=4, memory_mib=8192, index=i) for i in range(31)]
+
+    def back_from_the_peak(used):
+        samples = series("ps-0", cpu=[2, 2, 2])
+        samples += [s for n in workers for s in series(n.name, cpu=[used] * 3)]
+        ctx = tuning_context(31, speed, ps_samples=samples, worker_nodes=workers)
+        return propose(ctx)
+
+    busy = back_from_the_peak(2.0)
+    assert busy.roles == {"worker": RoleSpec(count=19)}
+    assert math.isclose(
+        busy.reasons[0].evidence["predicted_steps_per_sec"], curve(20), abs_tol=1e-4
+    )
+    # Using 1 core (0.1962 per core), 14 trainers run at most 10.99, above the curve's
+    # 7.848: 31 -> 13 as before
+    assert back_from_the_peak(1.0).roles == {"worker": RoleSpec(count=13)}
+    # Using 1.5 (0.1308 per core), 13 trainers run at most 6.80 (under 6.907), 14 at most
+    # 7.33 and 15 at most 7.85 (the curve says 7.895): +7 % over 14 for 7 % more cores,
+    # where 16 (7.905) gain under 1 %: 31 -> 14
+    paced = back_from_the_peak(1.5)
+    assert paced.roles == {"worker": RoleSpec(count=14)}
+    assert "15 trainers of 4 cores run at most 7.85 steps/s at today's 0.13 steps/s per core" in (
+        paced.reasons[0].message
+    )
 
 
 def test_no_workers_taken_back_where_one_more_ps_may_cure_their_cost_on_each_other():
