@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
@@ -241,6 +242,12 @@ class _Job:
             s = self.speed.steps_per_sec
             return Prediction(s, s, s)
         return self.fitted.predict(configuration)
+
+    @cached_property
+    def cpu_used(self) -> float | None:
+        """The cores a worker uses (``_worker_cpu_used``), read once per round: several
+        decisions weigh it."""
+        return _worker_cpu_used(self.context, self.settings)
 
 
 class WorkerTuningOptimizer:
@@ -497,7 +504,7 @@ def _climb(job: _Job, ps_evidence: dict, utilization: float | None) -> Proposal:
     cap = job.speed.steps_per_sec / utilization if utilization else math.inf
     # Trainers run at most in proportion to the cores they use: today's steps per core
     # in use bound any configuration, whatever a curve fitted across a PS change says.
-    used = _worker_cpu_used(context, settings)
+    used = job.cpu_used
     per_core = job.speed.steps_per_sec / (job.now.trainers * used) if used else None
     candidates = [
         _paced(_capped(c, cap), per_core)
@@ -745,7 +752,7 @@ def _count_grid(low: int, top: int) -> list[int]:
 def _more_cpu(job: _Job) -> list[_Candidate]:
     """More CPU per worker, when the workers use nearly all of theirs."""
     context, settings = job.context, job.settings
-    used = _worker_cpu_used(context, settings)
+    used = job.cpu_used
     cpu = job.now.trainer_cpu
     if used is None or cpu <= 0 or used < settings.cpu_bound_at * cpu:
         return []
@@ -782,7 +789,7 @@ def _give_back(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | None:
     context, settings = job.context, job.settings
     limit = context.job.limits.cpu
     ps = next((n for n in context.nodes_of(ROLE_PS) if n.name == busiest), None)
-    used = _worker_cpu_used(context, settings)
+    used = job.cpu_used
     cpu = job.now.trainer_cpu
     if limit is None or ps is None or used is None or cpu <= 0 or job.workers <= 1:
         return None
@@ -843,7 +850,7 @@ def _smaller_for_a_ps(job: _Job, busiest: str, ps_evidence: dict) -> Proposal | 
     limit = context.job.limits.cpu
     ps_nodes = [n for n in context.nodes_of(ROLE_PS) if n.cpu > 0]
     ps_role = current_role(ROLE_PS, context.job, context.nodes).cpu
-    used = _worker_cpu_used(context, settings)
+    used = job.cpu_used
     cpu = job.now.trainer_cpu
     hot = next((n for n in ps_nodes if n.name == busiest), None)
     if limit is None or hot is None or not ps_role or used is None or cpu <= 0:
@@ -927,7 +934,7 @@ def _smaller_to_fit(job: _Job, evidence: dict) -> Proposal | None:
     workers = job.workers
     now = current_role(ROLE_WORKER, context.job, context.nodes)
     limit = context.job.limits.cpu
-    used = _worker_cpu_used(context, settings)
+    used = job.cpu_used
     top = _reach(job)
     if limit is None or not now.cpu or used is None or used <= 0 or top <= workers:
         return None
