@@ -73,6 +73,9 @@ KNEE = "knee"
 # size is the other PS's and the busiest keeps a size of its own: all of its size would
 # buy cores the other PS leave idle, which the workers need.
 TRADE_MAX_SPREAD = 1.5
+# A PS whose mean CPU use is at least this share of its request is pinned there: it serves
+# no more than today, so the trainers' unused CPU beside it is a wait on it.
+PINNED_BUSY = 0.95
 
 
 class PsScalingSettings(PsChangeSettings):
@@ -276,6 +279,17 @@ class PsScalingSettings(PsChangeSettings):
         "pace (use over worker_wait of their CPU) beside a saturated tier under a full limit. "
         "Higher than trade_min_gain: the prediction takes their unused CPU for a wait on the "
         "PS, where it may only be a worker sized above its use.",
+    )
+    pinned_trade_min_gain: float = Field(
+        0.05,
+        ge=0.0,
+        le=4.0,
+        description="The gain a trade that gives up no worker must be predicted to bring "
+        "beside trainers that keep their pace, when the busiest PS is pinned at its request "
+        "(0.95 of it in use or more): more, smaller PS over the tier's cores and the room "
+        "the CPU limit leaves, which one more PS of today's size does not fit. The trainers' "
+        "unused CPU is then a wait on that PS, not a size above their use. Not against a PS "
+        "load that grows per step, nor where the busiest PS keeps a size of its own.",
     )
     ps_port: int = Field(
         2222, ge=1, le=65535, description="Port of the PS services in `ps_hosts` (DLRover: 2222)."
@@ -1184,9 +1198,25 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
             break
     else:
         # A tier this busy under a full limit: workers for more, smaller PS, when the
-        # trade is predicted to gain (it is judged and undone like any other).
+        # trade is predicted to gain (it is judged and undone like any other). Beside a
+        # pinned PS the room the limit leaves is worth a smaller gain, workers kept.
+        if busiest >= PINNED_BUSY:
+            traded = _trade(
+                context,
+                ps_nodes,
+                recent,
+                trainer_util,
+                evidence,
+                settings,
+                "pinned_trade_min_gain",
+                keep_workers=True,
+            )
+            if traded is not None:
+                return traded
         least = settings.paced_trade_min_gain
-        traded = _trade(context, ps_nodes, recent, trainer_util, evidence, settings, least)
+        traded = _trade(
+            context, ps_nodes, recent, trainer_util, evidence, settings, "paced_trade_min_gain"
+        )
         if traded is not None:
             return traded
         return no_change(
@@ -1756,7 +1786,14 @@ def _least_cost_per_step(context, window: _Cost | None) -> _Cost | None:
 
 
 def _trade(
-    context, ps_nodes, recent, trainer_util, evidence, settings, least: float | None = None
+    context,
+    ps_nodes,
+    recent,
+    trainer_util,
+    evidence,
+    settings,
+    least: str = "trade_min_gain",
+    keep_workers: bool = False,
 ) -> Proposal | None:
     """More, smaller PS and, when they do not fit beside the workers within the limits,
     fewer workers, in one plan: the PS tier holds the speed and cannot grow. A no-change
@@ -1770,7 +1807,9 @@ def _trade(
     traffic (a hot shard stays on its PS: ``hot + (1 - hot) / k``, the hot part read from
     today's loads, ``_hot_share``). For one or ``step`` more PS, the most workers that fit
     beside PS sized for their speed; the best predicted speed is taken when it gains
-    ``least`` (``trade_min_gain`` unless given, and for a tier past its knee). Past its
+    the setting named ``least`` (``trade_min_gain`` for a tier past its knee). With
+    ``keep_workers`` only trades that give up no worker count, none with a busiest PS
+    kept apart, and none against a PS load that grows per step. Past its
     knee no PS gets more than the cores the busiest serves like today at that cost
     (``cost x speed x its share``), which bound its knee: the trade takes more PS, or PS
     that serve less than the trainers' full pace, over cores that mostly spin. Where the
@@ -1810,6 +1849,10 @@ def _trade(
         and not any(before.get(KNEE) for before in undone)
     )
     growing = cost_growing(context, ratios)
+    if keep_workers and growing:
+        # The trade is predicted at today's cost per step, which such a load outgrows
+        # (ps-growing-load: 84.09 -> 77.75 steps/s).
+        return None
     unjudged = _change_unjudged(context, settings)
     if below and not growing and unjudged:
         # A knee, but the last change's verdict is still to come: a trade now would size
@@ -1866,6 +1909,10 @@ def _trade(
         # step may be its knee's, dearer than the tier's at its most efficient, and a
         # plan that adds PS moves none to more cores (moving it is hot_ps's).
         apart = k * share > TRADE_MAX_SPREAD
+        if apart and keep_workers:
+            # Its gain is the hot PS's smaller part of the traffic alone: too near the noise
+            # for a trade made at pinned_trade_min_gain.
+            continue
         if apart and hot_node.cpu <= (ps_role.cpu or 0.0) + 1e-9:
             # Not moved to a size of its own yet: hot_ps moves it first.
             continue
@@ -1873,7 +1920,7 @@ def _trade(
         for kept_cpu, kept_speed, back in keeps if apart else keeps[:1]:
             # The guard fits the workers to the role sizes, not to a PS kept apart: such a
             # trade keeps the workers it has.
-            for n in range(workers.count, workers.count - 1 if apart else 0, -1):
+            for n in range(workers.count, workers.count - 1 if apart or keep_workers else 0, -1):
                 wanted = pace * (n + chiefs)
                 cpu = size(cool, wanted)
                 hot_cpu = max(cpu, kept_cpu) if apart else cpu
@@ -1890,13 +1937,12 @@ def _trade(
                     held = (hot_cpu, kept_speed, back) if apart else None
                     best = (predicted, k, n, cpu, held, roles)
                 break
-    if past:
+    if past and not keep_workers:
         # A tier past its knee wastes cores however busy the trainers look: their unused
         # CPU is not all the trade is predicted from.
-        least = None
+        least = "trade_min_gain"
     # Named as the setting that set it, in the plan's thresholds.
-    least_name = "trade_min_gain" if least is None else "paced_trade_min_gain"
-    least = settings.trade_min_gain if least is None else least
+    least_name, least = least, getattr(settings, least)
     if best is None or best[0] / speed - 1 < least:
         return None
     predicted, k, n, cpu, held, roles = best

@@ -229,6 +229,41 @@ def test_a_busy_tier_under_a_full_limit_trades_for_more_smaller_ps():
     )
 
 
+def test_beside_a_pinned_ps_a_trade_that_keeps_every_worker_takes_the_room_for_less():
+    # Both PS at 3.9 of 4 cores (97.5 %, pinned), the 4 workers at 3.6 of 4 (90 %): they
+    # keep their pace, and a third PS of 4 cores needs 28 > 27.9. PS core-s per step, the
+    # median of the four lowest 7.8 / speed: (7.8 / 20.1 + 7.8 / 20.0) / 2 = 0.389030; the
+    # trainers at full pace 20 / 0.9 = 22.22 steps/s. 3 PS: ceil(0.38903 x 22.22 / 3 /
+    # 0.85) = 3.4 cores each, 3 x 3.4 + 4 x 4 = 26.2 cores, every worker kept: predicted
+    # min(22.22, 3.4 x 0.85 / (0.38903 / 3) = 22.29) = 22.22 steps/s, +11 %: over
+    # pinned_trade_min_gain (5 %), under paced_trade_min_gain (20 %). (4 PS of 2.6
+    # predict no more.)
+    pinned = samples(ps=(3.9, 3.9), worker=3.6)
+    proposal = propose(pinned, limits=Limits(cpu=27.9))
+    assert proposal.roles == {"ps": RoleSpec(count=3, cpu=3.4)}
+    assert "predicted 22.22 steps/s (+11%). PS 2 -> 3, 4 -> 3.4 cores each" in (
+        proposal.reasons[0].message
+    )
+    assert proposal.reasons[0].threshold["pinned_trade_min_gain"] == 0.05
+    # Asked for 12 % instead, the trade is not made, nor the paced one (20 %)
+    high = PsScalingSettings(pinned_trade_min_gain=0.12)
+    assert propose(pinned, limits=Limits(cpu=27.9), settings=high).is_empty
+    # PS at 3.7 of 4 (92.5 %) are not pinned: the workers' unused CPU may be a size above
+    # their use, and the same trade (+11 %) is held to paced_trade_min_gain
+    busy = propose(samples(ps=(3.7, 3.7), worker=3.6), limits=Limits(cpu=27.9))
+    assert busy.is_empty
+    assert "no trade of workers for more, smaller PS is predicted to gain 20%" in (
+        busy.reasons[0].message
+    )
+    # Under 26 cores 3 PS of 3.4 do not fit beside every worker: no trade gives one up
+    # for 5 %
+    assert propose(pinned, limits=Limits(cpu=26)).is_empty
+    # A cost per step that rose at one configuration (the speed 20.0 -> 15.0 at the same
+    # PS use) is a load that grows: the trade's prediction at today's cost would not hold
+    growing = speeds([(4, 20.0)] * 4 + [(4, 15.0)] * 4)
+    assert propose(pinned, limits=Limits(cpu=27.9), speed=growing).is_empty
+
+
 def test_room_for_more_ps_than_one():
     # 3.9 + 3.9 = 7.8 cores at 60 % of 4: ceil(3.25) = 4 PS, the 32-core limit allows 4
     proposal = propose(samples(ps=(3.9, 3.9), worker=3.2), limits=Limits(cpu=32))
