@@ -264,6 +264,30 @@ def test_beside_a_pinned_ps_a_trade_that_keeps_every_worker_takes_the_room_for_l
     assert propose(pinned, limits=Limits(cpu=27.9), speed=growing).is_empty
 
 
+def test_no_pinned_trade_where_the_busiest_ps_keeps_a_size_of_its_own():
+    # ps-0, moved to 5 cores, pinned at 4.9 (98 %), ps-1 at 3.0 of 4 (75 %): the tier at
+    # 86.5 %, ps-0 not hot alone (0.98 < 1.5 x 0.75), the workers at 3.6 of 4 (90 %); a
+    # third PS of 4 needs 29 > 27.9 cores. PS core-s per step (7.9 / 20.1 + 7.9 / 20.0) /
+    # 2 = 0.394017; ps-0's part beyond an even share min((4.9 - 3.0) / 7.9, 1 - 2 x 3.0 /
+    # (0.394017 x 20)) = 0.2386. 3 PS of ceil(0.394017 x 22.22 x (0.2386 + 0.7614 / 3) /
+    # 0.85) = 5.1 cores do not fit (31.3); 4 PS put ps-0 over 1.5 x the average (4 x
+    # 0.4289), so it keeps its 5 cores and the other 3 get 2.0: 27 cores, predicted
+    # 22.22 steps/s (+11 %), all of it from ps-0's part falling 0.619 -> 0.429. Too near
+    # the noise for pinned_trade_min_gain: no trade at 5 % ...
+    nodes, points = moved_ps(5, (4.9, 3.0), 3.6)
+    proposal = propose(points, nodes=nodes, limits=Limits(cpu=27.9))
+    assert proposal.is_empty
+    assert "no trade of workers for more, smaller PS is predicted to gain 20%" in (
+        proposal.reasons[0].message
+    )
+    # ... while a paced trade asked only 10 % makes it
+    paced = PsScalingSettings(paced_trade_min_gain=0.1)
+    traded = propose(points, nodes=nodes, limits=Limits(cpu=27.9), settings=paced)
+    assert traded.roles == {"ps": RoleSpec(count=4, cpu=2.0)}
+    assert "predicted 22.22 steps/s (+11%)" in traded.reasons[0].message
+    assert traded.reasons[0].evidence["hot_ps"] == {"node": "j-edljob-ps-0", "cpu": 5}
+
+
 def test_room_for_more_ps_than_one():
     # 3.9 + 3.9 = 7.8 cores at 60 % of 4: ceil(3.25) = 4 PS, the 32-core limit allows 4
     proposal = propose(samples(ps=(3.9, 3.9), worker=3.2), limits=Limits(cpu=32))
