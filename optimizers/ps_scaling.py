@@ -1200,23 +1200,13 @@ def _make_room(context, ps_nodes, recent, trainer_util, evidence, threshold, set
         # A tier this busy under a full limit: workers for more, smaller PS, when the
         # trade is predicted to gain (it is judged and undone like any other). Beside a
         # pinned PS the room the limit leaves is worth a smaller gain, workers kept.
+        trade_inputs = (context, ps_nodes, recent, trainer_util, evidence, settings)
         if busiest >= PINNED_BUSY:
-            traded = _trade(
-                context,
-                ps_nodes,
-                recent,
-                trainer_util,
-                evidence,
-                settings,
-                "pinned_trade_min_gain",
-                keep_workers=True,
-            )
+            traded = _trade(*trade_inputs, "pinned_trade_min_gain", keep_workers=True)
             if traded is not None:
                 return traded
         least = settings.paced_trade_min_gain
-        traded = _trade(
-            context, ps_nodes, recent, trainer_util, evidence, settings, "paced_trade_min_gain"
-        )
+        traded = _trade(*trade_inputs, "paced_trade_min_gain")
         if traded is not None:
             return traded
         return no_change(
