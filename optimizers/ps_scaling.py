@@ -1798,8 +1798,8 @@ def _trade(
     today's loads, ``_hot_share``). For one or ``step`` more PS, the most workers that fit
     beside PS sized for their speed; the best predicted speed is taken when it gains
     the setting named ``least`` (``trade_min_gain`` for a tier past its knee). With
-    ``keep_workers`` only trades that give up no worker count, none with a busiest PS
-    kept apart, and none against a PS load that grows per step. Past its
+    ``keep_workers`` only trades that keep every worker are weighed, none with the
+    busiest PS kept apart, and none against a PS load that grows per step. Past its
     knee no PS gets more than the cores the busiest serves like today at that cost
     (``cost x speed x its share``), which bound its knee: the trade takes more PS, or PS
     that serve less than the trainers' full pace, over cores that mostly spin. Where the
