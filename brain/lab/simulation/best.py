@@ -33,18 +33,24 @@ class Allocation:
         return self.workers * self.worker_cpu + self.ps_cpu_total
 
 
-def best_allocation(s: Scenario, global_step: float = 0.0, max_ps: int = MAX_PS) -> Allocation:
+def best_allocation(
+    s: Scenario, global_step: float = 0.0, max_ps: int = MAX_PS, ps_busy: float = 1.0
+) -> Allocation:
     """The highest speed within the job's CPU and GPU limits (fewest cores on a tie), with
     the PS cost the job has after ``global_step`` steps (the scenarios whose cost grows
     are judged on their last one). A job without a CPU limit is held to the site's
     budget, ``SITE_JOB_CPU``. PS jobs are searched with 1 to ``max_ps`` PS.
 
-    PS get CPU in proportion to their traffic, each at most the largest node; every
-    worker keeps its declared GPUs (an all-reduce job scales by whole workers).
+    PS get CPU in proportion to their traffic, each at most the largest node, and use at
+    most ``ps_busy`` of it (1: exactly what they need; 0.85 keeps the headroom the PS
+    rules keep); every worker keeps its declared GPUs (an all-reduce job scales by whole
+    workers).
     """
+    if not 0 < ps_busy <= 1:
+        raise ValueError(f"ps_busy must be in (0, 1], got {ps_busy}")
     model = s.throughput_at(global_step)
     if isinstance(model, FamilyModel):
-        return family_best(s, model, max_ps)
+        return family_best(s, model, max_ps, ps_busy)
     gpu_each = s.roles["worker"].gpu
     best = Allocation(0.0, 0, 0.0, 0, 0.0)
     ps_counts = range(1, max_ps + 1) if s.strategy == "ps" else (0,)
@@ -59,7 +65,7 @@ def best_allocation(s: Scenario, global_step: float = 0.0, max_ps: int = MAX_PS)
             if budget < 0:
                 continue
             for ps in ps_counts:
-                candidate = _with_ps(s, model, workers, worker_cpu, demand, ps, budget)
+                candidate = _with_ps(s, model, workers, worker_cpu, demand, ps, budget, ps_busy)
                 if candidate is not None and _better(candidate, best):
                     best = candidate
     return best
@@ -73,16 +79,17 @@ def _with_ps(
     demand: float,
     ps: int,
     budget: float,
+    ps_busy: float,
 ) -> Allocation | None:
     if ps == 0:
         return Allocation(demand, workers, worker_cpu, 0, 0.0)
     shares = normalized([s.ps_weight(i) for i in range(ps)])
-    needed = model.ps_cpu_per_step * demand
+    needed = model.ps_cpu_per_step * demand / ps_busy
     total = min(needed, budget)
     if total <= 0:
         return None
     cpus = [min(share * total, s.node_max_cpu) for share in shares]
-    speed = min(demand, model.ps_bound(cpus, shares))
+    speed = min(demand, model.ps_bound([cpu * ps_busy for cpu in cpus], shares))
     return Allocation(speed, workers, worker_cpu, ps, sum(cpus))
 
 
@@ -101,11 +108,13 @@ FAMILY_WORKER_CPU_FRACTIONS = (1.0, 0.9, 0.8, 0.75, 0.6, 0.5, 0.35, 0.25)
 _BISECT_STEPS = 40
 
 
-def family_best(s: Scenario, model: FamilyModel, max_ps: int = MAX_PS) -> Allocation:
+def family_best(
+    s: Scenario, model: FamilyModel, max_ps: int = MAX_PS, ps_busy: float = 1.0
+) -> Allocation:
     """The fastest allocation of a family's PS job within its CPU limit (fewest cores on
     a tie): every worker count and size, every PS count up to ``max_ps``, each PS given
-    the cores its share of that speed needs (the speed the cores left allow, found by
-    bisection, when they do not cover it)."""
+    the cores its share of that speed needs over ``ps_busy`` (the speed the cores left
+    allow, found by bisection, when they do not cover it)."""
     limit_cpu = SITE_JOB_CPU if s.limit_cpu is None else s.limit_cpu
     best = Allocation(0.0, 0, 0.0, 0, 0.0)
     for fraction in FAMILY_WORKER_CPU_FRACTIONS:
@@ -120,8 +129,8 @@ def family_best(s: Scenario, model: FamilyModel, max_ps: int = MAX_PS) -> Alloca
                 if demand < best.steps_per_sec - 1e-6:
                     continue  # even PS that cost nothing would not beat the best
                 shares = s.ps_shares(range(ps))
-                speed = _ps_tier_speed(model, shares, demand, budget, s.node_max_cpu)
-                cpus = [model.ps_cpu_for(speed, share) for share in shares]
+                speed = _ps_tier_speed(model, shares, demand, budget, s.node_max_cpu, ps_busy)
+                cpus = [model.ps_cpu_for(speed, share) / ps_busy for share in shares]
                 candidate = Allocation(speed, workers, worker_cpu, ps, sum(cpus))
                 if _better(candidate, best):
                     best = candidate
@@ -129,13 +138,19 @@ def family_best(s: Scenario, model: FamilyModel, max_ps: int = MAX_PS) -> Alloca
 
 
 def _ps_tier_speed(
-    model: FamilyModel, shares: list[float], demand: float, budget: float, node_max_cpu: float
+    model: FamilyModel,
+    shares: list[float],
+    demand: float,
+    budget: float,
+    node_max_cpu: float,
+    ps_busy: float = 1.0,
 ) -> float:
     """The fastest the PS tier can serve, up to ``demand``, within ``budget`` cores in all
-    and ``node_max_cpu`` each (the PS's needs rise with the speed, so bisect on it)."""
+    and ``node_max_cpu`` each, each PS using at most ``ps_busy`` of its cores (the PS's
+    needs rise with the speed, so bisect on it)."""
 
     def fits(speed: float) -> bool:
-        cpus = [model.ps_cpu_for(speed, share) for share in shares]
+        cpus = [model.ps_cpu_for(speed, share) / ps_busy for share in shares]
         return max(cpus) <= node_max_cpu + 1e-9 and sum(cpus) <= budget + 1e-9
 
     if fits(demand):

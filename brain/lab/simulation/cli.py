@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -79,6 +80,15 @@ def add_parser(commands) -> None:
     parser.add_argument(
         "--horizon", type=float, default=None, help="simulated seconds (default: the scenario's)"
     )
+    parser.add_argument(
+        "--ps-busy",
+        type=_share,
+        default=1.0,
+        metavar="SHARE",
+        help="judge each run against a best whose PS use at most this share of their CPU, "
+        "0 < SHARE <= 1 (default 1: PS sized to exactly what they serve; 0.85 keeps the "
+        "headroom Brain's PS rules keep)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON, one object per run")
     parser.add_argument("--chart", type=Path, help="write steps/s and allocation over time (PNG)")
     parser.add_argument("--url", help="a running Brain (default: in-process)")
@@ -106,7 +116,9 @@ def _simulate(args) -> int:
         client = _client(args.url, args.token, stack, args.app_factory)
         for name in names:
             for seed in range(args.seed, args.seed + args.seeds):
-                run, result = run_scenario(client, SCENARIOS[name], seed, args.horizon)
+                run, result = run_scenario(
+                    client, SCENARIOS[name], seed, args.horizon, args.ps_busy
+                )
                 results.append(result)
                 if args.chart and seed == args.seed:
                     from brain.lab.simulation.chart import write_chart
@@ -139,7 +151,7 @@ def _simulate_random(args, run_scenario) -> int:
     with ExitStack() as stack:
         client = _client(args.url, args.token, stack, args.app_factory)
         for scenario in scenarios:
-            results.append(run_scenario(client, scenario, args.seed, args.horizon)[1])
+            results.append(run_scenario(client, scenario, args.seed, args.horizon, args.ps_busy)[1])
     if args.json:
         for result in results:
             print(json.dumps(asdict(result)))
@@ -148,6 +160,17 @@ def _simulate_random(args, run_scenario) -> int:
         for family in dict.fromkeys(r.family or "classic" for r in results):
             _print_distribution(family, [r for r in results if (r.family or "classic") == family])
     return 0
+
+
+def _share(text: str) -> float:
+    """A share in (0, 1], for ``--ps-busy``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
+    return value
 
 
 def _print_distribution(family: str, results: list[ScenarioResult]) -> None:

@@ -58,16 +58,16 @@ class ScenarioResult:
     oom_kills_by_chooser: dict[str, int] = field(default_factory=dict)
 
 
-def run_best(run: Run) -> Allocation:
+def run_best(run: Run, ps_busy: float = 1.0) -> Allocation:
     """The best the run's job can reach, its PS counts searched up to ``MAX_PS`` or the
-    most PS the run had, whichever is more."""
+    most PS the run had, whichever is more, each PS using at most ``ps_busy`` of its CPU."""
     most_ps = max((x.ps for x in run.timeline), default=0)
-    return best_allocation(run.scenario, run.final_global_step, max(MAX_PS, most_ps))
+    return best_allocation(run.scenario, run.final_global_step, max(MAX_PS, most_ps), ps_busy)
 
 
-def measure(run: Run, horizon_s: float) -> ScenarioResult:
+def measure(run: Run, horizon_s: float, ps_busy: float = 1.0) -> ScenarioResult:
     s = run.scenario
-    best = run_best(run)
+    best = run_best(run, ps_busy)
     speeds = [x.steps_per_sec for x in run.timeline]
     window = max(int(SMOOTHING_S / TICK_S), 1)
     smoothed = [

@@ -47,6 +47,24 @@ def test_the_classic_draw_stays_available(capsys):
     assert "classic: 1 random jobs" in capsys.readouterr().out
 
 
+def test_ps_busy_judges_the_same_run_against_a_best_whose_ps_keep_headroom(capsys):
+    args = ["simulate", "--random", "1", "--family", "hot-ps", "--seed", "1", "--horizon", "120"]
+    assert main([*args, "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*args, "--json", "--ps-busy", "0.85"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    # The same run; its job's PS need 1 / 0.85 of their cores, so its best is lower.
+    assert kept["reached_steps_per_sec"] == plain["reached_steps_per_sec"]
+    assert kept["best_steps_per_sec"] < plain["best_steps_per_sec"]
+
+
+@pytest.mark.parametrize("value", ["0", "1.2", "most"])
+def test_ps_busy_outside_0_to_1_is_refused_by_name(capsys, value):
+    with pytest.raises(SystemExit):
+        main(["simulate", "--scenario", "ps-steady", "--ps-busy", value])
+    assert "argument --ps-busy" in capsys.readouterr().err
+
+
 def test_family_needs_random():
     with pytest.raises(SystemExit, match="--family goes with --random"):
         main(["simulate", "--scenario", "ps-steady", "--family", "hot-ps"])

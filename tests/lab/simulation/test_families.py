@@ -195,6 +195,16 @@ def test_the_best_search_spreads_a_saturating_tier_over_enough_ps():
     assert best.steps_per_sec == pytest.approx(100.0)
     assert best.cores == pytest.approx(20.0)
 
+    # PS kept at most 80 % busy cost 1 / 0.8 = 1.25 cores per effective worker: w worker
+    # cores run min(10 w, 10 x 0.8 x (20 - w)) steps/s, equal at w = 8.89, which no
+    # worker size reaches. w = 9 leaves the PS 11 cores: 88 steps/s in 20 cores; 11
+    # workers of 0.8 (w = 8.8) run 88 too, their PS needing 8.8 / 0.8 = 11 cores: 19.8
+    # cores, fewer on the tie. 5 PS use 1.76 cores each, below the knee; 4 would be past it.
+    kept = best_allocation(_job(model, 20), ps_busy=0.8)
+    assert (kept.workers, kept.worker_cpu, kept.ps) == (11, 0.8, 5)
+    assert kept.steps_per_sec == pytest.approx(88.0)
+    assert kept.cores == pytest.approx(19.8)
+
 
 def test_a_hot_shard_stays_on_the_first_ps_however_many_there_are():
     job = _job(HOT, 40, hot_share=0.4)

@@ -55,6 +55,17 @@ def test_best_allocation_within_a_cpu_limit():
     assert best.steps_per_sec == pytest.approx(62.518, abs=1e-3)
     assert best.cores == pytest.approx(12.501, abs=1e-3)
 
+    # PS kept at most 80 % busy need 0.04 / 0.8 = 0.05 cores per step/s: n = 2.5 would
+    # need 10 + 0.05 x 62.518 = 13.13 cores, so its PS get the 3 left and serve
+    # 3 x 0.8 / 0.04 = 60. n = 2.4 (3 x 3.2 or 4 x 2.4 cores): 72 / (1 + 0.1331 x 1.4)
+    # = 60.691 steps/s, 9.6 + 0.05 x 60.691 = 12.635 cores.
+    kept = best_allocation(scenario, ps_busy=0.8)
+    assert kept.workers * kept.worker_cpu == pytest.approx(9.6)
+    assert kept.steps_per_sec == pytest.approx(60.691, abs=1e-3)
+    assert kept.ps_cpu_total == pytest.approx(3.035, abs=1e-3)
+    with pytest.raises(ValueError, match="ps_busy"):
+        best_allocation(scenario, ps_busy=0)
+
 
 def test_ps_memory_grows_with_steps():
     memory = SCENARIOS["ps-growing-memory"].memory
