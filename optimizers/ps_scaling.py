@@ -1321,13 +1321,11 @@ def _shrink_hurt(context, ps_nodes, settings) -> Proposal | None:
     hosts, evidence = _take_back(
         context, ps_nodes, count, {SHRINK_UNDONE: shrunk}, after, earlier, settings
     )
+    roles = {ROLE_PS: RoleSpec(count=None if count == len(ps_nodes) else count, cpu=cpu)}
     return Proposal(
-        roles={
-            ROLE_PS: RoleSpec(
-                count=None if count == len(ps_nodes) else count,
-                cpu=cpu,
-            )
-        },
+        roles=roles,
+        # A PS that a trim kept at its own size (a moved hot PS) keeps it.
+        migrate=_kept_above(context, ps_nodes, roles),
         ps_hosts=hosts,
         reasons=[
             reason(
@@ -1476,7 +1474,7 @@ def _shrink(
         context,
         ps_nodes,
         request,
-        busiest,
+        used,
         least,
         settings.shrink_below,
         settings.target_utilization,
@@ -1490,31 +1488,45 @@ def _shrink(
 def _trim(context, ps_nodes, recent, evidence, threshold, settings) -> Proposal | None:
     """Fewer cores for each PS of a tier below ``trim_below`` (above ``shrink_below``):
     the busiest PS's mean use at ``trim_to``, when that frees ``min_freed_share`` of the
-    job's cores and the CPU limit keeps more workers out; None otherwise, or when the PS
-    are not all of the role's size (a migrated hot PS). A comm-bound job under a full
-    limit kept 3 PS of 1.1 cores at 57 % while its workers could not grow: the cores the
-    tier does not use are the workers' (worker_tuning makes them more)."""
+    job's cores and the CPU limit keeps more workers out; None otherwise. A comm-bound
+    job under a full limit kept 3 PS of 1.1 cores at 57 % while its workers could not
+    grow: the cores the tier does not use are the workers' (worker_tuning makes them more).
+
+    PS that hot_ps moved above the role's size keep their cores: the others are trimmed,
+    the busiest of them setting the size, the cores freed counted from each one's own
+    (hot_ps may have taken some for the moved one). A hot-ps job kept 3 PS of 0.8-0.9
+    cores at 45 % beside its hot PS, moved to 1.4, under a full 11.1-core limit."""
     request = _ps_request(context, ps_nodes)
-    if any(n.cpu != request for n in ps_nodes) or not _workers_held_by_the_limit(context):
+    if not _workers_held_by_the_limit(context):
         return None
-    busiest = max(_mean_use(ps_nodes, recent).values())
+    moved = [n for n in ps_nodes if n.cpu > request + 1e-9]
+    rest = [n for n in ps_nodes if n not in moved]
+    # Without a moved PS, one below the role's size is a move of another kind (a give-back
+    # under way): the tier is not trimmed around it.
+    if not rest or (not moved and any(n.cpu != request for n in rest)):
+        return None
     least = settings.min_freed_share * planned_totals({}, context.job, context.nodes).cpu
     evidence = evidence | {"ps_count": len(ps_nodes), "ps_cpu_request": request}
-    return _fewer_cores(
+    beside = "".join(f"{n.name} keeps its {n.cpu:g} cores of its own; " for n in moved)
+    trimmed = _fewer_cores(
         context,
-        ps_nodes,
+        rest,
         request,
-        busiest,
+        _mean_use(rest, recent),
         least,
         settings.trim_below,
         settings.trim_to,
-        # Fewer cores than today's, however few.
+        # Fewer cores than the role's, however few.
         request - 1e-9,
         evidence,
         threshold,
         settings,
         ", the rest for more workers, which the CPU limit keeps out",
+        beside,
     )
+    if trimmed is None or not moved:
+        return trimmed
+    return replace(trimmed, migrate=[_own_size(trimmed.roles, n, n.cpu) for n in moved])
 
 
 def _workers_held_by_the_limit(context) -> bool:
@@ -1533,7 +1545,7 @@ def _fewer_cores(
     context,
     ps_nodes,
     request,
-    busiest,
+    used,
     least,
     below,
     target,
@@ -1542,27 +1554,37 @@ def _fewer_cores(
     threshold,
     settings,
     why="",
+    beside="",
 ) -> Proposal | None:
-    """Each PS from ``request`` to the busiest one's use at ``target`` (rounded up to
-    ``cpu_step``), when that is at most ``most``, keeps the busiest within ``max_busy``
-    and frees ``least`` cores; None otherwise. A shrink's or a trim's plan, judged alike
-    (``SHRUNK_FROM``)."""
+    """``ps_nodes`` (of ``request`` cores, the role's, or each of its own) to the busiest
+    one's mean use (``used``) at ``target`` (rounded up to ``cpu_step``), when that is at
+    most ``most``, keeps the busiest within ``max_busy`` and frees ``least`` cores from
+    what they have; None otherwise. A shrink's or a trim's plan, judged alike
+    (``SHRUNK_FROM``: the tier's count, ``evidence["ps_count"]``, and the role's CPU).
+    ``beside`` names the PS kept apart, for the message."""
     now = len(ps_nodes)
+    busiest = max(used.values())
     cpu = max(ceil_to(busiest / target, settings.cpu_step), settings.cpu_step)
-    if cpu > most or busiest / cpu > settings.max_busy or (request - cpu) * now < least:
+    freed = sum(n.cpu - cpu for n in ps_nodes)
+    if cpu > most or busiest / cpu > settings.max_busy or freed < least:
         return None
-    uses = "the PS uses" if now == 1 else f"the busiest of {now} PS uses"
+    own = next(n.cpu for n in ps_nodes if used[n.name] == busiest)
+    sizes = sorted({n.cpu for n in ps_nodes})
+    was = f"{sizes[0]:g}" if len(sizes) == 1 else f"{sizes[0]:g}-{sizes[-1]:g}"
+    other = " other" if beside else ""
+    uses = f"the{other} PS uses" if now == 1 else f"the busiest of {now}{other} PS uses"
     role = _resized(context, ps_nodes, None, cpu)
     return Proposal(
         roles={ROLE_PS: role},
         reasons=[
             reason(
                 NAME,
-                f"{uses} {busiest:.2f} of its {request:g} cores "
+                f"{beside}{uses} {busiest:.2f} of its {own:g} cores "
                 f"({evidence['ps_tier_utilization']:.0%}, below {below:.0%}): "
                 f"{cpu:g} cores run it at {busiest / cpu:.0%} (target "
-                f"{target:.0%}), PS CPU {request:g} -> {cpu:g}{_kept_memory(role)}{why}",
-                evidence | {"new_cpu": cpu, SHRUNK_FROM: {"count": now, "cpu": request}},
+                f"{target:.0%}), PS CPU {was} -> {cpu:g}{_kept_memory(role)}{why}",
+                evidence
+                | {"new_cpu": cpu, SHRUNK_FROM: {"count": evidence["ps_count"], "cpu": request}},
                 threshold,
             )
         ],
@@ -2018,7 +2040,7 @@ def _kept_above(context, ps_nodes: list[NodeView], roles: dict[str, RoleSpec]) -
     (the busiest, moved to a size of its own), kept at it: a new role size relaunches
     every PS at it, and a take-back returns to what ran before, that PS's size with it.
     A failed PS counts (it comes back at the role's size too). None where the role's CPU
-    stays (no PS is relaunched)."""
+    stays (no PS is relaunched); every PS stays where ``roles`` keeps today's count."""
     spec = roles[ROLE_PS]
     role = current_role(ROLE_PS, context.job, context.nodes)
     if spec.cpu is None or spec.cpu == role.cpu:
@@ -2027,7 +2049,8 @@ def _kept_above(context, ps_nodes: list[NodeView], roles: dict[str, RoleSpec]) -
     return [
         _own_size(roles, n, n.cpu)
         for n in sorted([*ps_nodes, *failed], key=lambda n: n.index)
-        if n.index < (spec.count or 0) and n.cpu > max(spec.cpu, role.cpu or 0.0) + 1e-9
+        if (spec.count is None or n.index < spec.count)
+        and n.cpu > max(spec.cpu, role.cpu or 0.0) + 1e-9
     ]
 
 

@@ -758,6 +758,75 @@ def test_resized_ps_that_did_not_help_go_back_to_their_count_and_size():
     assert "it did not help, PS 4 -> 2, 4 cores each as before" in proposal.reasons[0].message
 
 
+def test_beside_a_moved_hot_ps_the_other_ps_are_trimmed_and_it_keeps_its_cores():
+    # hot_ps moved ps-0 to 6 cores (the role's 4), which use 3.9 (65 %); ps-1 uses 1.6 of
+    # 4 (40 %): the tier at 52.5 %, between shrink_below and trim_below. The workers at
+    # 3.2 of 4 (80 %: not waiting), the 26-core limit full (6 + 4 + 4 x 4). ps-1's 1.6 at
+    # 75 % is 2.2 cores (1.6 / 2.2 = 73 % busy, <= 85 %), freeing 4 - 2.2 = 1.8 cores of
+    # the job's 26 (>= 5 %: 1.3); the new role size relaunches every PS, so ps-0 is kept
+    # at its 6 cores by name.
+    nodes, points = moved_ps(6, (3.9, 1.6), 3.2)
+    full = Limits(cpu=26)
+    proposal = propose(points, nodes=nodes, limits=full)
+    assert proposal.roles == {"ps": RoleSpec(cpu=2.2)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=6, memory_mib=8192)]
+    why = proposal.reasons[0]
+    assert why.message == (
+        "j-edljob-ps-0 keeps its 6 cores of its own; the other PS uses 1.60 of its 4 cores "
+        "(52%, below 60%): 2.2 cores run it at 73% (target 75%), PS CPU 4 -> 2.2, the rest "
+        "for more workers, which the CPU limit keeps out"
+    )
+    # a take-back of it returns both PS to the role's 4 cores: the tier's count, 2
+    assert why.evidence["shrunk_from"] == {"count": 2, "cpu": 4}
+    # hot_ps gave up 0.6 of ps-1's cores to ps-0 (6.6 and 3.4): the trim frees only
+    # 3.4 - 2.2 = 1.2 cores, less than 1.3
+    nodes[0] = replace(nodes[0], cpu=6.6)
+    nodes[1] = replace(nodes[1], cpu=3.4)
+    assert not any(
+        "shrunk_from" in r.evidence for r in propose(points, nodes=nodes, limits=full).reasons
+    )
+
+
+def test_a_trim_beside_a_moved_ps_taken_back_keeps_that_ps_at_its_own_size():
+    # The trim above, applied 1150 s ago (the role at 2.2 cores, ps-0 kept at 6); at the
+    # same 4 trainers 20.0 -> 18.0 steps/s (-10 %): back to the role's 4 cores, which
+    # relaunches every PS, ps-0 again at its own 6.
+    trimmed = plan(
+        seconds_ago=1150,
+        roles={"ps": RoleSpec(cpu=2.2)},
+        migrate=(NodeChange("ps", "j-edljob-ps-0", cpu=6, memory_mib=8192),),
+        reasons=(
+            Reason(
+                "ps_scaling",
+                "PS CPU 4 -> 2.2",
+                {"ps_count": 2, "shrunk_from": {"count": 2, "cpu": 4}},
+            ),
+        ),
+        plan_id=2,
+    )
+    nodes = [
+        node("j-edljob-ps-0", "ps", cpu=6, memory_mib=8192, index=0),
+        node("j-edljob-ps-1", "ps", cpu=2.2, memory_mib=8192, index=1),
+    ]
+    points = [
+        s for n, used in zip(nodes, (3.9, 1.6), strict=True) for s in series(n.name, cpu=[used] * 8)
+    ]
+    points += [s for n in WORKERS for s in series(n.name, cpu=[3.2] * 8)]
+    roles = ROLES | {"ps": RoleSpec(count=2, cpu=2.2, memory_mib=8192)}
+    ctx = context(
+        Stage.running,
+        job(roles=roles, limits=Limits(cpu=26)),
+        nodes=nodes + WORKERS,
+        samples=points,
+        speed=speeds([(4, 20.0)] * 10 + [(4, 18.0)] * 10, every_s=120),
+        plans=[CREATED, trimmed],
+    )
+    proposal = PsScalingOptimizer().propose(ctx, SETTINGS)
+    assert proposal.roles == {"ps": RoleSpec(cpu=4)}
+    assert proposal.migrate == [NodeChange("ps", "j-edljob-ps-0", cpu=6, memory_mib=8192)]
+    assert "back to 2 PS of 4 cores, and no more shrinking" in proposal.reasons[0].message
+
+
 def test_a_shrink_that_slowed_the_job_is_taken_back_and_not_repeated():
     # ps_scaling cut 2 PS of 4 cores to 1 (PS cores 8 -> 4) 1150 s ago; at the same 4
     # trainers 20.0 -> 18.0 steps/s (-10 %, beyond 2 %): back to 2 PS of 4 cores
