@@ -8,7 +8,9 @@ from brain.lab.simulation.master import Run
 from brain.lab.simulation.metrics import run_best
 
 
-def write_chart(run: Run, path: Path) -> None:
+def write_chart(run: Run, path: Path, ps_busy: float = 1.0) -> None:
+    """Steps/s against the best (its PS using at most ``ps_busy`` of their CPU), and the
+    cores, workers and PS over time."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -16,7 +18,7 @@ def write_chart(run: Run, path: Path) -> None:
 
     s = run.scenario
     minutes = [x.t / 60 for x in run.timeline]
-    best = run_best(run)
+    best = run_best(run, ps_busy)
     fig, (speed_ax, alloc_ax) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     speed_ax.plot(minutes, [x.steps_per_sec for x in run.timeline], lw=0.8, label="steps/s")
     speed_ax.axhline(best.steps_per_sec, color="green", ls="--", lw=0.8, label="best in limits")

@@ -126,7 +126,7 @@ def _simulate(args) -> int:
                     path = args.chart
                     if len(names) > 1:
                         path = path.with_name(f"{path.stem}-{name}{path.suffix}")
-                    write_chart(run, path)
+                    write_chart(run, path, args.ps_busy)
     if args.json:
         for result in results:
             print(json.dumps(asdict(result)))
