@@ -22,9 +22,6 @@ from api.parent_watch import end_with_parent
 from api.server import serve_app
 from brain.config import Settings
 
-# How long a worker may take to answer the supervisor before it counts as hung.
-WORKER_HEALTHCHECK_S = 30
-
 # The pid of `brain serve`'s supervising process, handed to the workers it spawns.
 SERVE_PID_ENV = "BRAIN_SERVE_PID"
 
@@ -87,8 +84,10 @@ def run_workers(settings: Settings, workers: int) -> int:
         timeout_keep_alive=settings.keep_alive_s,
         # A spawned worker answers the supervisor's health pings only once it has imported
         # the program again; on a busy machine that takes more than uvicorn's default 5 s,
-        # and the supervisor would kill and restart workers that were merely starting.
-        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+        # and the supervisor would kill and restart workers that were merely starting. A
+        # ping sent while a worker that failed at start is exiting is never answered: the
+        # supervisor notices the failure only when this timeout runs out.
+        timeout_worker_healthcheck=settings.worker_healthcheck_s,
     )
     logging.getLogger(__name__).info(
         "serving on %s:%d with %d worker processes", settings.host, bound_port, workers

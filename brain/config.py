@@ -303,6 +303,16 @@ class Settings(BaseSettings):
         f"{MAX_DEFAULT_WORKERS}, on PostgreSQL; always 1 on SQLite, which takes one writer "
         "at a time.",
     )
+    worker_healthcheck_s: float = Field(
+        30,
+        ge=1,
+        le=600,
+        description="With several worker processes: seconds a worker may take to answer "
+        "`brain serve`'s health check before it counts as hung and is restarted. It is "
+        "also about how long a worker that fails at start (a gRPC port taken, a broken "
+        "database URL) can take to be noticed and make `brain serve` exit. uvicorn's own "
+        "default of 5 s restarted workers that were merely starting on a busy machine.",
+    )
 
     grpc_port: int | None = Field(
         None,

@@ -23,6 +23,7 @@ from fastapi.testclient import TestClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import func, select
 
+from api import workers
 from api.app import create_app
 from api.main import main as brain_main
 from api.state import server_state
@@ -246,7 +247,10 @@ def test_worker_processes_share_the_machines_connections(pg_url, workers, pool_s
 def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database, tmp_path):
     """Each worker binds the gRPC port; one already taken (without SO_REUSEPORT) fails
     the workers' start. uvicorn then stops the others, and `brain serve` must not report
-    success to whoever runs it (a container's restart policy, a service manager)."""
+    success to whoever runs it (a container's restart policy, a service manager).
+
+    A short health check: a ping that reaches a worker while it exits is never answered,
+    and uvicorn notices the failure only when that ping times out."""
     url = make_pg_database()
     migrate.upgrade(url)
     with socket.socket() as taken:
@@ -258,6 +262,7 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database
             "BRAIN_GRPC_PORT": str(taken.getsockname()[1]),
             "BRAIN_SUMMARY_INTERVAL_S": "0",
             "BRAIN_MODEL_DIR": str(tmp_path / "models"),
+            "BRAIN_WORKER_HEALTHCHECK_S": "5",
         }
         result = subprocess.run(
             [sys.executable, "-m", "api.main", "serve", "--workers", "2"]
@@ -269,6 +274,27 @@ def test_a_worker_that_fails_to_start_makes_serve_exit_non_zero(make_pg_database
         )
     assert result.returncode == 3, result.stderr[-2000:]
     assert "failed to start" in result.stderr
+
+
+def test_the_workers_health_check_timeout_is_the_setting(monkeypatch):
+    """uvicorn's supervisor gets BRAIN_WORKER_HEALTHCHECK_S, not its own 5 s."""
+    seen: list[float] = []
+
+    class Supervisor:
+        def __init__(self, config, sockets):
+            seen.append(config.timeout_worker_healthcheck)
+            self.processes = []
+
+        def run(self):
+            pass
+
+    for name in ("BRAIN_HOST", "BRAIN_PORT", "BRAIN_WORKERS", workers.SERVE_PID_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(workers, "Multiprocess", Supervisor)
+    settings = Settings(host="127.0.0.1", port=free_port(), worker_healthcheck_s=7.5)
+    assert workers.run_workers(settings, 2) == 0
+    assert seen == [7.5]
+    assert Settings().worker_healthcheck_s == 30
 
 
 def _gone(pid: int) -> bool:
