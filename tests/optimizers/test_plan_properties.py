@@ -38,7 +38,14 @@ from brain.optimizing import (
 )
 from brain.optimizing.changes import changes_of, undeclared
 from brain.optimizing.pipeline import run_stage
-from brain.optimizing.roles import EPSILON, SIZE_FIELDS, effective_roles, node_level_totals
+from brain.optimizing.roles import (
+    EPSILON,
+    SIZE_FIELDS,
+    current_role,
+    effective_roles,
+    node_level_totals,
+    role_resized,
+)
 from optimizers.learned_margin import MEMORY_BELOW_PEAK
 from tests.builders.views import NOW, job
 
@@ -181,11 +188,20 @@ def assert_trusted(proposal, the_job, nodes):
     for change in proposal.launch:
         for f in SIZE_FIELDS:
             totals[f] += getattr(change, f) or 0.0
+    # The whole plan applies at once: a migration moves its node from the size it has
+    # once the roles apply (the role's, where the plan resizes the role) to its own, and
+    # what a shrinking one frees is room for the plan's growths (hot_ps gives a hot PS
+    # the cores the other PS give up).
     for change in proposal.migrate:
         node = sizes.get(change.name or "")
+        if node is None:
+            continue
+        planned = proposal.roles.get(node.role, RoleSpec())
+        now = current_role(node.role, the_job, nodes)
+        before = now.overlay(planned) if role_resized(planned, now) else node
         for f in SIZE_FIELDS:
-            if node is not None and getattr(change, f) is not None:
-                totals[f] += max(getattr(change, f) - getattr(node, f), 0.0)
+            if getattr(change, f) is not None:
+                totals[f] += getattr(change, f) - (getattr(before, f) or 0.0)
     for f in SIZE_FIELDS:
         limit = getattr(the_job.limits, f)
         assert limit is None or totals[f] <= limit + 1e-6, (f, totals, proposal.reasons)
