@@ -42,7 +42,7 @@ def fit_node_changes(
     migrations first, and a reason for every growth cut or launch dropped."""
     used = node_level_totals(roles, job, nodes, failed)
     sizes = {n.name: n for n in nodes}
-    befores = [_before_migration(sizes.get(c.name or ""), roles, job, nodes) for c in migrate]
+    befores = [size_once_roles_apply(sizes.get(c.name or ""), roles, job, nodes) for c in migrate]
     # What the plan's shrinking migrations free is headroom for its growths: the whole
     # plan is applied at once (hot_ps grows a hot PS with cores the others give up).
     for change, current in zip(migrate, befores, strict=True):
@@ -71,7 +71,7 @@ def fit_node_changes(
     return fitted_launch, fitted_migrate, reasons
 
 
-def _before_migration(
+def size_once_roles_apply(
     node: NodeView | None, roles: dict[str, RoleSpec], job: JobView, nodes: Sequence[NodeView]
 ) -> dict[str, float]:
     """What ``node`` runs with once ``roles`` apply, before its migration: the role's
