@@ -131,13 +131,19 @@ def past_runs(draw, roles, gpu):
 
 @st.composite
 def live_state(draw, the_job):
-    """Nodes as registered, ten samples each (a minute apart, PS memory possibly growing),
-    and speed samples at the trainers' count."""
+    """Nodes as registered (some at sizes of their own), ten samples each (a minute apart,
+    PS memory possibly growing), and speed samples at the trainers' count."""
     nodes, samples = [], []
     for role, spec in the_job.roles.items():
         for index in range(spec.count or 0):
             name = f"{role}-{index}"
-            nodes.append(NodeView(name, role, index, spec.cpu, spec.memory_mib, spec.gpu or 0.0))
+            # Some nodes run at sizes of their own: moved by an earlier plan (a hot PS, an
+            # OOM fix), or registered so by the master.
+            cpu = min(
+                spec.cpu * draw(st.sampled_from([1.0, 1.0, 1.0, 0.5, 1.5, 2.0])), NODE_MAX.cpu
+            )
+            memory_mib = spec.memory_mib * draw(st.sampled_from([1.0, 1.0, 1.5]))
+            nodes.append(NodeView(name, role, index, cpu, memory_mib, spec.gpu or 0.0))
             load = draw(st.floats(0.05, 1.0))
             memory = draw(st.floats(0.2, 0.95))
             growth = draw(st.floats(0.0, 0.05)) if role == ROLE_PS else 0.0
@@ -146,8 +152,8 @@ def live_state(draw, the_job):
                     NodeSample(
                         node=name,
                         ts=NOW - timedelta(minutes=9 - minute),
-                        cpu=load * spec.cpu,
-                        memory_mib=min(memory * (1 + growth * minute), 1.2) * spec.memory_mib,
+                        cpu=load * cpu,
+                        memory_mib=min(memory * (1 + growth * minute), 1.2) * memory_mib,
                     )
                 )
     trainers = sum(1 for n in nodes if n.role in (ROLE_WORKER, ROLE_CHIEF))
