@@ -88,9 +88,10 @@ def elastic_workers(proposal: Proposal, view: BoundsView) -> tuple[Proposal, lis
 def _largest_that_fits(
     proposal: Proposal, roles: dict[str, RoleSpec], smaller: float, today: float, view: BoundsView
 ) -> float:
-    """The most cores per worker, from ``smaller`` (which fits) up to ``today``, in
-    hundredths of a core, at which the roles stay within the job's limits and no launch or
-    migration is cut."""
+    """The most cores per worker, from ``smaller`` up to ``today``, in hundredths of a
+    core, at which the roles stay within the job's limits and no launch or migration is
+    cut; ``smaller`` when no larger size does (the guard's later steps fit the node
+    changes to what it leaves)."""
 
     def fits(cpu: float) -> bool:
         sized = with_spec(roles, ROLE_WORKER, replace(roles[ROLE_WORKER], cpu=cpu))
@@ -101,8 +102,10 @@ def _largest_that_fits(
 
     if fits(today):
         return today
-    low, high = 0, round((today - smaller) / CPU_STEP)  # in steps above smaller
-    while low < high:  # fits(smaller + low x step) holds; fits(smaller + (high+1)...) not
+    # Counted in steps above ``smaller``: ``low`` fits (or is 0), above ``high`` nothing
+    # does; fitting only gets harder as the workers grow.
+    low, high = 0, round((today - smaller) / CPU_STEP)
+    while low < high:
         middle = (low + high + 1) // 2
         if fits(round(smaller + middle * CPU_STEP, 6)):
             low = middle
