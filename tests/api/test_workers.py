@@ -288,7 +288,8 @@ def test_the_workers_health_check_timeout_is_the_setting(monkeypatch):
         def run(self):
             pass
 
-    for name in ("BRAIN_HOST", "BRAIN_PORT", "BRAIN_WORKERS", workers.SERVE_PID_ENV):
+    changed = ("BRAIN_HOST", "BRAIN_PORT", "BRAIN_WORKERS", "BRAIN_WORKER_HEALTHCHECK_S")
+    for name in (*changed, workers.SERVE_PID_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(workers, "Multiprocess", Supervisor)
     settings = Settings(host="127.0.0.1", port=free_port(), worker_healthcheck_s=7.5)
